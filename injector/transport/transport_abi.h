@@ -1,0 +1,178 @@
+/* The seam between the injector core and its gRPC transport.
+ *
+ * The core (libflopscope_inject.so) lives in the job's own link namespace and links nothing but
+ * libc and libstdc++. The transport (libflopscope_transport.so) links gRPC, protobuf and Abseil and
+ * is loaded with dlmopen(LM_ID_NEWLM), so its copies can never interpose on the job's own (a
+ * PyTorch process may hold grpcio and protobuf). Debian's static archives use the local-exec TLS
+ * model and cannot be linked into a shared object, which rules out "static + hidden".
+ *
+ * Rules of the seam, each one a hazard when broken:
+ *  - Plain C types only. Nothing allocated on one side is freed on the other: each namespace has
+ *    its own libc and malloc.
+ *  - Views are borrowed for the duration of the call; the transport copies what it keeps.
+ *  - No callbacks from the transport into the core: a transport thread was created by the other
+ *    libc, and the core's per-thread libc state (ctype tables) is not set up on it. The core polls.
+ *  - Every thread of the core that calls in must first run the transport namespace's
+ *    __ctype_init (transport_loader does this), or gRPC's URI parser crashes in isalpha().
+ */
+#ifndef FLOPSCOPE_INJECTOR_TRANSPORT_TRANSPORT_ABI_H_
+#define FLOPSCOPE_INJECTOR_TRANSPORT_TRANSPORT_ABI_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FS_TRANSPORT_ABI_VERSION 1u
+
+typedef struct fs_str {
+  const char* data; /* not NUL-terminated necessarily */
+  uint32_t size;
+} fs_str;
+
+typedef struct fs_layout {
+  uint32_t tp_size, pp_size, dp_size;
+  uint32_t tp_rank, pp_rank, dp_rank;
+  fs_str source;
+} fs_layout;
+
+typedef struct fs_device {
+  uint32_t index;
+  fs_str name, chip, uuid;
+  uint32_t sm_count;
+  uint64_t memory_bytes;
+  uint32_t sm_clock_khz;
+  uint32_t compute_capability;
+} fs_device;
+
+typedef struct fs_hello {
+  fs_str session_id, job_id, host, injector_version, command, gpu_status;
+  int32_t rank, local_rank, world_size;
+  fs_layout layout;
+  int64_t pid, start_time_ns;
+  const fs_device* devices;
+  uint32_t num_devices;
+} fs_hello;
+
+typedef struct fs_string_def {
+  uint32_t id;
+  fs_str value;
+} fs_string_def;
+
+typedef struct fs_range_path {
+  uint64_t id, parent_id;
+  fs_str name, domain;
+} fs_range_path;
+
+typedef struct fs_range_event {
+  uint64_t path_id, instance_id, parent_instance_id, thread_id;
+  int64_t start_ns, end_ns;
+  uint32_t kind; /* flopscope.v1.RangeKind */
+} fs_range_event;
+
+typedef struct fs_tensor_flops {
+  fs_str source;
+  double flops;
+} fs_tensor_flops;
+
+typedef struct fs_raw_counter {
+  fs_str metric;
+  double value;
+} fs_raw_counter;
+
+typedef struct fs_flop_counters {
+  double fp64, fp32, fp16;
+  const fs_tensor_flops* tensor;
+  uint32_t num_tensor;
+  const fs_raw_counter* raw;
+  uint32_t num_raw;
+  int64_t counted_step;
+} fs_flop_counters;
+
+typedef struct fs_kernel {
+  uint64_t correlation_id, path_id, range_instance_id;
+  uint32_t name_id, device_id, context_id, stream_id;
+  int64_t start_ns, end_ns;
+  uint32_t grid_x, grid_y, grid_z, block_x, block_y, block_z;
+  uint32_t kind; /* flopscope.v1.ActivityKind */
+  uint64_t bytes, graph_id, graph_node_id;
+  const fs_flop_counters* flops; /* NULL outside counter windows */
+} fs_kernel;
+
+typedef struct fs_metadata {
+  fs_str key, value;
+  int64_t time_ns;
+} fs_metadata;
+
+typedef struct fs_loss {
+  uint32_t cause; /* flopscope.v1.LossCause */
+  uint64_t records; /* cumulative for the session */
+} fs_loss;
+
+typedef struct fs_batch {
+  const fs_string_def* strings;
+  uint32_t num_strings;
+  const fs_range_path* paths;
+  uint32_t num_paths;
+  const fs_range_event* ranges;
+  uint32_t num_ranges;
+  const fs_kernel* kernels;
+  uint32_t num_kernels;
+  const fs_metadata* metadata;
+  uint32_t num_metadata;
+  const fs_loss* losses;
+  uint32_t num_losses;
+  uint8_t final;
+} fs_batch;
+
+typedef struct fs_transport_options {
+  fs_str target;              /* gRPC target, e.g. "unix:/run/flopscope/flopscope.sock" */
+  uint64_t max_pending_bytes; /* encoded, unacknowledged batches kept for resend */
+  uint32_t reconnect_initial_ms, reconnect_max_ms;
+} fs_transport_options;
+
+typedef struct fs_transport_stats {
+  uint64_t batches_submitted, batches_acked, batches_rejected;
+  uint64_t records_dropped; /* by the transport: pending queue full or rejected */
+  uint64_t bytes_pending, reconnects;
+  uint8_t connected;
+} fs_transport_stats;
+
+typedef struct fs_control {
+  uint64_t id;
+  uint32_t kind; /* 1 = counter window, 2 = flush */
+  uint32_t steps;
+  char metric_set[32];
+} fs_control;
+
+typedef struct fs_transport fs_transport;
+
+typedef struct fs_transport_api {
+  uint32_t abi_version; /* FS_TRANSPORT_ABI_VERSION */
+  /* Starts the connection thread; never blocks on the network. NULL on error, reason in err. */
+  fs_transport* (*create)(const fs_transport_options* options, const fs_hello* hello, char* err,
+                          size_t err_size);
+  /* Encodes and queues one batch under the next sequence number; returns at once. When the
+   * pending queue is over max_pending_bytes the batch keeps its definitions (strings, paths),
+   * metadata and losses, drops its records and counts them as DAEMON_UNREACHABLE. */
+  void (*submit)(fs_transport* t, const fs_batch* batch);
+  /* Waits until every submitted batch is acknowledged, or timeout_ms passes: 1 if all were. */
+  int (*flush)(fs_transport* t, int64_t timeout_ms);
+  void (*get_stats)(fs_transport* t, fs_transport_stats* out);
+  /* Pops one control command from the daemon: 1 when *out was filled, 0 when none waits. */
+  int (*poll_control)(fs_transport* t, fs_control* out);
+  void (*reply_control)(fs_transport* t, uint64_t id, int accepted, fs_str message);
+  /* Stops the transport's threads and frees it. Does not flush: call flush first. */
+  void (*destroy)(fs_transport* t);
+} fs_transport_api;
+
+/* The transport library's one exported symbol. */
+const fs_transport_api* flopscope_transport_api(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FLOPSCOPE_INJECTOR_TRANSPORT_TRANSPORT_ABI_H_ */

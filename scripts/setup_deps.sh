@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages flopscope builds and tests with, only those that are missing.
+# Idempotent: a machine that already has everything runs no apt command at all.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config clang-format
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libabsl-dev libsqlite3-dev sqlite3 zlib1g-dev libcli11-dev libsimdjson-dev
+  googletest libgtest-dev libgmock-dev libbenchmark-dev
+  python3 python3-grpcio python3-protobuf
+)
+
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
+  [[ "$status" == "install ok installed" ]] || missing+=("$pkg")
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "setup: all ${#PACKAGES[@]} Debian packages present"
+  exit 0
+fi
+
+echo "setup: installing ${missing[*]}"
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then
+  command -v sudo >/dev/null || { echo "setup: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  SUDO="sudo"
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+
+if [[ ! -d /usr/local/cuda/include ]]; then
+  echo "setup: note: no CUDA toolkit at /usr/local/cuda; the injector builds in NVTX-only mode" \
+       "once NVTX headers are found, otherwise the build stops with a clear message" >&2
+fi
