@@ -1,0 +1,111 @@
+"""Untrusted producers: a malformed stream is rejected with a clear status, nothing of it is
+stored, and the daemon keeps serving everyone else."""
+
+import queue
+import time
+
+import grpc
+
+from flopscope.v1 import collector_pb2, records_pb2
+from harness import DaemonTestCase, calls_by_path, client, report, run_job, test_program
+
+STREAM = "/flopscope.v1.Collector/Stream"
+
+
+class Producer:
+    """A hand-driven Collector stream: send() messages, next() reads the daemon's answers."""
+
+    def __init__(self, socket):
+        self.channel = grpc.insecure_channel(f"unix:{socket}")
+        self.outbox = queue.Queue()
+        call = self.channel.stream_stream(
+            STREAM, request_serializer=collector_pb2.UpMessage.SerializeToString,
+            response_deserializer=collector_pb2.DownMessage.FromString)
+        self.responses = call(iter(self.outbox.get, None), timeout=20)
+
+    def send(self, **fields):
+        self.outbox.put(collector_pb2.UpMessage(**fields))
+
+    def next(self):
+        return next(self.responses)
+
+    def close(self):
+        self.outbox.put(None)
+        self.channel.close()
+
+
+def hello(session, job="bad", rank=0):
+    return records_pb2.SessionHello(protocol_version=1, session_id=session, job_id=job, rank=rank,
+                                    world_size=1, host="testhost", pid=1,
+                                    start_time_ns=int(time.time() * 1e9))
+
+
+def good_batch(seq, name="ok"):
+    now = int(time.time() * 1e9)
+    batch = records_pb2.Batch(seq=seq)
+    if seq == 1:
+        batch.paths.add(id=1, parent_id=0, name=name)
+    batch.ranges.add(path_id=1, instance_id=seq, thread_id=1, start_ns=now, end_ns=now + 1000,
+                     kind=records_pb2.RANGE_KIND_PUSH_POP)
+    return batch
+
+
+class BadBatchTest(DaemonTestCase):
+
+    def test_bad_batch_rejected_and_daemon_keeps_serving(self):
+        self.daemon.start()
+        bad = Producer(self.daemon.socket)
+        bad.send(hello=hello("bad-session"))
+        self.assertEqual(bad.next().WhichOneof("msg"), "welcome")
+        batch = good_batch(1, name="evil")
+        batch.ranges.add(path_id=99, instance_id=2, thread_id=1, start_ns=1, end_ns=0)
+        bad.send(batch=batch)
+        with self.assertRaises(grpc.RpcError) as caught:
+            bad.next()
+        error = caught.exception
+        self.assertEqual(error.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertTrue(error.details(), "rejection without a message")
+        trailers = dict(error.trailing_metadata() or ())
+        self.assertEqual(trailers.get("flopscope-rejected-seq"), "1")
+        bad.close()
+
+        good = Producer(self.daemon.socket)
+        good.send(hello=hello("good-session", job="good"))
+        self.assertEqual(good.next().welcome.committed_seq, 0)
+        good.send(batch=good_batch(1))
+        self.assertEqual(good.next().ack.committed_seq, 1)
+        good.send(batch=good_batch(1))  # a resend of a committed batch: acknowledged, not stored
+        self.assertEqual(good.next().ack.committed_seq, 1)
+        good.send(batch=good_batch(2))
+        self.assertEqual(good.next().ack.committed_seq, 2)
+        good.close()
+
+        self.assertEqual(calls_by_path(report(self.daemon.socket, "good")), {"ok": 2})
+        bad_report = client(["report", "bad", "--socket", str(self.daemon.socket), "--format",
+                             "json"])
+        if bad_report.returncode == 0:  # the session may be listed, but nothing of the batch
+            self.assertNotIn("evil", bad_report.stdout)
+        result = run_job(self.daemon.socket, "after", [test_program("nvtx_phases"), "--before", "1"])
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(calls_by_path(report(self.daemon.socket, "after")),
+                         {"before": 1, "before/work": 1})
+
+    def test_stream_must_start_with_hello(self):
+        self.daemon.start()
+        producer = Producer(self.daemon.socket)
+        producer.send(batch=good_batch(1))
+        with self.assertRaises(grpc.RpcError) as caught:
+            producer.next()
+        self.assertEqual(caught.exception.code(), grpc.StatusCode.FAILED_PRECONDITION)
+        producer.close()
+
+    def test_job_id_cannot_escape_the_data_dir(self):
+        self.daemon.start()
+        producer = Producer(self.daemon.socket)
+        producer.send(hello=hello("escape", job="../../outside"))
+        with self.assertRaises(grpc.RpcError) as caught:
+            producer.next()
+        self.assertEqual(caught.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        producer.close()
+        self.assertFalse((self.root / "outside").exists())
+        self.assertFalse((self.root.parent / "outside").exists())
