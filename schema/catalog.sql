@@ -1,2 +1,40 @@
--- placeholder: the daemon work fills this in
+-- <data_dir>/catalog.sqlite: what the daemon holds, for listings (DESIGN: Storage). Applied on
+-- every open, so every statement is idempotent; version 1 is this file.
+
 CREATE TABLE IF NOT EXISTS schema_version(version INTEGER NOT NULL);
+INSERT INTO schema_version(version) SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM schema_version);
+
+CREATE TABLE IF NOT EXISTS jobs(
+  job_id TEXT PRIMARY KEY,
+  first_seen_ns INTEGER NOT NULL,
+  last_seen_ns INTEGER NOT NULL
+);
+
+-- One row per rank. Identity columns describe the latest session that connected for the rank;
+-- the counts cover every session the rank had (restarts included).
+CREATE TABLE IF NOT EXISTS ranks(
+  job_id TEXT NOT NULL,
+  rank INTEGER NOT NULL,
+  host TEXT NOT NULL,
+  pid INTEGER NOT NULL,
+  session_id TEXT NOT NULL,
+  devices TEXT NOT NULL,  -- device names joined by ", ", for people reading the file
+  hello BLOB NOT NULL,    -- serialized flopscope.v1.SessionHello of the latest session
+  connected INTEGER NOT NULL DEFAULT 0,  -- streams open now for this rank
+  first_seen_ns INTEGER NOT NULL,
+  last_seen_ns INTEGER NOT NULL,
+  sessions INTEGER NOT NULL DEFAULT 0,
+  range_events INTEGER NOT NULL DEFAULT 0,
+  kernels INTEGER NOT NULL DEFAULT 0,
+  lost_records INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY(job_id, rank)
+) WITHOUT ROWID;
+
+-- Losses summary per rank: for each cause, the sum over sessions of their cumulative counts.
+CREATE TABLE IF NOT EXISTS rank_losses(
+  job_id TEXT NOT NULL,
+  rank INTEGER NOT NULL,
+  cause INTEGER NOT NULL,
+  records INTEGER NOT NULL,
+  PRIMARY KEY(job_id, rank, cause)
+) WITHOUT ROWID;

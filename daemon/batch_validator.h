@@ -1,0 +1,71 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "daemon/session_definitions.h"
+#include "flopscope/v1/records.pb.h"
+
+namespace flopscope::daemon {
+
+// Limits on what one session may send (records.proto: everything is untrusted input).
+inline constexpr size_t kMaxRecordsPerBatch = 1'000'000;
+inline constexpr size_t kMaxNameBytes = 4096;  // range names and domains, counter names
+inline constexpr size_t kMaxStringDefBytes = 65536;
+inline constexpr size_t kMaxMetadataKeyBytes = 1024;
+inline constexpr size_t kMaxMetadataValueBytes = 65536;
+inline constexpr uint32_t kMaxNestingDepth = 256;
+inline constexpr size_t kMaxPathsPerSession = 1 << 20;
+inline constexpr size_t kMaxStringsPerSession = 1 << 20;
+inline constexpr int kMaxTensorSourcesPerKernel = 64;
+inline constexpr int kMaxRawCountersPerKernel = 1024;
+// Timestamps are Unix-epoch nanoseconds; anything before 2000-01-01 is a unit or clock mistake.
+inline constexpr int64_t kEarliestTimestampNs = 946'684'800LL * 1'000'000'000LL;
+
+// Checks one batch against what its session already defined, before anything is stored. Pure:
+// no I/O and no clock (the caller passes `now`), so every rule is unit-tested directly.
+//
+// Rules: seq > 0; record counts and text sizes within the limits above; ids > 0; a path's parent
+// is the root (0) or defined earlier (in an earlier batch or earlier in this one); no id is
+// redefined with different content; nesting depth <= 256; names non-empty, UTF-8, without NUL;
+// end_ns >= start_ns, both within [2000-01-01, now + 1 day]; range events and kernels reference
+// defined paths and strings (kernels may use path 0, the root); enums hold known values.
+//
+// A failure is INVALID_ARGUMENT naming the batch seq, the record and the problem, e.g.
+//   "batch seq 7: kernels[12]: path_id 99 is not defined".
+class BatchValidator {
+ public:
+  BatchValidator(const SessionDefinitions& known, absl::Time now);
+
+  // On success, `added` holds what the batch defines anew (to merge into the session once the
+  // batch is committed); definitions that repeat known ones with identical content are not in it.
+  absl::Status Validate(const v1::Batch& batch, SessionDefinitions* added);
+
+ private:
+  absl::Status CheckCounts(const v1::Batch& batch) const;
+  absl::Status CheckStrings(const v1::Batch& batch);
+  absl::Status CheckPaths(const v1::Batch& batch);
+  absl::Status CheckRanges(const v1::Batch& batch);
+  absl::Status CheckKernels(const v1::Batch& batch);
+  absl::Status CheckFlops(const v1::FlopCounters& flops) const;
+  absl::Status CheckMetadata(const v1::Batch& batch) const;
+  absl::Status CheckLosses(const v1::Batch& batch) const;
+
+  const PathDefinition* FindPath(uint64_t id) const;
+  bool IsStringDefined(uint32_t id) const;
+  // "" when [start_ns, end_ns] is a plausible interval, else the problem.
+  std::string IntervalProblem(int64_t start_ns, int64_t end_ns) const;
+  std::string TimestampProblem(absl::string_view field, int64_t ns) const;
+  absl::Status Reject(absl::string_view record, int index, absl::string_view problem) const;
+
+  const SessionDefinitions& known_;
+  const int64_t latest_ns_;
+  uint64_t seq_ = 0;
+  SessionDefinitions* added_ = nullptr;
+};
+
+}  // namespace flopscope::daemon

@@ -1,0 +1,245 @@
+#include "daemon/batch_writer.h"
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "daemon/flops_json.h"
+
+namespace flopscope::daemon {
+namespace {
+
+constexpr int kKernelColumns = 20;
+// Rows per multi-row kernel INSERT: fewer sqlite3_step calls per row, well under SQLite's limit
+// of 32766 parameters per statement.
+constexpr int kKernelRowsPerInsert = 32;
+
+std::string KernelInsertSql(int rows) {
+  std::string sql =
+      "INSERT INTO kernels(sid, correlation_id, path_id, range_instance_id, name_id, device_id, "
+      "context_id, stream_id, start_ns, end_ns, grid_x, grid_y, grid_z, block_x, block_y, "
+      "block_z, kind, bytes, graph_id, graph_node_id) VALUES ";
+  for (int row = 0; row < rows; ++row) {
+    absl::StrAppend(&sql, row == 0 ? "" : ",", "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  }
+  return sql;
+}
+
+// Binds one kernel row at parameters first..first+19, in the column order of KernelInsertSql.
+void BindKernel(SqliteStatement& stmt, int first, int64_t sid, const v1::KernelRecord& k) {
+  stmt.BindInt(first, sid);
+  stmt.BindUint(first + 1, k.correlation_id());
+  stmt.BindUint(first + 2, k.path_id());
+  stmt.BindUint(first + 3, k.range_instance_id());
+  stmt.BindInt(first + 4, k.name_id());
+  stmt.BindInt(first + 5, k.device_id());
+  stmt.BindInt(first + 6, k.context_id());
+  stmt.BindInt(first + 7, k.stream_id());
+  stmt.BindInt(first + 8, k.start_ns());
+  stmt.BindInt(first + 9, k.end_ns());
+  stmt.BindInt(first + 10, k.grid_x());
+  stmt.BindInt(first + 11, k.grid_y());
+  stmt.BindInt(first + 12, k.grid_z());
+  stmt.BindInt(first + 13, k.block_x());
+  stmt.BindInt(first + 14, k.block_y());
+  stmt.BindInt(first + 15, k.block_z());
+  stmt.BindInt(first + 16, k.kind());
+  stmt.BindUint(first + 17, k.bytes());
+  stmt.BindUint(first + 18, k.graph_id());
+  stmt.BindUint(first + 19, k.graph_node_id());
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<BatchWriter>> BatchWriter::Prepare(SqliteDb& db) {
+  std::unique_ptr<BatchWriter> writer(new BatchWriter());
+  struct Entry {
+    std::unique_ptr<SqliteStatement>* slot;
+    std::string sql;
+  };
+  const Entry entries[] = {
+      {&writer->insert_string_, "INSERT OR IGNORE INTO strings(sid, id, value) VALUES(?,?,?)"},
+      {&writer->insert_path_,
+       "INSERT OR IGNORE INTO range_paths(sid, id, parent_id, domain, name) VALUES(?,?,?,?,?)"},
+      {&writer->insert_range_,
+       "INSERT INTO range_events(sid, path_id, instance_id, parent_instance_id, thread_id, "
+       "start_ns, end_ns, kind) VALUES(?,?,?,?,?,?,?,?)"},
+      {&writer->insert_kernel_, KernelInsertSql(1)},
+      {&writer->insert_kernel_many_, KernelInsertSql(kKernelRowsPerInsert)},
+      {&writer->insert_kernel_flops_,
+       "INSERT INTO kernel_flops(sid, correlation_id, fp64, fp32, fp16, tensor, raw, "
+       "counted_step) VALUES(?,?,?,?,?,?,?,?)"},
+      {&writer->insert_metadata_, "INSERT INTO metadata(sid, time_ns, key, value) VALUES(?,?,?,?)"},
+      // Loss counts are cumulative per session: keep the largest seen, so resends never add up.
+      {&writer->upsert_loss_,
+       "INSERT INTO losses(sid, cause, records) VALUES(?,?,?) ON CONFLICT(sid, cause) DO UPDATE "
+       "SET records = MAX(records, excluded.records)"},
+      // SQLite's scalar MIN/MAX return NULL when an argument is NULL, hence the COALESCEs.
+      {&writer->upsert_module_stats_,
+       "INSERT INTO module_stats(sid, path_id, calls, cpu_time_ns, min_ns, max_ns, kernels, "
+       "gpu_time_ns, flops) VALUES(?,?,?,?,?,?,?,?,?) ON CONFLICT(sid, path_id) DO UPDATE SET "
+       "calls = calls + excluded.calls, cpu_time_ns = cpu_time_ns + excluded.cpu_time_ns, "
+       "min_ns = COALESCE(MIN(min_ns, excluded.min_ns), min_ns, excluded.min_ns), "
+       "max_ns = COALESCE(MAX(max_ns, excluded.max_ns), max_ns, excluded.max_ns), "
+       "kernels = kernels + excluded.kernels, gpu_time_ns = gpu_time_ns + excluded.gpu_time_ns, "
+       "flops = COALESCE(flops + excluded.flops, flops, excluded.flops)"},
+      {&writer->update_session_,
+       "UPDATE sessions SET last_seq = ?, last_seen_ns = ?, range_events = range_events + ?, "
+       "kernels = kernels + ?, final = MAX(final, ?) WHERE sid = ?"},
+  };
+  for (const Entry& entry : entries) {
+    absl::StatusOr<std::unique_ptr<SqliteStatement>> stmt = db.Prepare(entry.sql);
+    if (!stmt.ok()) return stmt.status();
+    *entry.slot = *std::move(stmt);
+  }
+  return writer;
+}
+
+absl::Status BatchWriter::Write(int64_t sid, const v1::Batch& batch,
+                                const SessionDefinitions& known, int64_t now_ns) {
+  absl::Status status = WriteStrings(sid, batch, known);
+  if (status.ok()) status = WritePaths(sid, batch, known);
+  if (status.ok()) status = WriteRanges(sid, batch);
+  if (status.ok()) status = WriteKernels(sid, batch);
+  if (status.ok()) status = WriteMetadata(sid, batch);
+  if (status.ok()) status = WriteLosses(sid, batch);
+  if (status.ok()) status = WriteModuleStats(sid, batch);
+  if (status.ok()) status = UpdateSession(sid, batch, now_ns);
+  return status;
+}
+
+absl::Status BatchWriter::WriteStrings(int64_t sid, const v1::Batch& batch,
+                                       const SessionDefinitions& known) {
+  for (const v1::StringDef& def : batch.strings()) {
+    if (known.FindString(def.id()) != nullptr) continue;  // validated: same value as stored
+    insert_string_->BindInt(1, sid);
+    insert_string_->BindInt(2, def.id());
+    insert_string_->BindText(3, def.value());
+    if (absl::Status s = insert_string_->Run(); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BatchWriter::WritePaths(int64_t sid, const v1::Batch& batch,
+                                     const SessionDefinitions& known) {
+  for (const v1::RangePath& path : batch.paths()) {
+    if (known.FindPath(path.id()) != nullptr) continue;  // validated: same content as stored
+    insert_path_->BindInt(1, sid);
+    insert_path_->BindUint(2, path.id());
+    insert_path_->BindUint(3, path.parent_id());
+    insert_path_->BindText(4, path.domain());
+    insert_path_->BindText(5, path.name());
+    if (absl::Status s = insert_path_->Run(); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BatchWriter::WriteRanges(int64_t sid, const v1::Batch& batch) {
+  for (const v1::RangeEvent& range : batch.ranges()) {
+    insert_range_->BindInt(1, sid);
+    insert_range_->BindUint(2, range.path_id());
+    insert_range_->BindUint(3, range.instance_id());
+    insert_range_->BindUint(4, range.parent_instance_id());
+    insert_range_->BindUint(5, range.thread_id());
+    insert_range_->BindInt(6, range.start_ns());
+    insert_range_->BindInt(7, range.end_ns());
+    insert_range_->BindInt(8, range.kind());
+    if (absl::Status s = insert_range_->Run(); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BatchWriter::WriteKernels(int64_t sid, const v1::Batch& batch) {
+  const int count = batch.kernels_size();
+  int next = 0;
+  for (; count - next >= kKernelRowsPerInsert; next += kKernelRowsPerInsert) {
+    for (int row = 0; row < kKernelRowsPerInsert; ++row) {
+      BindKernel(*insert_kernel_many_, 1 + row * kKernelColumns, sid, batch.kernels(next + row));
+    }
+    if (absl::Status s = insert_kernel_many_->Run(); !s.ok()) return s;
+  }
+  for (; next < count; ++next) {
+    BindKernel(*insert_kernel_, 1, sid, batch.kernels(next));
+    if (absl::Status s = insert_kernel_->Run(); !s.ok()) return s;
+  }
+  for (const v1::KernelRecord& kernel : batch.kernels()) {
+    if (!kernel.has_flops()) continue;
+    if (absl::Status s = WriteKernelFlops(sid, kernel); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BatchWriter::WriteKernelFlops(int64_t sid, const v1::KernelRecord& kernel) {
+  const v1::FlopCounters& flops = kernel.flops();
+  // Only kernels profiled in counter windows get here; these strings are not on the hot path.
+  const std::string tensor_json = TensorFlopsJson(flops);
+  const std::string raw = flops.SerializeAsString();
+  insert_kernel_flops_->BindInt(1, sid);
+  insert_kernel_flops_->BindUint(2, kernel.correlation_id());
+  insert_kernel_flops_->BindDouble(3, flops.fp64());
+  insert_kernel_flops_->BindDouble(4, flops.fp32());
+  insert_kernel_flops_->BindDouble(5, flops.fp16());
+  insert_kernel_flops_->BindText(6, tensor_json);
+  insert_kernel_flops_->BindBlob(7, raw);
+  insert_kernel_flops_->BindInt(8, flops.counted_step());
+  return insert_kernel_flops_->Run();
+}
+
+absl::Status BatchWriter::WriteMetadata(int64_t sid, const v1::Batch& batch) {
+  for (const v1::Metadata& entry : batch.metadata()) {
+    insert_metadata_->BindInt(1, sid);
+    insert_metadata_->BindInt(2, entry.time_ns());
+    insert_metadata_->BindText(3, entry.key());
+    insert_metadata_->BindText(4, entry.value());
+    if (absl::Status s = insert_metadata_->Run(); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BatchWriter::WriteLosses(int64_t sid, const v1::Batch& batch) {
+  for (const v1::LossCounter& loss : batch.losses()) {
+    upsert_loss_->BindInt(1, sid);
+    upsert_loss_->BindInt(2, loss.cause());
+    upsert_loss_->BindUint(3, loss.records());
+    if (absl::Status s = upsert_loss_->Run(); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BatchWriter::WriteModuleStats(int64_t sid, const v1::Batch& batch) {
+  rollup_.AddBatch(batch);
+  for (const auto& [path_id, stats] : rollup_.by_path()) {
+    SqliteStatement& stmt = *upsert_module_stats_;
+    stmt.BindInt(1, sid);
+    stmt.BindUint(2, path_id);
+    stmt.BindUint(3, stats.calls);
+    stmt.BindInt(4, stats.cpu_time_ns);
+    if (stats.calls > 0) {
+      stmt.BindInt(5, stats.min_ns);
+      stmt.BindInt(6, stats.max_ns);
+    } else {
+      stmt.BindNull(5);
+      stmt.BindNull(6);
+    }
+    stmt.BindUint(7, stats.kernels);
+    stmt.BindInt(8, stats.gpu_time_ns);
+    if (stats.has_flops) {
+      stmt.BindDouble(9, stats.flops);
+    } else {
+      stmt.BindNull(9);
+    }
+    if (absl::Status s = stmt.Run(); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BatchWriter::UpdateSession(int64_t sid, const v1::Batch& batch, int64_t now_ns) {
+  update_session_->BindUint(1, batch.seq());
+  update_session_->BindInt(2, now_ns);
+  update_session_->BindInt(3, batch.ranges_size());
+  update_session_->BindInt(4, batch.kernels_size());
+  update_session_->BindInt(5, batch.final() ? 1 : 0);
+  update_session_->BindInt(6, sid);
+  return update_session_->Run();
+}
+
+}  // namespace flopscope::daemon

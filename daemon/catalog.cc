@@ -1,0 +1,229 @@
+#include "daemon/catalog.h"
+
+#include <utility>
+
+#include "absl/strings/str_join.h"
+#include "schema/schema_sql.h"
+
+namespace flopscope::daemon {
+namespace {
+
+std::string DeviceNames(const v1::SessionHello& hello) {
+  std::vector<absl::string_view> names;
+  for (const v1::Device& device : hello.devices()) names.push_back(device.name());
+  return absl::StrJoin(names, ", ");
+}
+
+// Fills the identity fields a RankInfo takes from the latest session's hello.
+void FillFromHello(absl::string_view serialized, v1::RankInfo* info) {
+  v1::SessionHello hello;
+  // The blob was written by this daemon from a validated hello; an unreadable one only leaves
+  // these fields empty.
+  if (!hello.ParseFromArray(serialized.data(), static_cast<int>(serialized.size()))) return;
+  info->set_local_rank(hello.local_rank());
+  info->set_world_size(hello.world_size());
+  *info->mutable_layout() = hello.layout();
+  *info->mutable_devices() = hello.devices();
+  info->set_gpu_status(hello.gpu_status());
+  info->set_command(hello.command());
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Catalog>> Catalog::Open(const std::string& path) {
+  absl::StatusOr<std::unique_ptr<SqliteDb>> db =
+      SqliteDb::OpenWithSchema(path, schema::kcatalogSql);
+  if (!db.ok()) return db.status();
+  if (absl::Status s = (*db)->Exec("UPDATE ranks SET connected = 0"); !s.ok()) return s;
+  std::unique_ptr<Catalog> catalog(new Catalog(*std::move(db)));
+  {
+    absl::MutexLock lock(&catalog->mu_);  // uncontended: nobody else has the catalog yet
+    if (absl::Status s = catalog->PrepareStatements(); !s.ok()) return s;
+  }
+  return catalog;
+}
+
+absl::Status Catalog::PrepareStatements() {
+  struct Entry {
+    std::unique_ptr<SqliteStatement>* slot;
+    const char* sql;
+  };
+  const Entry entries[] = {
+      {&begin_, "BEGIN IMMEDIATE"},
+      {&commit_, "COMMIT"},
+      {&rollback_, "ROLLBACK"},
+      {&upsert_job_,
+       "INSERT INTO jobs(job_id, first_seen_ns, last_seen_ns) VALUES(?1, ?2, ?2) "
+       "ON CONFLICT(job_id) DO UPDATE SET last_seen_ns = MAX(last_seen_ns, excluded.last_seen_ns)"},
+      {&upsert_rank_,
+       "INSERT INTO ranks(job_id, rank, host, pid, session_id, devices, hello, connected, "
+       "first_seen_ns, last_seen_ns) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, 1, ?8, ?8) "
+       "ON CONFLICT(job_id, rank) DO UPDATE SET host = excluded.host, pid = excluded.pid, "
+       "session_id = excluded.session_id, devices = excluded.devices, hello = excluded.hello, "
+       "connected = connected + 1, last_seen_ns = excluded.last_seen_ns"},
+      {&disconnect_rank_,
+       "UPDATE ranks SET connected = MAX(connected - 1, 0), last_seen_ns = ?3 "
+       "WHERE job_id = ?1 AND rank = ?2"},
+      {&update_totals_,
+       "UPDATE ranks SET sessions = ?3, range_events = ?4, kernels = ?5, lost_records = ?6, "
+       "last_seen_ns = ?7 WHERE job_id = ?1 AND rank = ?2"},
+      {&clear_losses_, "DELETE FROM rank_losses WHERE job_id = ? AND rank = ?"},
+      {&insert_loss_, "INSERT INTO rank_losses(job_id, rank, cause, records) VALUES(?, ?, ?, ?)"},
+      {&list_jobs_,
+       "SELECT j.job_id, COUNT(r.rank), COALESCE(SUM(r.connected), 0), j.first_seen_ns, "
+       "j.last_seen_ns, COALESCE(SUM(r.range_events), 0), COALESCE(SUM(r.kernels), 0), "
+       "COALESCE(SUM(r.lost_records), 0) FROM jobs j LEFT JOIN ranks r ON r.job_id = j.job_id "
+       "GROUP BY j.job_id ORDER BY j.first_seen_ns, j.job_id"},
+      {&list_ranks_,
+       "SELECT rank, host, pid, session_id, hello, connected, first_seen_ns, last_seen_ns, "
+       "sessions, range_events, kernels FROM ranks WHERE job_id = ? ORDER BY rank"},
+      {&list_losses_,
+       "SELECT rank, cause, records FROM rank_losses WHERE job_id = ? ORDER BY rank, cause"},
+  };
+  for (const Entry& entry : entries) {
+    absl::StatusOr<std::unique_ptr<SqliteStatement>> stmt = db_->Prepare(entry.sql);
+    if (!stmt.ok()) return stmt.status();
+    *entry.slot = *std::move(stmt);
+  }
+  return absl::OkStatus();
+}
+
+template <typename Body>
+absl::Status Catalog::InTransaction(Body body) {
+  if (absl::Status s = begin_->Run(); !s.ok()) return s;
+  absl::Status status = body();
+  if (status.ok()) status = commit_->Run();
+  if (!status.ok() && sqlite3_get_autocommit(db_->handle()) == 0) rollback_->Run().IgnoreError();
+  return status;
+}
+
+absl::Status Catalog::TouchJob(absl::string_view job_id, int64_t now_ns) {
+  upsert_job_->BindText(1, job_id);
+  upsert_job_->BindInt(2, now_ns);
+  return upsert_job_->Run();
+}
+
+absl::Status Catalog::SessionConnected(const v1::SessionHello& hello, int64_t now_ns) {
+  absl::MutexLock lock(&mu_);  // serializes the connection between all streams
+  const std::string devices = DeviceNames(hello);
+  const std::string serialized = hello.SerializeAsString();
+  return InTransaction([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (absl::Status s = TouchJob(hello.job_id(), now_ns); !s.ok()) return s;
+    SqliteStatement& stmt = *upsert_rank_;
+    stmt.BindText(1, hello.job_id());
+    stmt.BindInt(2, hello.rank());
+    stmt.BindText(3, hello.host());
+    stmt.BindInt(4, hello.pid());
+    stmt.BindText(5, hello.session_id());
+    stmt.BindText(6, devices);
+    stmt.BindBlob(7, serialized);
+    stmt.BindInt(8, now_ns);
+    return stmt.Run();
+  });
+}
+
+absl::Status Catalog::SessionDisconnected(absl::string_view job_id, int32_t rank, int64_t now_ns) {
+  absl::MutexLock lock(&mu_);  // serializes the connection between all streams
+  return InTransaction([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (absl::Status s = TouchJob(job_id, now_ns); !s.ok()) return s;
+    disconnect_rank_->BindText(1, job_id);
+    disconnect_rank_->BindInt(2, rank);
+    disconnect_rank_->BindInt(3, now_ns);
+    return disconnect_rank_->Run();
+  });
+}
+
+absl::Status Catalog::UpdateTotals(absl::string_view job_id, int32_t rank, const RankTotals& totals,
+                                   int64_t now_ns) {
+  uint64_t lost = 0;
+  for (const auto& [cause, records] : totals.losses) lost += records;
+  absl::MutexLock lock(&mu_);  // serializes the connection between all streams
+  return InTransaction([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (absl::Status s = TouchJob(job_id, now_ns); !s.ok()) return s;
+    SqliteStatement& stmt = *update_totals_;
+    stmt.BindText(1, job_id);
+    stmt.BindInt(2, rank);
+    stmt.BindUint(3, totals.sessions);
+    stmt.BindUint(4, totals.range_events);
+    stmt.BindUint(5, totals.kernels);
+    stmt.BindUint(6, lost);
+    stmt.BindInt(7, now_ns);
+    if (absl::Status s = stmt.Run(); !s.ok()) return s;
+    clear_losses_->BindText(1, job_id);
+    clear_losses_->BindInt(2, rank);
+    if (absl::Status s = clear_losses_->Run(); !s.ok()) return s;
+    for (const auto& [cause, records] : totals.losses) {
+      insert_loss_->BindText(1, job_id);
+      insert_loss_->BindInt(2, rank);
+      insert_loss_->BindInt(3, cause);
+      insert_loss_->BindUint(4, records);
+      if (absl::Status s = insert_loss_->Run(); !s.ok()) return s;
+    }
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<std::vector<v1::JobInfo>> Catalog::ListJobs() {
+  absl::MutexLock lock(&mu_);  // serializes the connection between all streams
+  std::vector<v1::JobInfo> jobs;
+  while (true) {
+    absl::StatusOr<bool> row = list_jobs_->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    v1::JobInfo& job = jobs.emplace_back();
+    job.set_job_id(list_jobs_->ColumnString(0));
+    job.set_ranks(static_cast<uint32_t>(list_jobs_->ColumnInt(1)));
+    job.set_connected_sessions(static_cast<uint32_t>(list_jobs_->ColumnInt(2)));
+    job.set_first_seen_ns(list_jobs_->ColumnInt(3));
+    job.set_last_seen_ns(list_jobs_->ColumnInt(4));
+    job.set_range_events(list_jobs_->ColumnUint(5));
+    job.set_kernels(list_jobs_->ColumnUint(6));
+    job.set_lost_records(list_jobs_->ColumnUint(7));
+  }
+  return jobs;
+}
+
+absl::StatusOr<std::vector<v1::RankInfo>> Catalog::ListRanks(absl::string_view job_id) {
+  absl::MutexLock lock(&mu_);  // serializes the connection between all streams
+  std::vector<v1::RankInfo> ranks;
+  list_ranks_->BindText(1, job_id);
+  while (true) {
+    absl::StatusOr<bool> row = list_ranks_->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    v1::RankInfo& info = ranks.emplace_back();
+    info.set_job_id(std::string(job_id));
+    info.set_rank(static_cast<int32_t>(list_ranks_->ColumnInt(0)));
+    info.set_host(list_ranks_->ColumnString(1));
+    info.set_pid(list_ranks_->ColumnInt(2));
+    info.set_session_id(list_ranks_->ColumnString(3));
+    FillFromHello(list_ranks_->ColumnText(4), &info);
+    info.set_connected(list_ranks_->ColumnInt(5) > 0);
+    info.set_first_seen_ns(list_ranks_->ColumnInt(6));
+    info.set_last_seen_ns(list_ranks_->ColumnInt(7));
+    info.set_sessions(static_cast<uint32_t>(list_ranks_->ColumnInt(8)));
+    info.set_range_events(list_ranks_->ColumnUint(9));
+    info.set_kernels(list_ranks_->ColumnUint(10));
+  }
+  if (absl::Status s = ReadLosses(job_id, &ranks); !s.ok()) return s;
+  return ranks;
+}
+
+absl::Status Catalog::ReadLosses(absl::string_view job_id, std::vector<v1::RankInfo>* ranks) {
+  list_losses_->BindText(1, job_id);
+  size_t next = 0;  // both result sets are in rank order: walk them together
+  while (true) {
+    absl::StatusOr<bool> row = list_losses_->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    const int64_t rank = list_losses_->ColumnInt(0);
+    while (next < ranks->size() && (*ranks)[next].rank() < rank) ++next;
+    if (next == ranks->size() || (*ranks)[next].rank() != rank) continue;
+    v1::LossCounter* loss = (*ranks)[next].add_losses();
+    loss->set_cause(static_cast<v1::LossCause>(list_losses_->ColumnInt(1)));
+    loss->set_records(list_losses_->ColumnUint(2));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace flopscope::daemon

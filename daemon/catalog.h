@@ -1,0 +1,76 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "daemon/rank_totals.h"
+#include "daemon/sqlite_db.h"
+#include "flopscope/v1/query.pb.h"
+#include "flopscope/v1/records.pb.h"
+
+namespace flopscope::daemon {
+
+// <data_dir>/catalog.sqlite: the jobs and ranks this daemon holds, with who is connected, when
+// each was last seen, and their totals (schema/catalog.sql). Listings come from here without
+// opening any rank file.
+//
+// Thread-safe: one mutex serializes the connection; every stream of the node updates it.
+class Catalog {
+ public:
+  // Opens or creates the catalog. No stream survives a daemon restart, so every rank starts
+  // disconnected.
+  static absl::StatusOr<std::unique_ptr<Catalog>> Open(const std::string& path);
+
+  // A stream of `hello`'s session passed the hello: the rank's identity becomes that session's
+  // and it counts one more open stream.
+  absl::Status SessionConnected(const v1::SessionHello& hello, int64_t now_ns)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // That stream ended (finished, cancelled or rejected).
+  absl::Status SessionDisconnected(absl::string_view job_id, int32_t rank, int64_t now_ns)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // After a commit: the rank file's totals, replacing the previous ones.
+  absl::Status UpdateTotals(absl::string_view job_id, int32_t rank, const RankTotals& totals,
+                            int64_t now_ns) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Jobs by first appearance.
+  absl::StatusOr<std::vector<v1::JobInfo>> ListJobs() ABSL_LOCKS_EXCLUDED(mu_);
+  // Ranks of a job in rank order; empty for a job the catalog does not hold.
+  absl::StatusOr<std::vector<v1::RankInfo>> ListRanks(absl::string_view job_id)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  explicit Catalog(std::unique_ptr<SqliteDb> db) : db_(std::move(db)) {}
+  absl::Status PrepareStatements() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Runs `body` between BEGIN and COMMIT, rolling back when it fails.
+  template <typename Body>
+  absl::Status InTransaction(Body body) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status TouchJob(absl::string_view job_id, int64_t now_ns)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status ReadLosses(absl::string_view job_id, std::vector<v1::RankInfo>* ranks)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  absl::Mutex mu_;
+  // Declared first so that it is destroyed last: the statements below belong to it.
+  std::unique_ptr<SqliteDb> db_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<SqliteStatement> begin_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<SqliteStatement> commit_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<SqliteStatement> rollback_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<SqliteStatement> upsert_job_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<SqliteStatement> upsert_rank_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<SqliteStatement> disconnect_rank_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<SqliteStatement> update_totals_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<SqliteStatement> clear_losses_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<SqliteStatement> insert_loss_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<SqliteStatement> list_jobs_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<SqliteStatement> list_ranks_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<SqliteStatement> list_losses_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace flopscope::daemon

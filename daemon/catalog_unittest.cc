@@ -1,0 +1,134 @@
+#include "daemon/catalog.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "daemon/test_batches.h"
+#include "daemon/test_temp_dir.h"
+
+namespace flopscope::daemon {
+namespace {
+
+class CatalogTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Reopen(); }
+
+  void Reopen() {
+    catalog_.reset();
+    absl::StatusOr<std::unique_ptr<Catalog>> catalog = Catalog::Open(dir_.File("catalog.sqlite"));
+    ASSERT_TRUE(catalog.ok()) << catalog.status();
+    catalog_ = *std::move(catalog);
+  }
+
+  std::vector<v1::JobInfo> Jobs() {
+    absl::StatusOr<std::vector<v1::JobInfo>> jobs = catalog_->ListJobs();
+    EXPECT_TRUE(jobs.ok()) << jobs.status();
+    return jobs.ok() ? *jobs : std::vector<v1::JobInfo>{};
+  }
+
+  std::vector<v1::RankInfo> Ranks(const std::string& job) {
+    absl::StatusOr<std::vector<v1::RankInfo>> ranks = catalog_->ListRanks(job);
+    EXPECT_TRUE(ranks.ok()) << ranks.status();
+    return ranks.ok() ? *ranks : std::vector<v1::RankInfo>{};
+  }
+
+  fixtures::ScopedTempDir dir_;
+  std::unique_ptr<Catalog> catalog_;
+};
+
+TEST_F(CatalogTest, EmptyCatalogListsNothing) {
+  EXPECT_TRUE(Jobs().empty());
+  EXPECT_TRUE(Ranks("nope").empty());
+}
+
+TEST_F(CatalogTest, ConnectedSessionIsListedWithItsIdentity) {
+  v1::SessionHello hello = fixtures::Hello("bert", 1, "node-1-4243-1");
+  hello.mutable_layout()->set_dp_size(2);
+  hello.set_gpu_status("ok");
+  ASSERT_TRUE(catalog_->SessionConnected(hello, 1000).ok());
+
+  std::vector<v1::JobInfo> jobs = Jobs();
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(jobs[0].job_id(), "bert");
+  EXPECT_EQ(jobs[0].ranks(), 1u);
+  EXPECT_EQ(jobs[0].connected_sessions(), 1u);
+  EXPECT_EQ(jobs[0].first_seen_ns(), 1000);
+
+  std::vector<v1::RankInfo> ranks = Ranks("bert");
+  ASSERT_EQ(ranks.size(), 1u);
+  EXPECT_EQ(ranks[0].job_id(), "bert");
+  EXPECT_EQ(ranks[0].rank(), 1);
+  EXPECT_EQ(ranks[0].host(), "node-1");
+  EXPECT_EQ(ranks[0].pid(), 4243);
+  EXPECT_EQ(ranks[0].session_id(), "node-1-4243-1");
+  EXPECT_EQ(ranks[0].world_size(), 2);
+  EXPECT_EQ(ranks[0].layout().dp_size(), 2u);
+  ASSERT_EQ(ranks[0].devices_size(), 1);
+  EXPECT_EQ(ranks[0].devices(0).name(), "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(ranks[0].gpu_status(), "ok");
+  EXPECT_EQ(ranks[0].command(), "python train.py");
+  EXPECT_TRUE(ranks[0].connected());
+}
+
+TEST_F(CatalogTest, TotalsReplaceThePreviousOnes) {
+  ASSERT_TRUE(catalog_->SessionConnected(fixtures::Hello("bert", 0, "s0"), 1000).ok());
+  RankTotals totals;
+  totals.sessions = 1;
+  totals.range_events = 10;
+  totals.kernels = 100;
+  totals.losses[v1::LOSS_CAUSE_BUFFER_FULL] = 3;
+  ASSERT_TRUE(catalog_->UpdateTotals("bert", 0, totals, 2000).ok());
+  totals.kernels = 150;
+  totals.losses[v1::LOSS_CAUSE_CUPTI_DROPPED] = 2;
+  ASSERT_TRUE(catalog_->UpdateTotals("bert", 0, totals, 3000).ok());
+
+  std::vector<v1::RankInfo> ranks = Ranks("bert");
+  ASSERT_EQ(ranks.size(), 1u);
+  EXPECT_EQ(ranks[0].kernels(), 150u);
+  EXPECT_EQ(ranks[0].range_events(), 10u);
+  EXPECT_EQ(ranks[0].sessions(), 1u);
+  EXPECT_EQ(ranks[0].last_seen_ns(), 3000);
+  ASSERT_EQ(ranks[0].losses_size(), 2);
+  EXPECT_EQ(ranks[0].losses(0).cause(), v1::LOSS_CAUSE_BUFFER_FULL);
+  EXPECT_EQ(ranks[0].losses(0).records(), 3u);
+  EXPECT_EQ(ranks[0].losses(1).cause(), v1::LOSS_CAUSE_CUPTI_DROPPED);
+
+  std::vector<v1::JobInfo> jobs = Jobs();
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(jobs[0].kernels(), 150u);
+  EXPECT_EQ(jobs[0].lost_records(), 5u);
+  EXPECT_EQ(jobs[0].last_seen_ns(), 3000);
+}
+
+TEST_F(CatalogTest, ConnectedCountsOpenStreams) {
+  ASSERT_TRUE(catalog_->SessionConnected(fixtures::Hello("bert", 0, "old"), 1000).ok());
+  ASSERT_TRUE(catalog_->SessionConnected(fixtures::Hello("bert", 0, "new"), 1100).ok());
+  ASSERT_TRUE(catalog_->SessionConnected(fixtures::Hello("bert", 1, "other"), 1100).ok());
+  EXPECT_EQ(Jobs()[0].connected_sessions(), 3u);
+  EXPECT_EQ(Ranks("bert")[0].session_id(), "new");  // the latest session speaks for the rank
+
+  ASSERT_TRUE(catalog_->SessionDisconnected("bert", 0, 1200).ok());
+  EXPECT_TRUE(Ranks("bert")[0].connected());
+  ASSERT_TRUE(catalog_->SessionDisconnected("bert", 0, 1300).ok());
+  ASSERT_TRUE(catalog_->SessionDisconnected("bert", 0, 1300).ok());  // never below zero
+  EXPECT_FALSE(Ranks("bert")[0].connected());
+  EXPECT_EQ(Ranks("bert")[0].last_seen_ns(), 1300);
+  EXPECT_EQ(Jobs()[0].connected_sessions(), 1u);
+}
+
+TEST_F(CatalogTest, RestartForgetsConnectionsButKeepsTheRest) {
+  ASSERT_TRUE(catalog_->SessionConnected(fixtures::Hello("bert", 0, "s0"), 1000).ok());
+  ASSERT_TRUE(catalog_->SessionConnected(fixtures::Hello("gpt", 3, "s1"), 2000).ok());
+  Reopen();
+  std::vector<v1::JobInfo> jobs = Jobs();
+  ASSERT_EQ(jobs.size(), 2u);
+  EXPECT_EQ(jobs[0].job_id(), "bert");  // by first appearance
+  EXPECT_EQ(jobs[1].job_id(), "gpt");
+  EXPECT_EQ(jobs[0].connected_sessions(), 0u);
+  EXPECT_FALSE(Ranks("gpt")[0].connected());
+  EXPECT_EQ(Ranks("gpt")[0].rank(), 3);
+}
+
+}  // namespace
+}  // namespace flopscope::daemon

@@ -1,0 +1,162 @@
+#include "daemon/collector_service.h"
+
+#include <memory>
+#include <string>
+
+#include "absl/cleanup/cleanup.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/version.h"
+#include "daemon/grpc_status.h"
+#include "daemon/hello_validator.h"
+#include "daemon/logger.h"
+
+namespace flopscope::daemon {
+namespace {
+
+std::string Describe(const v1::SessionHello& hello) {
+  return absl::StrCat("job ", hello.job_id(), " rank ", hello.rank(), " session ",
+                      hello.session_id());
+}
+
+const char* MessageKind(const v1::UpMessage& message) {
+  switch (message.msg_case()) {
+    case v1::UpMessage::kHello:
+      return "a SessionHello";
+    case v1::UpMessage::kBatch:
+      return "a Batch";
+    case v1::UpMessage::kControlReply:
+      return "a ControlReply";
+    case v1::UpMessage::MSG_NOT_SET:
+      break;
+  }
+  return "an empty UpMessage";
+}
+
+std::string StatusCodeName(grpc::StatusCode code) {
+  return absl::StatusCodeToString(static_cast<absl::StatusCode>(code));
+}
+
+grpc::Status ClientGone() {
+  return grpc::Status(grpc::StatusCode::CANCELLED, "the client went away");
+}
+
+}  // namespace
+
+grpc::Status CollectorService::Stream(grpc::ServerContext* context, ServerStream* stream) {
+  v1::UpMessage first;
+  if (grpc::Status s = ReadHello(stream, &first); !s.ok()) return s;
+  const v1::SessionHello& hello = first.hello();
+  absl::StatusOr<Connection> connection = Connect(hello);
+  if (!connection.ok()) {
+    LogWarning("refused a stream from pid ", hello.pid(), ": ", connection.status().message());
+    return ToGrpcStatus(connection.status());
+  }
+  absl::Cleanup disconnected = [&] {
+    const absl::Status s =
+        catalog_->SessionDisconnected(hello.job_id(), hello.rank(), absl::GetCurrentTimeNanos());
+    if (!s.ok()) LogWarning("catalog: ", s.message());
+  };
+  v1::DownMessage welcome;
+  welcome.mutable_welcome()->set_committed_seq(connection->committed_seq);
+  welcome.mutable_welcome()->set_daemon_version(kVersion);
+  grpc::Status status = ClientGone();
+  if (stream->Write(welcome)) status = ServeBatches(context, stream, *connection);
+  LogDisconnect(hello, status);
+  return status;
+}
+
+grpc::Status CollectorService::ReadHello(ServerStream* stream, v1::UpMessage* first) {
+  if (!stream->Read(first)) {
+    return grpc::Status(grpc::StatusCode::CANCELLED, "the stream ended before its SessionHello");
+  }
+  if (first->has_hello()) return grpc::Status::OK;
+  return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                      absl::StrCat("the first message of a stream must be a SessionHello, got ",
+                                   MessageKind(*first)));
+}
+
+absl::StatusOr<CollectorService::Connection> CollectorService::Connect(
+    const v1::SessionHello& hello) {
+  // Validated before the job id becomes a directory name.
+  if (absl::Status s = ValidateHello(hello); !s.ok()) return s;
+  absl::StatusOr<std::shared_ptr<RankStore>> store = stores_->Acquire(hello.job_id(), hello.rank());
+  absl::StatusOr<SessionHandle> session =
+      store.ok() ? (*store)->OpenSession(hello) : absl::StatusOr<SessionHandle>(store.status());
+  if (!session.ok()) {
+    LogError("cannot store ", Describe(hello), ": ", session.status().message());
+    return absl::UnavailableError(
+        absl::StrCat("the daemon cannot store this session now: ", session.status().message()));
+  }
+  // Listings are a convenience: a catalog failure is logged, never fatal to the data stream.
+  const absl::Status listed = catalog_->SessionConnected(hello, absl::GetCurrentTimeNanos());
+  if (!listed.ok()) LogWarning("catalog: ", listed.message());
+  LogInfo("connected ", Describe(hello), " (host ", hello.host(), " pid ", hello.pid(),
+          "), committed seq ", session->committed_seq);
+  return Connection{hello, *std::move(store), session->sid, session->committed_seq};
+}
+
+void CollectorService::LogDisconnect(const v1::SessionHello& hello, const grpc::Status& status) {
+  // A rejection was logged with its reason already; other endings say why here.
+  std::string why;
+  if (status.error_code() == grpc::StatusCode::INVALID_ARGUMENT) {
+    why = " (rejected)";
+  } else if (!status.ok()) {
+    why =
+        absl::StrCat(" (", StatusCodeName(status.error_code()), ": ", status.error_message(), ")");
+  }
+  LogInfo("disconnected ", Describe(hello), why);
+}
+
+grpc::Status CollectorService::ServeBatches(grpc::ServerContext* context, ServerStream* stream,
+                                            const Connection& connection) {
+  // One message reused for the whole stream: parsing into it keeps its allocated records.
+  v1::UpMessage message;
+  while (stream->Read(&message)) {
+    switch (message.msg_case()) {
+      case v1::UpMessage::kBatch:
+        if (grpc::Status s = StoreBatch(context, stream, connection, message.batch()); !s.ok())
+          return s;
+        break;
+      case v1::UpMessage::kControlReply:
+        LogDebug("control reply ", message.control_reply().id(), " from ",
+                 Describe(connection.hello));
+        break;
+      case v1::UpMessage::kHello:
+      case v1::UpMessage::MSG_NOT_SET:
+        return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                            absl::StrCat("expected a Batch or ControlReply after the hello, got ",
+                                         MessageKind(message)));
+    }
+  }
+  if (context->IsCancelled()) return ClientGone();
+  return grpc::Status::OK;
+}
+
+grpc::Status CollectorService::StoreBatch(grpc::ServerContext* context, ServerStream* stream,
+                                          const Connection& connection, const v1::Batch& batch) {
+  CommitOutcome outcome;
+  const absl::Status status = connection.store->Commit(connection.sid, batch, &outcome);
+  if (absl::IsInvalidArgument(status)) {
+    LogWarning("rejected ", Describe(connection.hello), ": ", status.message());
+    context->AddTrailingMetadata(kRejectedSeqKey, std::to_string(batch.seq()));
+    return ToGrpcStatus(status);
+  }
+  if (!status.ok()) {
+    LogError("storing ", Describe(connection.hello), " failed: ", status.message());
+    // UNAVAILABLE: the injector keeps the batch unacknowledged and resends it later.
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, std::string(status.message()));
+  }
+  if (!outcome.duplicate) {
+    const absl::Status listed =
+        catalog_->UpdateTotals(connection.hello.job_id(), connection.hello.rank(),
+                               connection.store->Totals(), absl::GetCurrentTimeNanos());
+    if (!listed.ok()) LogWarning("catalog: ", listed.message());
+  }
+  v1::DownMessage ack;
+  ack.mutable_ack()->set_committed_seq(outcome.committed_seq);
+  if (!stream->Write(ack)) return ClientGone();
+  return grpc::Status::OK;
+}
+
+}  // namespace flopscope::daemon

@@ -1,0 +1,57 @@
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "daemon/catalog.h"
+#include "daemon/rank_store.h"
+#include "daemon/store_registry.h"
+#include "flopscope/v1/collector.grpc.pb.h"
+
+namespace flopscope::daemon {
+
+// Trailing metadata key naming the batch a rejected stream ended on (collector.proto).
+inline constexpr char kRejectedSeqKey[] = "flopscope-rejected-seq";
+
+// The ingest side: one bidi Stream per producer process, served on its own gRPC thread
+// (synchronous API). The first message must be a hello (validated before anything touches the
+// file system); the daemon answers Welcome{committed_seq}, then for each batch validates,
+// commits and answers Ack{committed_seq}. Duplicates are acknowledged without being written. A
+// bad batch ends the stream with INVALID_ARGUMENT, the validator's message and trailing metadata
+// `flopscope-rejected-seq: <seq>`; nothing of it is stored and every other stream carries on.
+//
+// Thread-safe: streams share only the StoreRegistry and the Catalog, both thread-safe.
+class CollectorService final : public v1::Collector::Service {
+ public:
+  CollectorService(StoreRegistry* stores, Catalog* catalog) : stores_(stores), catalog_(catalog) {}
+
+  grpc::Status Stream(grpc::ServerContext* context,
+                      grpc::ServerReaderWriter<v1::DownMessage, v1::UpMessage>* stream) override;
+
+ private:
+  using ServerStream = grpc::ServerReaderWriter<v1::DownMessage, v1::UpMessage>;
+  // Everything a connected stream needs to store its batches.
+  struct Connection {
+    const v1::SessionHello& hello;
+    std::shared_ptr<RankStore> store;  // held for the stream's life, shared with its rank's
+    int64_t sid;
+    uint64_t committed_seq;
+  };
+
+  static grpc::Status ReadHello(ServerStream* stream, v1::UpMessage* first);
+  // Validates the hello, opens the rank's store and session, and lists it in the catalog.
+  absl::StatusOr<Connection> Connect(const v1::SessionHello& hello);
+  grpc::Status ServeBatches(grpc::ServerContext* context, ServerStream* stream,
+                            const Connection& connection);
+  grpc::Status StoreBatch(grpc::ServerContext* context, ServerStream* stream,
+                          const Connection& connection, const v1::Batch& batch);
+  static void LogDisconnect(const v1::SessionHello& hello, const grpc::Status& status);
+
+  StoreRegistry* stores_;
+  Catalog* catalog_;
+};
+
+}  // namespace flopscope::daemon

@@ -1,0 +1,92 @@
+#include "daemon/daemon_server.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "common/version.h"
+#include "daemon/data_layout.h"
+#include "daemon/logger.h"
+#include "daemon/socket_file.h"
+
+namespace flopscope::daemon {
+
+absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(const DaemonOptions& options) {
+  if (options.data_dir.empty() || options.socket_path.empty()) {
+    return absl::InvalidArgumentError("DaemonServer needs a data directory and a socket path");
+  }
+  std::unique_ptr<DaemonServer> daemon(new DaemonServer(options));
+  // The socket first: a second daemon on the same socket leaves nothing behind.
+  if (absl::Status s = PrepareSocketPath(options.socket_path); !s.ok()) return s;
+  if (absl::Status s = EnsureDirectory(options.data_dir); !s.ok()) return s;
+  absl::StatusOr<std::unique_ptr<Catalog>> catalog = Catalog::Open(CatalogPath(options.data_dir));
+  if (!catalog.ok()) return catalog.status();
+  daemon->catalog_ = *std::move(catalog);
+  daemon->stores_ = std::make_unique<StoreRegistry>(options.data_dir);
+  daemon->collector_ =
+      std::make_unique<CollectorService>(daemon->stores_.get(), daemon->catalog_.get());
+  daemon->query_ = std::make_unique<QueryService>(options.data_dir, daemon->catalog_.get());
+  if (absl::Status s = daemon->Listen(); !s.ok()) return s;
+  LogUnprefixed(LogLevel::kInfo,
+                absl::StrCat("flopscoped ", kVersion, " serving ", daemon->target(),
+                             daemon->tcp_target_.empty() ? "" : " and tcp ", daemon->tcp_target_,
+                             " data ", options.data_dir));
+  return daemon;
+}
+
+absl::Status DaemonServer::Listen() {
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(target(), grpc::InsecureServerCredentials());
+  int tcp_port = 0;
+  if (!options_.tcp_address.empty()) {
+    builder.AddListeningPort(options_.tcp_address, grpc::InsecureServerCredentials(), &tcp_port);
+  }
+  builder.SetMaxReceiveMessageSize(options_.max_receive_message_bytes);
+  builder.RegisterService(collector_.get());
+  builder.RegisterService(query_.get());
+  // gRPC creates the socket file inside BuildAndStart with the process umask: narrow it for that
+  // call so the socket is never world-accessible, not even for an instant. umask is
+  // process-wide; files other threads create meanwhile only come out more private.
+  const mode_t previous_umask = umask(0117);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  umask(previous_umask);
+  if (server == nullptr) {
+    return absl::UnavailableError(absl::StrCat(
+        "cannot listen on ", target(),
+        options_.tcp_address.empty() ? "" : absl::StrCat(" and ", options_.tcp_address)));
+  }
+  if (chmod(options_.socket_path.c_str(), 0660) != 0) {
+    LogWarning("cannot set mode 0660 on ", options_.socket_path);
+  }
+  if (!options_.tcp_address.empty()) {
+    const std::string host = options_.tcp_address.substr(0, options_.tcp_address.rfind(':'));
+    tcp_target_ = absl::StrCat(host, ":", tcp_port);
+  }
+  absl::MutexLock lock(&mu_);  // server_ is read by Shutdown, possibly from another thread
+  server_ = std::move(server);
+  return absl::OkStatus();
+}
+
+void DaemonServer::Shutdown() {
+  std::unique_ptr<grpc::Server> server;
+  {
+    absl::MutexLock lock(&mu_);  // only one caller gets the server to shut down
+    server = std::move(server_);
+  }
+  if (server == nullptr) return;
+  server->Shutdown(std::chrono::system_clock::now() +
+                   absl::ToChronoMilliseconds(options_.drain_timeout));
+  server->Wait();
+  server.reset();
+  // Every handler has returned, so no stream holds a store: all are closed (WAL checkpointed).
+  // Closing the catalog last does the same for it.
+  catalog_.reset();
+  unlink(options_.socket_path.c_str());
+  LogInfo("stopped; data in ", options_.data_dir);
+}
+
+DaemonServer::~DaemonServer() { Shutdown(); }
+
+}  // namespace flopscope::daemon

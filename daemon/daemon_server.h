@@ -1,0 +1,56 @@
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "daemon/catalog.h"
+#include "daemon/collector_service.h"
+#include "daemon/daemon_options.h"
+#include "daemon/query_service.h"
+#include "daemon/store_registry.h"
+
+namespace flopscope::daemon {
+
+// The whole daemon in-process: catalog, stores, the Collector and Query services on a unix
+// socket (mode 0660) and optionally loopback TCP. main() runs one; tests and bench/ start their
+// own on a temporary socket:
+//   auto server = DaemonServer::Start(options);   // options.data_dir, options.socket_path
+//   grpc::CreateChannel((*server)->target(), grpc::InsecureChannelCredentials());
+class DaemonServer {
+ public:
+  // `options` must be resolved (ResolveDaemonOptions, or data_dir and socket_path set).
+  static absl::StatusOr<std::unique_ptr<DaemonServer>> Start(const DaemonOptions& options);
+  ~DaemonServer();
+
+  // Stops accepting, lets open streams finish for options.drain_timeout then cancels them,
+  // closes every store and the catalog (checkpointing their WAL) and removes the socket.
+  // Idempotent; safe from any thread but a gRPC handler's.
+  void Shutdown() ABSL_LOCKS_EXCLUDED(mu_);
+
+  // "unix:/path/to.sock": what a client passes to grpc::CreateChannel.
+  std::string target() const { return "unix:" + options_.socket_path; }
+  // "127.0.0.1:<port>" (the port picked when 0 was asked), or "" without --tcp.
+  const std::string& tcp_target() const { return tcp_target_; }
+  const DaemonOptions& options() const { return options_; }
+  QueryService& query_service() { return *query_; }
+
+ private:
+  explicit DaemonServer(DaemonOptions options) : options_(std::move(options)) {}
+  absl::Status Listen();
+
+  const DaemonOptions options_;
+  std::string tcp_target_;
+  std::unique_ptr<Catalog> catalog_;
+  std::unique_ptr<StoreRegistry> stores_;
+  std::unique_ptr<CollectorService> collector_;
+  std::unique_ptr<QueryService> query_;
+  absl::Mutex mu_;
+  std::unique_ptr<grpc::Server> server_ ABSL_GUARDED_BY(mu_);  // null once shut down
+};
+
+}  // namespace flopscope::daemon

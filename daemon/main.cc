@@ -1,0 +1,61 @@
+// flopscoped: the per-node flopscope daemon (DESIGN: The three programs).
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <string>
+
+#include "common/version.h"
+#include "daemon/daemon_options.h"
+#include "daemon/daemon_server.h"
+#include "daemon/logger.h"
+
+namespace {
+
+// SIGTERM and SIGINT are blocked in every thread (gRPC's inherit the mask) and taken
+// synchronously by main with sigwait(): no async-signal-safety hazards in a handler.
+sigset_t TerminationSignals() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  return signals;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using flopscope::daemon::DaemonOptions;
+  CLI::App app{
+      "flopscoped: the flopscope daemon. Collects what the injector records in every "
+      "training process of this node and answers the flopscope client."};
+  app.set_version_flag("--version", std::string("flopscoped ") + flopscope::kVersion);
+  DaemonOptions options;
+  std::string log_level;
+  flopscope::daemon::AddDaemonFlags(app, &options, &log_level);
+  CLI11_PARSE(app, argc, argv);
+  if (absl::Status s = flopscope::daemon::ResolveDaemonOptions(log_level, &options); !s.ok()) {
+    std::fprintf(stderr, "flopscoped: %s\n", std::string(s.message()).c_str());
+    return 2;
+  }
+  flopscope::daemon::SetLogLevel(options.log_level);
+
+  const sigset_t signals = TerminationSignals();
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);  // a client vanishing mid-write is an error code, not a death
+
+  absl::StatusOr<std::unique_ptr<flopscope::daemon::DaemonServer>> server =
+      flopscope::daemon::DaemonServer::Start(options);
+  if (!server.ok()) {
+    flopscope::daemon::LogError(server.status().message());
+    return 1;
+  }
+  int received = 0;
+  sigwait(&signals, &received);
+  flopscope::daemon::LogInfo("received ", received == SIGINT ? "SIGINT" : "SIGTERM",
+                             ", draining streams");
+  (*server)->Shutdown();
+  return 0;
+}

@@ -1,0 +1,253 @@
+#include "daemon/rank_store.h"
+
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "daemon/batch_validator.h"
+#include "schema/schema_sql.h"
+
+namespace flopscope::daemon {
+namespace {
+
+struct StoredPath {
+  uint64_t id;
+  uint64_t parent_id;
+  std::string domain;
+  std::string name;
+};
+
+// Rebuilds the validator's view of stored paths. Parents were committed before their children,
+// but ids need not be ordered that way, so add in passes until nothing more can be placed (rows
+// whose parent is missing would only be there if the file was edited by hand: left out).
+void AddStoredPaths(const std::vector<StoredPath>& rows, SessionDefinitions* definitions) {
+  std::vector<bool> placed(rows.size(), false);
+  bool progress = true;
+  while (progress) {
+    progress = false;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (placed[i]) continue;
+      const StoredPath& row = rows[i];
+      uint32_t parent_depth = 0;
+      if (row.parent_id != 0) {
+        const PathDefinition* parent = definitions->FindPath(row.parent_id);
+        if (parent == nullptr) continue;
+        parent_depth = parent->depth;
+      }
+      definitions->AddPath(row.id, row.parent_id, parent_depth, row.domain, row.name);
+      placed[i] = progress = true;
+    }
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<SqliteDb>> RankStore::OpenDatabase(const std::string& path) {
+  return SqliteDb::OpenWithSchema(path, schema::krankSql);
+}
+
+absl::StatusOr<std::unique_ptr<RankStore>> RankStore::Open(const std::string& path) {
+  absl::StatusOr<std::unique_ptr<SqliteDb>> db = OpenDatabase(path);
+  if (!db.ok()) return db.status();
+  absl::StatusOr<std::unique_ptr<BatchWriter>> writer = BatchWriter::Prepare(**db);
+  if (!writer.ok()) return writer.status();
+  std::unique_ptr<RankStore> store(new RankStore(path, *std::move(db), *std::move(writer)));
+  {
+    absl::MutexLock lock(&store->mu_);  // uncontended: nobody else has the store yet
+    absl::Status status = store->PrepareStatements();
+    if (status.ok()) status = store->LoadTotals();
+    if (!status.ok()) return status;
+  }
+  return store;
+}
+
+RankStore::RankStore(std::string path, std::unique_ptr<SqliteDb> db,
+                     std::unique_ptr<BatchWriter> writer)
+    : path_(std::move(path)), db_(std::move(db)), writer_(std::move(writer)) {}
+
+RankStore::~RankStore() = default;
+
+absl::Status RankStore::PrepareStatements() {
+  struct Entry {
+    std::unique_ptr<SqliteStatement>* slot;
+    const char* sql;
+  };
+  const Entry entries[] = {
+      // IMMEDIATE takes the write lock up front, so a commit never fails half-way on a reader.
+      {&begin_, "BEGIN IMMEDIATE"},
+      {&commit_, "COMMIT"},
+      {&rollback_, "ROLLBACK"},
+      {&find_session_, "SELECT sid, last_seq FROM sessions WHERE session_id = ?"},
+      {&insert_session_,
+       "INSERT INTO sessions(session_id, job_id, rank, local_rank, world_size, host, pid, "
+       "injector_version, start_time_ns, command, gpu_status, hello, first_seen_ns, "
+       "last_seen_ns) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)"},
+      {&touch_session_, "UPDATE sessions SET last_seen_ns = ? WHERE sid = ?"},
+      {&sum_losses_, "SELECT cause, SUM(records) FROM losses GROUP BY cause"},
+  };
+  for (const Entry& entry : entries) {
+    absl::StatusOr<std::unique_ptr<SqliteStatement>> stmt = db_->Prepare(entry.sql);
+    if (!stmt.ok()) return stmt.status();
+    *entry.slot = *std::move(stmt);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RankStore::LoadTotals() {
+  absl::StatusOr<std::unique_ptr<SqliteStatement>> stmt = db_->Prepare(
+      "SELECT COUNT(*), COALESCE(SUM(range_events), 0), COALESCE(SUM(kernels), 0) FROM sessions");
+  if (!stmt.ok()) return stmt.status();
+  absl::StatusOr<bool> row = (*stmt)->Step();
+  if (!row.ok()) return row.status();
+  if (*row) {
+    totals_.sessions = (*stmt)->ColumnUint(0);
+    totals_.range_events = (*stmt)->ColumnUint(1);
+    totals_.kernels = (*stmt)->ColumnUint(2);
+  }
+  (*stmt)->Reset();
+  return LoadLosses();
+}
+
+absl::Status RankStore::LoadLosses() {
+  std::map<int, uint64_t> losses;
+  while (true) {
+    absl::StatusOr<bool> row = sum_losses_->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    losses[static_cast<int>(sum_losses_->ColumnInt(0))] = sum_losses_->ColumnUint(1);
+  }
+  totals_.losses = std::move(losses);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<SessionHandle> RankStore::OpenSession(const v1::SessionHello& hello) {
+  absl::MutexLock lock(&mu_);  // serializes the connection and the session table
+  const int64_t now_ns = absl::GetCurrentTimeNanos();
+  find_session_->BindText(1, hello.session_id());
+  absl::StatusOr<bool> found = find_session_->Step();
+  if (!found.ok()) return found.status();
+  if (!*found) {
+    absl::StatusOr<int64_t> sid = InsertSession(hello, now_ns);
+    if (!sid.ok()) return sid.status();
+    sessions_[*sid] = Session{};
+    ++totals_.sessions;
+    return SessionHandle{*sid, 0};
+  }
+  const int64_t sid = find_session_->ColumnInt(0);
+  const uint64_t stored_seq = find_session_->ColumnUint(1);
+  find_session_->Reset();
+  if (!sessions_.contains(sid)) {
+    Session session;
+    session.last_seq = stored_seq;
+    if (absl::Status s = LoadDefinitions(sid, &session.definitions); !s.ok()) return s;
+    sessions_[sid] = std::move(session);
+  }
+  touch_session_->BindInt(1, now_ns);
+  touch_session_->BindInt(2, sid);
+  if (absl::Status s = touch_session_->Run(); !s.ok()) return s;
+  return SessionHandle{sid, sessions_[sid].last_seq};
+}
+
+absl::StatusOr<int64_t> RankStore::InsertSession(const v1::SessionHello& hello, int64_t now_ns) {
+  const std::string serialized = hello.SerializeAsString();
+  SqliteStatement& stmt = *insert_session_;
+  stmt.BindText(1, hello.session_id());
+  stmt.BindText(2, hello.job_id());
+  stmt.BindInt(3, hello.rank());
+  stmt.BindInt(4, hello.local_rank());
+  stmt.BindInt(5, hello.world_size());
+  stmt.BindText(6, hello.host());
+  stmt.BindInt(7, hello.pid());
+  stmt.BindText(8, hello.injector_version());
+  stmt.BindInt(9, hello.start_time_ns());
+  stmt.BindText(10, hello.command());
+  stmt.BindText(11, hello.gpu_status());
+  stmt.BindBlob(12, serialized);
+  stmt.BindInt(13, now_ns);
+  stmt.BindInt(14, now_ns);
+  if (absl::Status s = stmt.Run(); !s.ok()) return s;
+  return sqlite3_last_insert_rowid(db_->handle());
+}
+
+absl::Status RankStore::LoadDefinitions(int64_t sid, SessionDefinitions* definitions) {
+  // Only after a daemon restart or store reopen: prepared here rather than kept.
+  absl::StatusOr<std::unique_ptr<SqliteStatement>> paths =
+      db_->Prepare("SELECT id, parent_id, domain, name FROM range_paths WHERE sid = ? ORDER BY id");
+  if (!paths.ok()) return paths.status();
+  (*paths)->BindInt(1, sid);
+  std::vector<StoredPath> rows;
+  while (true) {
+    absl::StatusOr<bool> row = (*paths)->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    rows.push_back({(*paths)->ColumnUint(0), (*paths)->ColumnUint(1), (*paths)->ColumnString(2),
+                    (*paths)->ColumnString(3)});
+  }
+  AddStoredPaths(rows, definitions);
+
+  absl::StatusOr<std::unique_ptr<SqliteStatement>> strings =
+      db_->Prepare("SELECT id, value FROM strings WHERE sid = ?");
+  if (!strings.ok()) return strings.status();
+  (*strings)->BindInt(1, sid);
+  while (true) {
+    absl::StatusOr<bool> row = (*strings)->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    definitions->AddString(static_cast<uint32_t>((*strings)->ColumnInt(0)),
+                           (*strings)->ColumnText(1));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RankStore::Commit(int64_t sid, const v1::Batch& batch, CommitOutcome* outcome) {
+  absl::MutexLock lock(&mu_);  // one writer per file; also guards sessions_ and totals_
+  auto it = sessions_.find(sid);
+  if (it == sessions_.end()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("session ", sid, " was not opened in ", path_));
+  }
+  Session& session = it->second;
+  if (batch.seq() != 0 && batch.seq() <= session.last_seq) {
+    if (outcome != nullptr) *outcome = CommitOutcome{session.last_seq, true};
+    return absl::OkStatus();
+  }
+  SessionDefinitions added;
+  BatchValidator validator(session.definitions, absl::Now());
+  if (absl::Status s = validator.Validate(batch, &added); !s.ok()) return s;
+  if (absl::Status s = WriteInTransaction(sid, batch, session); !s.ok()) return s;
+
+  // Committed: only now does memory follow the database.
+  session.definitions.Merge(added);
+  session.last_seq = batch.seq();
+  totals_.range_events += static_cast<uint64_t>(batch.ranges_size());
+  totals_.kernels += static_cast<uint64_t>(batch.kernels_size());
+  // The loss table is tiny; when re-reading it fails, the totals just stay a batch behind.
+  if (batch.losses_size() > 0) LoadLosses().IgnoreError();
+  if (outcome != nullptr) *outcome = CommitOutcome{session.last_seq, false};
+  return absl::OkStatus();
+}
+
+absl::Status RankStore::WriteInTransaction(int64_t sid, const v1::Batch& batch,
+                                           const Session& session) {
+  if (absl::Status s = begin_->Run(); !s.ok()) return s;
+  absl::Status status =
+      writer_->Write(sid, batch, session.definitions, absl::GetCurrentTimeNanos());
+  if (status.ok()) status = commit_->Run();
+  // SQLite already rolled back on some errors (disk full, I/O): only roll back an open one.
+  if (!status.ok() && sqlite3_get_autocommit(db_->handle()) == 0) {
+    rollback_->Run().IgnoreError();
+  }
+  if (!status.ok()) {
+    return absl::Status(status.code(),
+                        absl::StrCat("batch seq ", batch.seq(), " not stored: ", status.message()));
+  }
+  return absl::OkStatus();
+}
+
+RankTotals RankStore::Totals() const {
+  absl::MutexLock lock(&mu_);  // totals_ changes under commits
+  return totals_;
+}
+
+}  // namespace flopscope::daemon

@@ -1,0 +1,92 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "daemon/batch_writer.h"
+#include "daemon/rank_totals.h"
+#include "daemon/session_definitions.h"
+#include "daemon/sqlite_db.h"
+#include "flopscope/v1/records.pb.h"
+
+namespace flopscope::daemon {
+
+// What a stream learns when its session is opened.
+struct SessionHandle {
+  int64_t sid = 0;             // the session's key inside this rank file
+  uint64_t committed_seq = 0;  // highest batch seq already committed (0 for a new session)
+};
+
+struct CommitOutcome {
+  uint64_t committed_seq = 0;  // what to acknowledge
+  bool duplicate = false;      // seq <= committed_seq: nothing was written
+};
+
+// One rank's database, <data_dir>/jobs/<job>/rank-<NNNNN>.sqlite. Every batch is validated
+// (BatchValidator) and committed in ONE transaction, with the module_stats rollup, the loss
+// counters and the session's last_seq: a failure rolls everything back. Batches at or below the
+// session's last_seq are duplicates (a resend after a reconnect) and are acknowledged unwritten.
+//
+// Thread-safe: one mutex serializes every use of the connection (a rank normally has one stream,
+// so it is uncontended; two streams of a restarted rank simply take turns).
+class RankStore {
+ public:
+  static absl::StatusOr<std::unique_ptr<RankStore>> Open(const std::string& path);
+  // A bare connection to a rank file with exactly the store's schema and settings (WAL,
+  // synchronous=NORMAL): the baseline bench/ingest compares Commit() against with raw INSERTs.
+  static absl::StatusOr<std::unique_ptr<SqliteDb>> OpenDatabase(const std::string& path);
+  ~RankStore();
+
+  // Registers a new session, or finds the one with the same session_id (a reconnect) and
+  // returns how far it got.
+  absl::StatusOr<SessionHandle> OpenSession(const v1::SessionHello& hello) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Validates and commits `batch` for session `sid`. INVALID_ARGUMENT with the validator's
+  // message for a bad batch (nothing stored); other codes for storage failures (nothing stored).
+  // `outcome` (optional) says what to acknowledge.
+  absl::Status Commit(int64_t sid, const v1::Batch& batch, CommitOutcome* outcome = nullptr)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  RankTotals Totals() const ABSL_LOCKS_EXCLUDED(mu_);
+  const std::string& path() const { return path_; }
+
+ private:
+  struct Session {
+    uint64_t last_seq = 0;
+    SessionDefinitions definitions;
+  };
+
+  RankStore(std::string path, std::unique_ptr<SqliteDb> db, std::unique_ptr<BatchWriter> writer);
+  absl::Status PrepareStatements() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status LoadTotals() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status LoadLosses() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<int64_t> InsertSession(const v1::SessionHello& hello, int64_t now_ns)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status LoadDefinitions(int64_t sid, SessionDefinitions* definitions)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status WriteInTransaction(int64_t sid, const v1::Batch& batch, const Session& session)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const std::string path_;
+  mutable absl::Mutex mu_;
+  // Declared first so that it is destroyed last: the statements below belong to it.
+  std::unique_ptr<SqliteDb> db_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<BatchWriter> writer_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<SqliteStatement> begin_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<SqliteStatement> commit_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<SqliteStatement> rollback_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<SqliteStatement> find_session_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<SqliteStatement> insert_session_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<SqliteStatement> touch_session_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<SqliteStatement> sum_losses_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<int64_t, Session> sessions_ ABSL_GUARDED_BY(mu_);  // by sid
+  RankTotals totals_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace flopscope::daemon

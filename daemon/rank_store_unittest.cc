@@ -1,0 +1,294 @@
+#include "daemon/rank_store.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <string>
+
+#include "daemon/test_batches.h"
+#include "daemon/test_temp_dir.h"
+
+namespace flopscope::daemon {
+namespace {
+
+using fixtures::AddKernel;
+using fixtures::AddLoss;
+using fixtures::AddMetadata;
+using fixtures::AddPath;
+using fixtures::AddRange;
+using fixtures::AddString;
+using ::testing::HasSubstr;
+
+class RankStoreTest : public ::testing::Test {
+ protected:
+  RankStoreTest() : path_(dir_.File("rank-00000.sqlite")) {}
+
+  void SetUp() override { Reopen(); }
+
+  void Reopen() {
+    store_.reset();
+    absl::StatusOr<std::unique_ptr<RankStore>> store = RankStore::Open(path_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = *std::move(store);
+  }
+
+  int64_t OpenSession(const std::string& session_id = "node-1-100-1") {
+    absl::StatusOr<SessionHandle> session =
+        store_->OpenSession(fixtures::Hello("job-1", 0, session_id));
+    EXPECT_TRUE(session.ok()) << session.status();
+    return session.ok() ? session->sid : -1;
+  }
+
+  // A batch defining the model tree and a kernel name, with one range and two kernels.
+  static v1::Batch FirstBatch(uint64_t seq = 1) {
+    v1::Batch batch;
+    batch.set_seq(seq);
+    AddString(batch, 1, "ampere_sgemm_128x64_nn");
+    AddPath(batch, 1, 0, "model");
+    AddPath(batch, 2, 1, "encoder");
+    AddRange(batch, 2, 0, 1000);
+    AddKernel(batch, 2, 1, 100, 300);
+    AddKernel(batch, 2, 1, 500, 200);
+    return batch;
+  }
+
+  // One number from a query on a second connection, as another reader would see it.
+  int64_t Query(const std::string& sql) {
+    absl::StatusOr<std::unique_ptr<SqliteDb>> db = SqliteDb::OpenExisting(path_);
+    EXPECT_TRUE(db.ok()) << db.status();
+    if (!db.ok()) return -1;
+    absl::StatusOr<std::unique_ptr<SqliteStatement>> stmt = (*db)->Prepare(sql);
+    EXPECT_TRUE(stmt.ok()) << stmt.status();
+    if (!stmt.ok()) return -1;
+    absl::StatusOr<bool> row = (*stmt)->Step();
+    EXPECT_TRUE(row.ok() && *row) << sql;
+    if (!row.ok() || !*row) return -1;
+    const int64_t value = (*stmt)->ColumnInt(0);
+    (*stmt)->Reset();
+    return value;
+  }
+
+  fixtures::ScopedTempDir dir_;
+  std::string path_;
+  std::unique_ptr<RankStore> store_;
+};
+
+TEST_F(RankStoreTest, UsesWalModeAndSchemaVersionOne) {
+  absl::StatusOr<std::unique_ptr<SqliteDb>> db = SqliteDb::OpenExisting(path_);
+  ASSERT_TRUE(db.ok()) << db.status();
+  absl::StatusOr<std::unique_ptr<SqliteStatement>> mode = (*db)->Prepare("PRAGMA journal_mode");
+  ASSERT_TRUE(mode.ok());
+  ASSERT_TRUE(*(*mode)->Step());
+  EXPECT_EQ((*mode)->ColumnText(0), "wal");
+  (*mode)->Reset();
+  EXPECT_EQ(Query("SELECT MAX(version) FROM schema_version"), 1);
+  EXPECT_EQ(Query("SELECT COUNT(*) FROM schema_version"), 1);
+}
+
+TEST_F(RankStoreTest, CommitsEveryRecordAndTheRollup) {
+  const int64_t sid = OpenSession();
+  v1::Batch batch = FirstBatch();
+  AddMetadata(batch, "batch_size", "32");
+  AddLoss(batch, v1::LOSS_CAUSE_BUFFER_FULL, 4);
+  CommitOutcome outcome;
+  ASSERT_TRUE(store_->Commit(sid, batch, &outcome).ok());
+  EXPECT_EQ(outcome.committed_seq, 1u);
+  EXPECT_FALSE(outcome.duplicate);
+
+  EXPECT_EQ(Query("SELECT COUNT(*) FROM strings"), 1);
+  EXPECT_EQ(Query("SELECT COUNT(*) FROM range_paths"), 2);
+  EXPECT_EQ(Query("SELECT COUNT(*) FROM range_events"), 1);
+  EXPECT_EQ(Query("SELECT COUNT(*) FROM kernels"), 2);
+  EXPECT_EQ(Query("SELECT COUNT(*) FROM metadata"), 1);
+  EXPECT_EQ(Query("SELECT records FROM losses WHERE cause = 1"), 4);
+  EXPECT_EQ(Query("SELECT last_seq FROM sessions"), 1);
+  EXPECT_EQ(Query("SELECT kernels FROM sessions"), 2);
+  EXPECT_EQ(Query("SELECT calls FROM module_stats WHERE path_id = 2"), 1);
+  EXPECT_EQ(Query("SELECT cpu_time_ns FROM module_stats WHERE path_id = 2"), 1000);
+  EXPECT_EQ(Query("SELECT kernels FROM module_stats WHERE path_id = 2"), 2);
+  EXPECT_EQ(Query("SELECT gpu_time_ns FROM module_stats WHERE path_id = 2"), 500);
+  EXPECT_EQ(Query("SELECT flops IS NULL FROM module_stats WHERE path_id = 2"), 1);
+
+  const RankTotals totals = store_->Totals();
+  EXPECT_EQ(totals.sessions, 1u);
+  EXPECT_EQ(totals.kernels, 2u);
+  EXPECT_EQ(totals.range_events, 1u);
+  EXPECT_EQ(totals.losses.at(v1::LOSS_CAUSE_BUFFER_FULL), 4u);
+}
+
+TEST_F(RankStoreTest, RollupAccumulatesAcrossBatches) {
+  const int64_t sid = OpenSession();
+  ASSERT_TRUE(store_->Commit(sid, FirstBatch()).ok());
+  v1::Batch second;
+  second.set_seq(2);
+  AddRange(second, 2, 2000, 400);
+  AddRange(second, 2, 3000, 1600);
+  v1::KernelRecord* counted = AddKernel(second, 2, 1, 2100, 50);
+  counted->mutable_flops()->set_fp32(1000);
+  counted->mutable_flops()->add_tensor()->set_flops(24);
+  counted->mutable_flops()->mutable_tensor(0)->set_source("fp16");
+  ASSERT_TRUE(store_->Commit(sid, second).ok());
+
+  EXPECT_EQ(Query("SELECT calls FROM module_stats WHERE path_id = 2"), 3);
+  EXPECT_EQ(Query("SELECT cpu_time_ns FROM module_stats WHERE path_id = 2"), 3000);
+  EXPECT_EQ(Query("SELECT min_ns FROM module_stats WHERE path_id = 2"), 400);
+  EXPECT_EQ(Query("SELECT max_ns FROM module_stats WHERE path_id = 2"), 1600);
+  EXPECT_EQ(Query("SELECT kernels FROM module_stats WHERE path_id = 2"), 3);
+  EXPECT_EQ(Query("SELECT gpu_time_ns FROM module_stats WHERE path_id = 2"), 550);
+  EXPECT_EQ(Query("SELECT flops FROM module_stats WHERE path_id = 2"), 1024);
+  EXPECT_EQ(Query("SELECT COUNT(*) FROM kernel_flops WHERE tensor = '{\"fp16\":24}'"), 1);
+}
+
+TEST_F(RankStoreTest, DuplicatesAreAcknowledgedButNotWritten) {
+  const int64_t sid = OpenSession();
+  ASSERT_TRUE(store_->Commit(sid, FirstBatch(1)).ok());
+  v1::Batch third;
+  third.set_seq(3);  // a gap: batch 2 was dropped by the injector
+  AddKernel(third, 0, 1, 0, 10);
+  ASSERT_TRUE(store_->Commit(sid, third).ok());
+
+  for (uint64_t seq : {1u, 2u, 3u}) {
+    CommitOutcome outcome;
+    ASSERT_TRUE(store_->Commit(sid, FirstBatch(seq), &outcome).ok());
+    EXPECT_TRUE(outcome.duplicate) << seq;
+    EXPECT_EQ(outcome.committed_seq, 3u);
+  }
+  EXPECT_EQ(Query("SELECT COUNT(*) FROM kernels"), 3);
+  EXPECT_EQ(Query("SELECT last_seq FROM sessions"), 3);
+}
+
+TEST_F(RankStoreTest, InvalidBatchStoresNothing) {
+  const int64_t sid = OpenSession();
+  v1::Batch batch = FirstBatch();
+  AddKernel(batch, 99, 1, 0, 10);
+  absl::Status status = store_->Commit(sid, batch);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("batch seq 1: kernels[2]: path_id 99 is not defined"));
+  EXPECT_EQ(Query("SELECT COUNT(*) FROM kernels"), 0);
+  EXPECT_EQ(Query("SELECT last_seq FROM sessions"), 0);
+}
+
+TEST_F(RankStoreTest, StorageFailureRollsTheWholeBatchBack) {
+  const int64_t sid = OpenSession();
+  {
+    // Inject a failure in the middle of the transaction, after kernels were inserted.
+    absl::StatusOr<std::unique_ptr<SqliteDb>> db = SqliteDb::OpenExisting(path_);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE((*db)
+                    ->Exec("CREATE TRIGGER boom BEFORE INSERT ON metadata WHEN NEW.key = 'boom' "
+                           "BEGIN SELECT RAISE(ABORT, 'injected failure'); END;")
+                    .ok());
+  }
+  v1::Batch batch = FirstBatch();
+  AddMetadata(batch, "boom", "1");
+  AddLoss(batch, v1::LOSS_CAUSE_BUFFER_FULL, 4);
+  absl::Status status = store_->Commit(sid, batch);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInternal) << status;
+  EXPECT_THAT(status.message(), HasSubstr("injected failure"));
+  EXPECT_EQ(Query("SELECT COUNT(*) FROM kernels"), 0);
+  EXPECT_EQ(Query("SELECT COUNT(*) FROM range_paths"), 0);
+  EXPECT_EQ(Query("SELECT COUNT(*) FROM module_stats"), 0);
+  EXPECT_EQ(Query("SELECT COUNT(*) FROM losses"), 0);
+  EXPECT_EQ(Query("SELECT last_seq FROM sessions"), 0);
+  EXPECT_EQ(store_->Totals().kernels, 0u);
+
+  // Memory did not keep the failed batch's definitions: using them alone is still invalid...
+  v1::Batch uses_path;
+  uses_path.set_seq(1);
+  AddKernel(uses_path, 2, 1, 0, 10);
+  EXPECT_EQ(store_->Commit(sid, uses_path).code(), absl::StatusCode::kInvalidArgument);
+  // ...and the same batch goes through once the fault is gone.
+  {
+    absl::StatusOr<std::unique_ptr<SqliteDb>> db = SqliteDb::OpenExisting(path_);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE((*db)->Exec("DROP TRIGGER boom").ok());
+  }
+  ASSERT_TRUE(store_->Commit(sid, batch).ok());
+  EXPECT_EQ(Query("SELECT COUNT(*) FROM kernels"), 2);
+  EXPECT_EQ(Query("SELECT last_seq FROM sessions"), 1);
+}
+
+TEST_F(RankStoreTest, ReconnectAfterReopenResumesTheSession) {
+  const int64_t sid = OpenSession("node-1-100-1");
+  ASSERT_TRUE(store_->Commit(sid, FirstBatch()).ok());
+  Reopen();
+
+  absl::StatusOr<SessionHandle> again =
+      store_->OpenSession(fixtures::Hello("job-1", 0, "node-1-100-1"));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->sid, sid);
+  EXPECT_EQ(again->committed_seq, 1u);
+  EXPECT_EQ(store_->Totals().kernels, 2u);
+
+  // Definitions came back from the file: references work, conflicting redefinitions do not.
+  v1::Batch uses_path;
+  uses_path.set_seq(2);
+  AddKernel(uses_path, 2, 1, 0, 10);
+  EXPECT_TRUE(store_->Commit(sid, uses_path).ok());
+  v1::Batch redefines;
+  redefines.set_seq(3);
+  AddPath(redefines, 2, 1, "decoder");
+  EXPECT_EQ(store_->Commit(sid, redefines).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(RankStoreTest, SessionsAreSeparateAndLossesKeepTheMaximum) {
+  const int64_t first = OpenSession("a");
+  const int64_t second = OpenSession("b");
+  ASSERT_NE(first, second);
+  v1::Batch batch;
+  batch.set_seq(1);
+  AddLoss(batch, v1::LOSS_CAUSE_CUPTI_DROPPED, 10);
+  ASSERT_TRUE(store_->Commit(first, batch).ok());
+  batch.set_seq(2);
+  batch.mutable_losses(0)->set_records(7);  // cumulative counts never go down: keep 10
+  ASSERT_TRUE(store_->Commit(first, batch).ok());
+  batch.set_seq(1);
+  ASSERT_TRUE(store_->Commit(second, batch).ok());
+
+  EXPECT_EQ(Query("SELECT records FROM losses WHERE sid = " + std::to_string(first)), 10);
+  const RankTotals totals = store_->Totals();
+  EXPECT_EQ(totals.sessions, 2u);
+  EXPECT_EQ(totals.losses.at(v1::LOSS_CAUSE_CUPTI_DROPPED), 17u);
+}
+
+TEST_F(RankStoreTest, Uint64IdsRoundTrip) {
+  const int64_t sid = OpenSession();
+  v1::Batch batch = FirstBatch();
+  batch.mutable_kernels(0)->set_correlation_id(std::numeric_limits<uint64_t>::max());
+  ASSERT_TRUE(store_->Commit(sid, batch).ok());
+  EXPECT_EQ(static_cast<uint64_t>(Query("SELECT MIN(correlation_id) FROM kernels")),
+            std::numeric_limits<uint64_t>::max());
+}
+
+TEST_F(RankStoreTest, UnknownSessionIsAnError) {
+  EXPECT_EQ(store_->Commit(12345, FirstBatch()).code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(RankStoreTest, RefusesAFileFromANewerDaemonWithoutTouchingIt) {
+  const std::string newer = dir_.File("newer.sqlite");
+  ASSERT_TRUE(SqliteDb::OpenWithSchema(newer,
+                                       "CREATE TABLE schema_version(version INTEGER NOT NULL);"
+                                       "INSERT INTO schema_version VALUES(2);")
+                  .ok());
+  absl::StatusOr<std::unique_ptr<RankStore>> store = RankStore::Open(newer);
+  ASSERT_FALSE(store.ok());
+  EXPECT_THAT(store.status().message(), HasSubstr("has schema version 2"));
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(newer.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  EXPECT_NE(sqlite3_exec(raw, "SELECT COUNT(*) FROM kernels", nullptr, nullptr, nullptr),
+            SQLITE_OK);  // the version 1 schema was not applied
+  sqlite3_close(raw);
+}
+
+TEST_F(RankStoreTest, RefusesAFileThatIsNotADatabase) {
+  const std::string bogus = dir_.File("bogus.sqlite");
+  FILE* file = fopen(bogus.c_str(), "w");
+  ASSERT_NE(file, nullptr);
+  fputs("this is not sqlite, just a text file that is long enough to have a header....", file);
+  fclose(file);
+  EXPECT_FALSE(RankStore::Open(bogus).ok());
+}
+
+}  // namespace
+}  // namespace flopscope::daemon

@@ -1,0 +1,85 @@
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "daemon/batch_rollup.h"
+#include "daemon/rank_snapshot.h"
+#include "flopscope/v1/query.pb.h"
+
+namespace flopscope::daemon {
+
+// NVTX domain of steps, phases and metadata marks (DESIGN: Metadata channel).
+inline constexpr char kFlopscopeDomain[] = "flopscope";
+inline constexpr char kUnattributedPath[] = "<unattributed>";
+
+// Builds a Report from rank snapshots (pure: no I/O, so the tree math is unit-tested).
+//
+// Module tree: range paths outside the `flopscope` domain, merged across sessions and ranks by
+// their full path (names from the root joined by '/'; flopscope-domain ranges such as `step` or
+// `forward` are left out of the path, so a module is one row whichever phase it ran in). Rows
+// come depth-first, children in first-seen order. `calls` and `cpu_time_ns` are the path's own
+// (push-to-pop time already covers its children); `kernels`, `gpu_time_ns` (summed activity
+// durations, for now) and `flops` include descendants; gpu_time_ns and flops are absent where
+// the subtree has no activity / no counted FLOPs; `params` comes from `params <path>=<n>`
+// metadata (the last value per rank, summed over ranks like every figure). Activities launched
+// with no module open (path 0, or only flopscope-domain ranges open) form a last row
+// "<unattributed>", present only when there are some.
+//
+// Phases: flopscope-domain ranges grouped by their own (last) name: calls, total, min, max.
+class ReportBuilder {
+ public:
+  explicit ReportBuilder(std::string job_id) : job_id_(std::move(job_id)) {}
+
+  void AddRank(const v1::RankInfo& info, const RankSnapshot& snapshot);
+  v1::Report Build() const;
+
+ private:
+  struct Module {
+    std::string path;
+    std::string name;
+    std::string domain;
+    uint32_t depth = 0;
+    int parent = -1;  // index into modules_, -1 for a top-level module
+    std::vector<int> children;
+    SelfStats self;
+  };
+  struct Phase {
+    std::string name;
+    uint64_t calls = 0;
+    int64_t total_ns = 0;
+    int64_t min_ns = 0;
+    int64_t max_ns = 0;
+  };
+  // Where the figures of one session's path go: a module (or -1: unattributed) and, for a
+  // flopscope-domain path, a phase.
+  struct Target {
+    int module = -1;
+    int phase = -1;
+  };
+  class SessionPaths;
+
+  int FindOrAddModule(int parent, const std::string& name, const std::string& domain);
+  int FindOrAddPhase(const std::string& name);
+  void AddStats(const Target& target, const SelfStats& stats);
+  void AddParams(const std::vector<v1::Metadata>& metadata);
+  void AppendModules(int index, const std::vector<SelfStats>& inclusive, v1::Report* report) const;
+
+  std::string job_id_;
+  std::vector<v1::RankInfo> ranks_;
+  std::vector<Module> modules_;  // a parent always comes before its children
+  std::vector<int> roots_;
+  absl::flat_hash_map<std::string, int> module_by_path_;
+  SelfStats unattributed_;
+  std::vector<Phase> phases_;
+  absl::flat_hash_map<std::string, int> phase_by_name_;
+  std::map<int, uint64_t> losses_;
+  std::vector<v1::Metadata> metadata_;
+  absl::flat_hash_map<std::string, uint64_t> params_;  // by module path, summed over ranks
+};
+
+}  // namespace flopscope::daemon

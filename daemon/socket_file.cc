@@ -1,0 +1,61 @@
+#include "daemon/socket_file.h"
+
+#include <errno.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "daemon/data_layout.h"
+
+namespace flopscope::daemon {
+namespace {
+
+constexpr size_t kMaxSocketPath = sizeof(sockaddr_un{}.sun_path) - 1;
+
+}  // namespace
+
+bool SocketIsLive(const std::string& path) {
+  if (path.size() > kMaxSocketPath) return false;
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::memcpy(address.sun_path, path.data(), path.size());
+  const bool live = connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0;
+  close(fd);
+  return live;
+}
+
+absl::Status PrepareSocketPath(const std::string& path) {
+  if (path.empty() || path.size() > kMaxSocketPath) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("socket path '", path, "' must be 1 to ", kMaxSocketPath,
+                     " bytes long (pick a shorter one with --socket)"));
+  }
+  const std::string parent = std::filesystem::path(path).parent_path().string();
+  if (!parent.empty()) {
+    if (absl::Status s = EnsureDirectory(parent); !s.ok()) return s;
+  }
+  struct stat info;
+  if (lstat(path.c_str(), &info) != 0) return absl::OkStatus();  // nothing there: fine
+  if (!S_ISSOCK(info.st_mode)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("refusing to replace ", path, ": it exists and is not a socket"));
+  }
+  if (SocketIsLive(path)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("another flopscoped is already serving ", path));
+  }
+  if (unlink(path.c_str()) != 0 && errno != ENOENT) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot remove the stale socket ", path, ": ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace flopscope::daemon

@@ -1,0 +1,45 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "daemon/rank_store.h"
+
+namespace flopscope::daemon {
+
+// The open RankStores, one per (job, rank), shared by every stream of that rank. A store stays
+// open while some stream holds it and is closed (its WAL checkpointed) when the last one lets go,
+// so a node that sees many jobs over time does not pile up open files.
+//
+// Thread-safe: a mutex guards the table; opening a store happens under it, so two streams of one
+// rank never open the file twice.
+class StoreRegistry {
+ public:
+  explicit StoreRegistry(std::string data_dir) : data_dir_(std::move(data_dir)) {}
+
+  // Opens (creating its directory and file when missing) or shares the store of `job_id`/`rank`.
+  // `job_id` must have passed JobIdProblem.
+  absl::StatusOr<std::shared_ptr<RankStore>> Acquire(absl::string_view job_id, int32_t rank)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Stores some stream still holds.
+  size_t open_count() ABSL_LOCKS_EXCLUDED(mu_);
+  const std::string& data_dir() const { return data_dir_; }
+
+ private:
+  using Key = std::pair<std::string, int32_t>;
+  void ForgetClosed() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const std::string data_dir_;
+  absl::Mutex mu_;
+  absl::flat_hash_map<Key, std::weak_ptr<RankStore>> stores_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace flopscope::daemon
