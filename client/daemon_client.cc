@@ -1,0 +1,112 @@
+#include "client/daemon_client.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <filesystem>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/endpoint.h"
+
+namespace flopscope::client {
+namespace {
+
+// Reports of large models can be several MB; gRPC's 4 MB default would cut them off.
+constexpr int kMaxReceiveBytes = 256 * 1024 * 1024;
+
+absl::StatusCode ToAbslCode(grpc::StatusCode code) {
+  // grpc::StatusCode and absl::StatusCode share the canonical numbering.
+  return static_cast<absl::StatusCode>(static_cast<int>(code));
+}
+
+}  // namespace
+
+std::string DaemonClient::NormalizeSocket(const std::string& given) {
+  if (absl::StartsWith(given, "unix:")) return given.substr(std::string_view("unix:").size());
+  if (given.empty() || given.find(':') != std::string::npos) return given;
+  std::error_code error;
+  const std::filesystem::path absolute = std::filesystem::absolute(given, error);
+  return error ? given : absolute.lexically_normal().string();
+}
+
+DaemonClient::DaemonClient(const std::string& socket_or_target, absl::Duration rpc_timeout)
+    : socket_(NormalizeSocket(socket_or_target)),
+      target_(GrpcTarget(socket_)),
+      rpc_timeout_(rpc_timeout) {
+  grpc::ChannelArguments arguments;
+  arguments.SetMaxReceiveMessageSize(kMaxReceiveBytes);
+  channel_ = grpc::CreateCustomChannel(target_, grpc::InsecureChannelCredentials(), arguments);
+  stub_ = flopscope::v1::Query::NewStub(channel_);
+}
+
+absl::Status DaemonClient::UnreachableError() const {
+  if (!absl::StartsWith(socket_, "/")) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot reach flopscoped at ", target_, " (not running?)"));
+  }
+  return absl::UnavailableError(absl::StrCat("cannot reach flopscoped at ", target_,
+                                             " (not running? start it with: flopscoped --socket ",
+                                             socket_, ")"));
+}
+
+absl::Status DaemonClient::CheckReachable(absl::Duration timeout) const {
+  const bool connected = channel_->WaitForConnected(absl::ToChronoTime(absl::Now() + timeout));
+  return connected ? absl::OkStatus() : UnreachableError();
+}
+
+void DaemonClient::PrepareContext(grpc::ClientContext& context) const {
+  context.set_deadline(absl::ToChronoTime(absl::Now() + rpc_timeout_));
+}
+
+absl::Status DaemonClient::Translate(const grpc::Status& status, const char* method) const {
+  switch (status.error_code()) {
+    case grpc::StatusCode::OK:
+      return absl::OkStatus();
+    case grpc::StatusCode::UNAVAILABLE:
+      return UnreachableError();
+    case grpc::StatusCode::UNIMPLEMENTED:
+      return absl::UnimplementedError(absl::StrCat("flopscoped at ", target_,
+                                                   " does not implement ", method,
+                                                   " (is it an older version than this client?)"));
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return absl::DeadlineExceededError(absl::StrCat("flopscoped at ", target_, " did not answer ",
+                                                      method, " within ",
+                                                      absl::FormatDuration(rpc_timeout_)));
+    default:
+      return absl::Status(ToAbslCode(status.error_code()), status.error_message());
+  }
+}
+
+absl::StatusOr<flopscope::v1::ListJobsResponse> DaemonClient::ListJobs() const {
+  grpc::ClientContext context;
+  PrepareContext(context);
+  flopscope::v1::ListJobsResponse response;
+  absl::Status status =
+      Translate(stub_->ListJobs(&context, flopscope::v1::ListJobsRequest(), &response), "ListJobs");
+  if (!status.ok()) return status;
+  return response;
+}
+
+absl::StatusOr<flopscope::v1::ListRanksResponse> DaemonClient::ListRanks(
+    const std::string& job_id) const {
+  grpc::ClientContext context;
+  PrepareContext(context);
+  flopscope::v1::ListRanksRequest request;
+  request.set_job_id(job_id);
+  flopscope::v1::ListRanksResponse response;
+  absl::Status status = Translate(stub_->ListRanks(&context, request, &response), "ListRanks");
+  if (!status.ok()) return status;
+  return response;
+}
+
+absl::StatusOr<flopscope::v1::Report> DaemonClient::GetReport(
+    const flopscope::v1::ReportRequest& request) const {
+  grpc::ClientContext context;
+  PrepareContext(context);
+  flopscope::v1::Report response;
+  absl::Status status = Translate(stub_->GetReport(&context, request, &response), "GetReport");
+  if (!status.ok()) return status;
+  return response;
+}
+
+}  // namespace flopscope::client

@@ -1,0 +1,83 @@
+#include "client/job_id_choice.h"
+
+#include "common/job_id.h"
+#include "gtest/gtest.h"
+
+namespace flopscope::client {
+namespace {
+
+// 2024-05-01 12:00:03 UTC
+const absl::Time kNow = absl::FromUnixSeconds(1714564803);
+
+TEST(GenerateJobIdTest, UsesTheCommandsBasenameAndTheTime) {
+  EXPECT_EQ(GenerateJobId("/usr/bin/python3", kNow, absl::UTCTimeZone()),
+            "python3-20240501-120003");
+  EXPECT_EQ(GenerateJobId("train.sh", kNow, absl::FixedTimeZone(2 * 3600)),
+            "train.sh-20240501-140003");
+}
+
+TEST(GenerateJobIdTest, AlwaysYieldsAValidJobId) {
+  const std::vector<std::string> commands = {"./my prog!",          ".hidden",    "-dash", "/", "",
+                                             std::string(300, 'x'), "caf\xc3\xa9"};
+  for (const std::string& command : commands) {
+    const std::string id = GenerateJobId(command, kNow, absl::UTCTimeZone());
+    EXPECT_EQ(JobIdProblem(id), "") << "command '" << command << "' gave '" << id << "'";
+    EXPECT_TRUE(id.ends_with("-20240501-120003")) << id;
+  }
+  EXPECT_EQ(GenerateJobId("./my prog!", kNow, absl::UTCTimeZone()), "my_prog_-20240501-120003");
+}
+
+JobIdChoice Choose(const std::optional<std::string>& flag, const Environment& env) {
+  absl::StatusOr<JobIdChoice> choice =
+      ChooseJobId(flag, env, "/bin/train", kNow, absl::UTCTimeZone());
+  EXPECT_TRUE(choice.ok()) << choice.status();
+  return choice.value_or(JobIdChoice{});
+}
+
+TEST(ChooseJobIdTest, FlagWinsOverEverythingAndIsExported) {
+  const Environment env = Environment::FromEntries({"SLURM_JOB_ID=42", "FLOPSCOPE_JOB_ID=env"});
+  const JobIdChoice choice = Choose("mine", env);
+  EXPECT_EQ(choice.source, JobIdChoice::Source::kFlag);
+  EXPECT_EQ(choice.job_id, "mine");
+  EXPECT_TRUE(choice.export_to_command);
+}
+
+TEST(ChooseJobIdTest, MalformedFlagIsRejected) {
+  absl::StatusOr<JobIdChoice> choice =
+      ChooseJobId("../etc", Environment(), "train", kNow, absl::UTCTimeZone());
+  EXPECT_EQ(choice.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(choice.status().message().find("../etc"), std::string::npos);
+}
+
+TEST(ChooseJobIdTest, SchedulerIdsAreLeftToTheInjector) {
+  const JobIdChoice slurm = Choose(std::nullopt, Environment::FromEntries({"SLURM_JOB_ID=42"}));
+  EXPECT_EQ(slurm.source, JobIdChoice::Source::kEnvironment);
+  EXPECT_EQ(slurm.job_id, "42");
+  EXPECT_EQ(slurm.variable, "SLURM_JOB_ID");
+  EXPECT_FALSE(slurm.export_to_command);
+
+  const JobIdChoice elastic =
+      Choose(std::nullopt, Environment::FromEntries({"TORCHELASTIC_RUN_ID=run/7"}));
+  EXPECT_EQ(elastic.variable, "TORCHELASTIC_RUN_ID");
+  EXPECT_EQ(elastic.job_id, "run_7");  // sanitized as the injector will
+}
+
+TEST(ChooseJobIdTest, ExistingFlopscopeJobIdComesFirstAmongVariables) {
+  const JobIdChoice choice =
+      Choose(std::nullopt, Environment::FromEntries({"SLURM_JOB_ID=42", "FLOPSCOPE_JOB_ID=outer"}));
+  EXPECT_EQ(choice.job_id, "outer");
+  EXPECT_EQ(choice.variable, "FLOPSCOPE_JOB_ID");
+  EXPECT_FALSE(ChooseJobId(std::nullopt, Environment::FromEntries({"FLOPSCOPE_JOB_ID=a/b"}),
+                           "train", kNow, absl::UTCTimeZone())
+                   .ok());
+}
+
+TEST(ChooseJobIdTest, GeneratesWhenNothingNamesTheJob) {
+  const JobIdChoice choice = Choose(std::nullopt, Environment::FromEntries({"SLURM_JOB_ID="}));
+  EXPECT_EQ(choice.source, JobIdChoice::Source::kGenerated);
+  EXPECT_EQ(choice.job_id, "train-20240501-120003");
+  EXPECT_TRUE(choice.export_to_command);
+}
+
+}  // namespace
+}  // namespace flopscope::client

@@ -1,0 +1,40 @@
+#include "client/jobs_view.h"
+
+#include "absl/strings/str_cat.h"
+#include "client/human_format.h"
+#include "client/json_writer.h"
+#include "client/text_table.h"
+
+namespace flopscope::client {
+
+std::string RenderJobsText(const flopscope::v1::ListJobsResponse& jobs, absl::TimeZone zone) {
+  if (jobs.jobs().empty()) return "No jobs recorded yet (record one with: flopscope run -- CMD)\n";
+  TextTable table({"job", "ranks", "connected", "ranges", "kernels", "lost", "last seen"});
+  for (const auto& job : jobs.jobs()) {
+    table.AddRow({job.job_id(), absl::StrCat(job.ranks()), absl::StrCat(job.connected_sessions()),
+                  absl::StrCat(job.range_events()), absl::StrCat(job.kernels()),
+                  absl::StrCat(job.lost_records()), FormatTimestamp(job.last_seen_ns(), zone)});
+  }
+  return table.Render();
+}
+
+std::string RenderJobsJson(const flopscope::v1::ListJobsResponse& jobs) {
+  JsonWriter json;
+  json.BeginObject().Key("jobs").BeginArray();
+  for (const auto& job : jobs.jobs()) {
+    json.BeginObject();
+    json.Key("job").String(job.job_id());
+    json.Key("ranks").Uint(job.ranks());
+    json.Key("connected").Uint(job.connected_sessions());
+    json.Key("ranges").Uint(job.range_events());
+    json.Key("kernels").Uint(job.kernels());
+    json.Key("lost").Uint(job.lost_records());
+    json.Key("first_seen_ns").Int(job.first_seen_ns());
+    json.Key("last_seen_ns").Int(job.last_seen_ns());
+    json.EndObject();
+  }
+  json.EndArray().EndObject();
+  return json.Finish();
+}
+
+}  // namespace flopscope::client

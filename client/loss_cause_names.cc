@@ -1,0 +1,43 @@
+#include "client/loss_cause_names.h"
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+
+namespace flopscope::client {
+
+std::string LossCauseName(int cause) {
+  constexpr absl::string_view kPrefix = "LOSS_CAUSE_";
+  if (!flopscope::v1::LossCause_IsValid(cause)) return absl::StrCat("cause_", cause);
+  std::string name = flopscope::v1::LossCause_Name(static_cast<flopscope::v1::LossCause>(cause));
+  if (absl::StartsWith(name, kPrefix)) name.erase(0, kPrefix.size());
+  return absl::AsciiStrToLower(name);
+}
+
+std::string LossCauseDescription(int cause) {
+  using flopscope::v1::LossCause;
+  switch (cause) {
+    case LossCause::LOSS_CAUSE_BUFFER_FULL:
+      return "the injector's buffer was full";
+    case LossCause::LOSS_CAUSE_DAEMON_UNREACHABLE:
+      return "dropped while the daemon was unreachable";
+    case LossCause::LOSS_CAUSE_REJECTED:
+      return "rejected by the daemon as invalid";
+    case LossCause::LOSS_CAUSE_UNMATCHED_POP:
+      return "range pops without a push";
+    case LossCause::LOSS_CAUSE_STACK_OVERFLOW:
+      return "ranges nested deeper than the injector's limit";
+    case LossCause::LOSS_CAUSE_TOO_MANY_PATHS:
+      return "range-path table full";
+    case LossCause::LOSS_CAUSE_UNCLOSED_RANGE:
+      return "ranges still open at exit";
+    case LossCause::LOSS_CAUSE_CUPTI_DROPPED:
+      return "dropped by CUPTI";
+    case LossCause::LOSS_CAUSE_EXIT_UNDELIVERED:
+      return "still unsent when the process exited";
+    default:
+      return "unknown cause";
+  }
+}
+
+}  // namespace flopscope::client

@@ -1,0 +1,130 @@
+// flopscope: the command-line client. This file only wires the command line to the commands in
+// flopscope_client_lib (run_command, query_commands).
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "client/environment.h"
+#include "client/injector_locator.h"
+#include "client/query_commands.h"
+#include "client/run_arguments.h"
+#include "client/run_command.h"
+#include "common/endpoint.h"
+#include "common/version.h"
+
+namespace {
+
+namespace client = flopscope::client;
+
+constexpr int kUsageExit = 2;
+
+// What the command line fills in, one member per subcommand.
+struct CommandLine {
+  CLI::App* run = nullptr;
+  CLI::App* jobs = nullptr;
+  CLI::App* report = nullptr;
+  client::RunOptions run_options;
+  std::vector<std::string> run_command_for_help;
+  client::JobsOptions jobs_options;
+  client::ReportOptions report_options;
+};
+
+std::string SocketHelp() {
+  return "daemon socket path or gRPC target (default: $FLOPSCOPE_SOCKET, else " +
+         flopscope::DefaultSocketPath() + ")";
+}
+
+void AddRun(CLI::App& app, CommandLine& line) {
+  line.run = app.add_subcommand(
+      "run",
+      "Run CMD under the injector; its exit status is flopscope's. Options after CMD are "
+      "CMD's own");
+  line.run->add_option("--job", line.run_options.job_id,
+                       "job id (default: FLOPSCOPE_JOB_ID, SLURM_JOB_ID, TORCHELASTIC_RUN_ID, "
+                       "else <cmd>-<YYYYmmdd-HHMMSS>)");
+  line.run->add_option("--socket", line.run_options.socket, SocketHelp());
+  // Listed for --help only: main() cuts the command off before CLI11 sees the arguments.
+  line.run->add_option("CMD", line.run_command_for_help,
+                       "the command and its arguments (after an optional --)");
+}
+
+void AddJobs(CLI::App& app, CommandLine& line) {
+  line.jobs_options.socket = flopscope::DefaultSocketPath();
+  line.jobs = app.add_subcommand("jobs", "List the jobs the daemon has recorded");
+  line.jobs->add_option("--socket", line.jobs_options.socket, SocketHelp());
+  line.jobs->add_option("--format", line.jobs_options.format, "text or json")
+      ->check(CLI::IsMember({"text", "json"}));
+}
+
+void AddReport(CLI::App& app, CommandLine& line) {
+  client::ReportOptions& options = line.report_options;
+  options.socket = flopscope::DefaultSocketPath();
+  line.report = app.add_subcommand("report", "Print a job's module tree, steps and phases");
+  line.report->add_option("JOB", options.job_id, "job id (see: flopscope jobs)")->required();
+  line.report->add_option("--rank", options.ranks, "only this rank (repeatable; default: all)")
+      ->allow_extra_args(false);
+  line.report->add_option("--socket", options.socket, SocketHelp());
+  line.report->add_option("--format", options.format, "text or json")
+      ->check(CLI::IsMember({"text", "json"}));
+  line.report->add_option("-o,--output", options.output, "write to FILE instead of stdout");
+}
+
+// `run`'s command is split off first (see run_arguments.h): CLI11 would otherwise take the
+// command's own options for flopscope's. Returns the arguments left for CLI11.
+std::vector<std::string> SplitOffRunCommand(const std::vector<std::string>& args,
+                                            CommandLine& line) {
+  for (size_t i = 1; i < args.size(); ++i) {
+    if (!args[i].empty() && args[i][0] == '-') continue;  // a global option
+    if (args[i] != "run") break;
+    client::RunArguments split = client::SplitRunArguments(args, i, {"--job", "--socket"});
+    line.run_options.command = std::move(split.command);
+    return split.flopscope_args;
+  }
+  return args;
+}
+
+// Prints a failed command's error; returns the exit status for `status` (0 when OK).
+int Fail(const absl::Status& status) {
+  if (status.ok()) return 0;
+  std::cerr << "flopscope: " << status.message() << "\n";
+  return client::ExitCodeFor(status);
+}
+
+int Run(const client::RunOptions& options) {
+  absl::StatusOr<client::RunPlan> plan =
+      client::PlanRun(options, client::Environment::FromProcess(), client::SelfExecutablePath(),
+                      absl::Now(), absl::LocalTimeZone());
+  if (!plan.ok()) {
+    std::cerr << "flopscope: " << plan.status().message() << "\n";
+    return kUsageExit;  // every planning error is the user's to fix (see PlanRun)
+  }
+  return client::ExecRun(*plan);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"flopscope: per-module GPU profiles of training jobs, from NVTX ranges and CUPTI"};
+  app.set_version_flag("--version", std::string(flopscope::kVersion));
+  app.require_subcommand(1, 1);
+  CommandLine line;
+  AddRun(app, line);
+  AddJobs(app, line);
+  AddReport(app, line);
+
+  std::vector<std::string> args = SplitOffRunCommand({argv, argv + argc}, line);
+  std::vector<char*> cli_argv;
+  for (std::string& arg : args) cli_argv.push_back(arg.data());
+  try {
+    app.parse(static_cast<int>(cli_argv.size()), cli_argv.data());
+  } catch (const CLI::ParseError& error) {
+    return app.exit(error) == 0 ? 0 : kUsageExit;  // --help and --version exit 0
+  }
+
+  if (line.run->parsed()) return Run(line.run_options);
+  if (line.jobs->parsed()) return Fail(client::JobsCommand(line.jobs_options));
+  return Fail(client::ReportCommand(line.report_options));
+}

@@ -1,0 +1,59 @@
+#include "client/query_commands.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "client/daemon_client.h"
+#include "client/jobs_view.h"
+#include "client/output_file.h"
+#include "client/report_json.h"
+#include "client/report_text.h"
+#include "common/job_id.h"
+
+namespace flopscope::client {
+namespace {
+
+absl::Status CheckFormat(const std::string& format) {
+  if (format == "text" || format == "json") return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("--format '", format, "' is not known (use text or json)"));
+}
+
+}  // namespace
+
+absl::Status JobsCommand(const JobsOptions& options) {
+  if (absl::Status format = CheckFormat(options.format); !format.ok()) return format;
+  const DaemonClient daemon(options.socket);
+  absl::StatusOr<flopscope::v1::ListJobsResponse> jobs = daemon.ListJobs();
+  if (!jobs.ok()) return jobs.status();
+  const std::string text = options.format == "json" ? RenderJobsJson(*jobs)
+                                                    : RenderJobsText(*jobs, absl::LocalTimeZone());
+  return WriteOutput("", text);
+}
+
+absl::Status ReportCommand(const ReportOptions& options) {
+  if (absl::Status format = CheckFormat(options.format); !format.ok()) return format;
+  if (std::string problem = JobIdProblem(options.job_id); !problem.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("job '", options.job_id, "': ", problem));
+  }
+  flopscope::v1::ReportRequest request;
+  request.set_job_id(options.job_id);
+  for (int rank : options.ranks) {
+    if (rank < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("--rank ", rank, ": ranks start at 0"));
+    }
+    request.add_ranks(rank);
+  }
+  const DaemonClient daemon(options.socket);
+  absl::StatusOr<flopscope::v1::Report> report = daemon.GetReport(request);
+  if (!report.ok()) return report.status();
+  const std::string text =
+      options.format == "json" ? RenderReportJson(*report) : RenderReportText(*report);
+  return WriteOutput(options.output, text);
+}
+
+int ExitCodeFor(const absl::Status& status) {
+  if (status.ok()) return 0;
+  return status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+}
+
+}  // namespace flopscope::client

@@ -1,0 +1,106 @@
+#include "client/report_json.h"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "client/json_writer.h"
+#include "client/loss_cause_names.h"
+
+namespace flopscope::client {
+namespace {
+
+using flopscope::v1::LossCounter;
+using flopscope::v1::ModuleStats;
+using flopscope::v1::PhaseStats;
+using flopscope::v1::RankInfo;
+
+// A JSON object cannot repeat a key, so counters naming the same cause twice are added up (in the
+// order causes first appear).
+void WriteLosses(const google::protobuf::RepeatedPtrField<LossCounter>& losses, JsonWriter& json) {
+  std::vector<std::pair<std::string, uint64_t>> merged;
+  for (const LossCounter& loss : losses) {
+    const std::string name = LossCauseName(loss.cause());
+    auto it = std::find_if(merged.begin(), merged.end(),
+                           [&](const auto& entry) { return entry.first == name; });
+    if (it == merged.end()) {
+      merged.emplace_back(name, loss.records());
+    } else {
+      it->second += loss.records();
+    }
+  }
+  json.BeginObject();
+  for (const auto& [name, records] : merged) json.Key(name).Uint(records);
+  json.EndObject();
+}
+
+void WriteRank(const RankInfo& rank, JsonWriter& json) {
+  json.BeginObject();
+  json.Key("rank").Int(rank.rank());
+  json.Key("host").String(rank.host());
+  json.Key("pid").Int(rank.pid());
+  json.Key("gpu_status").String(rank.gpu_status());
+  json.Key("losses");
+  WriteLosses(rank.losses(), json);
+  json.EndObject();
+}
+
+void WriteModule(const ModuleStats& module, JsonWriter& json) {
+  json.BeginObject();
+  json.Key("path").String(module.path());
+  json.Key("calls").Uint(module.calls());
+  json.Key("cpu_time_ns").Int(module.cpu_time_ns());
+  json.Key("gpu_time_ns");
+  if (module.has_gpu_time_ns()) {
+    json.Int(module.gpu_time_ns());
+  } else {
+    json.Null();
+  }
+  json.Key("kernels").Uint(module.kernels());
+  json.Key("flops");
+  if (module.has_flops()) {
+    json.Double(module.flops());
+  } else {
+    json.Null();
+  }
+  json.Key("params");
+  if (module.has_params()) {
+    json.Uint(module.params());
+  } else {
+    json.Null();
+  }
+  json.EndObject();
+}
+
+void WritePhase(const PhaseStats& phase, JsonWriter& json) {
+  json.BeginObject();
+  json.Key("name").String(phase.name());
+  json.Key("calls").Uint(phase.calls());
+  json.Key("cpu_time_ns").Int(phase.cpu_time_ns());
+  json.Key("min_ns").Int(phase.min_ns());
+  json.Key("max_ns").Int(phase.max_ns());
+  json.EndObject();
+}
+
+}  // namespace
+
+std::string RenderReportJson(const flopscope::v1::Report& report) {
+  JsonWriter json;
+  json.BeginObject();
+  json.Key("job").String(report.job_id());
+  json.Key("ranks").BeginArray();
+  for (const RankInfo& rank : report.ranks()) WriteRank(rank, json);
+  json.EndArray();
+  json.Key("modules").BeginArray();
+  for (const ModuleStats& module : report.modules()) WriteModule(module, json);
+  json.EndArray();
+  json.Key("phases").BeginArray();
+  for (const PhaseStats& phase : report.phases()) WritePhase(phase, json);
+  json.EndArray();
+  json.Key("losses");
+  WriteLosses(report.losses(), json);
+  json.EndObject();
+  return json.Finish();
+}
+
+}  // namespace flopscope::client

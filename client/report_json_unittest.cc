@@ -1,0 +1,101 @@
+#include "client/report_json.h"
+
+#include "client/testing/json_parse_for_test.h"
+#include "client/testing/sample_report.h"
+#include "gtest/gtest.h"
+
+namespace flopscope::client {
+namespace {
+
+using testing::FlattenJson;
+
+std::map<std::string, std::string> Parse(const flopscope::v1::Report& report) {
+  absl::StatusOr<std::map<std::string, std::string>> flat = FlattenJson(RenderReportJson(report));
+  if (absl::IsUnavailable(flat.status())) return {};
+  EXPECT_TRUE(flat.ok()) << flat.status() << "\n" << RenderReportJson(report);
+  return flat.value_or(std::map<std::string, std::string>{});
+}
+
+#define PARSE_OR_SKIP(flat, report)                              \
+  const std::map<std::string, std::string> flat = Parse(report); \
+  if (flat.empty()) GTEST_SKIP() << "python3 is needed to parse the JSON back"
+
+TEST(RenderReportJsonTest, HasExactlyTheContractedTopLevelKeys) {
+  PARSE_OR_SKIP(flat, testing::CpuOnlyReport());
+  EXPECT_EQ(flat.at("#"), "5");
+  EXPECT_EQ(flat.at("job"), "\"demo-job\"");
+  EXPECT_EQ(flat.at("ranks#"), "2");
+  EXPECT_EQ(flat.at("modules#"), "4");
+  EXPECT_EQ(flat.at("phases#"), "2");
+  EXPECT_EQ(flat.at("losses#"), "1");
+}
+
+TEST(RenderReportJsonTest, ModulesCarryEveryFieldWithNullWhereUnknown) {
+  PARSE_OR_SKIP(flat, testing::CpuOnlyReport());
+  EXPECT_EQ(flat.at("modules[0]#"), "7");
+  EXPECT_EQ(flat.at("modules[0].path"), "\"Net\"");
+  EXPECT_EQ(flat.at("modules[0].calls"), "4");
+  EXPECT_EQ(flat.at("modules[0].cpu_time_ns"), "8000000");
+  EXPECT_EQ(flat.at("modules[0].gpu_time_ns"), "null");
+  EXPECT_EQ(flat.at("modules[0].kernels"), "0");
+  EXPECT_EQ(flat.at("modules[0].flops"), "null");
+  EXPECT_EQ(flat.at("modules[0].params"), "1250000");
+  // Depth-first order as the daemon sent it; the escaped name decodes back to the original.
+  EXPECT_EQ(flat.at("modules[1].path"), "\"Net/encoder\"");
+  EXPECT_EQ(flat.at("modules[2].path"), "\"Net/encoder/attn \\\"q\\\"\\\\\"");
+  EXPECT_EQ(flat.at("modules[2].params"), "null");
+  EXPECT_EQ(flat.at("modules[3].path"), "\"Net/head\"");
+}
+
+TEST(RenderReportJsonTest, GpuFiguresAppearWhenPresent) {
+  PARSE_OR_SKIP(flat, testing::GpuReport());
+  EXPECT_EQ(flat.at("modules[0].gpu_time_ns"), "7000000");
+  EXPECT_EQ(flat.at("modules[0].kernels"), "40");
+  EXPECT_EQ(flat.at("modules[0].flops"), "2500000000000.0");  // Python prints floats with ".0"
+  EXPECT_EQ(flat.at("modules[1].flops"), "null");
+}
+
+TEST(RenderReportJsonTest, RanksPhasesAndLosses) {
+  PARSE_OR_SKIP(flat, testing::CpuOnlyReport());
+  EXPECT_EQ(flat.at("ranks[0]#"), "5");
+  EXPECT_EQ(flat.at("ranks[0].rank"), "0");
+  EXPECT_EQ(flat.at("ranks[0].host"), "\"node-a\"");
+  EXPECT_EQ(flat.at("ranks[0].pid"), "101");
+  EXPECT_EQ(flat.at("ranks[0].gpu_status"), "\"no CUDA driver: NVTX ranges only\"");
+  EXPECT_EQ(flat.at("ranks[0].losses.buffer_full"), "3");
+  EXPECT_EQ(flat.at("ranks[1].losses#"), "0");
+  EXPECT_EQ(flat.at("phases[0]#"), "5");
+  EXPECT_EQ(flat.at("phases[0].name"), "\"step\"");
+  EXPECT_EQ(flat.at("phases[0].calls"), "2");
+  EXPECT_EQ(flat.at("phases[0].cpu_time_ns"), "9000000");
+  EXPECT_EQ(flat.at("phases[0].min_ns"), "4000000");
+  EXPECT_EQ(flat.at("phases[0].max_ns"), "5000000");
+  EXPECT_EQ(flat.at("phases[1].name"), "\"forward\"");
+  EXPECT_EQ(flat.at("losses.buffer_full"), "3");
+}
+
+TEST(RenderReportJsonTest, RepeatedLossCausesAreSummedAndUnknownCausesNamed) {
+  flopscope::v1::Report report = testing::CpuOnlyReport();
+  auto* again = report.add_losses();
+  again->set_cause(flopscope::v1::LOSS_CAUSE_BUFFER_FULL);
+  again->set_records(4);
+  auto* future = report.add_losses();
+  future->set_cause(static_cast<flopscope::v1::LossCause>(42));
+  future->set_records(1);
+  PARSE_OR_SKIP(flat, report);
+  EXPECT_EQ(flat.at("losses#"), "2");
+  EXPECT_EQ(flat.at("losses.buffer_full"), "7");
+  EXPECT_EQ(flat.at("losses.cause_42"), "1");
+}
+
+TEST(RenderReportJsonTest, EmptyReportIsStillTheSameShape) {
+  flopscope::v1::Report report;
+  report.set_job_id("empty");
+  PARSE_OR_SKIP(flat, report);
+  EXPECT_EQ(flat.at("#"), "5");
+  EXPECT_EQ(flat.at("modules#"), "0");
+  EXPECT_EQ(flat.at("losses#"), "0");
+}
+
+}  // namespace
+}  // namespace flopscope::client

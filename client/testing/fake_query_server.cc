@@ -1,0 +1,74 @@
+#include "client/testing/fake_query_server.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+
+namespace flopscope::client::testing {
+
+class FakeQueryServer::Service final : public flopscope::v1::Query::Service {
+ public:
+  Service(flopscope::v1::ListJobsResponse jobs, flopscope::v1::Report report)
+      : jobs_(std::move(jobs)), report_(std::move(report)) {}
+
+  grpc::Status ListJobs(grpc::ServerContext*, const flopscope::v1::ListJobsRequest*,
+                        flopscope::v1::ListJobsResponse* response) override {
+    *response = jobs_;
+    return grpc::Status::OK;
+  }
+
+  grpc::Status GetReport(grpc::ServerContext*, const flopscope::v1::ReportRequest* request,
+                         flopscope::v1::Report* response) override {
+    {
+      // gRPC runs handlers on its own threads while the test thread reads last_ranks_.
+      absl::MutexLock lock(&mutex_);
+      last_ranks_.assign(request->ranks().begin(), request->ranks().end());
+    }
+    if (request->job_id() != report_.job_id()) {
+      return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                          absl::StrCat("job '", request->job_id(), "' not found"));
+    }
+    *response = report_;
+    return grpc::Status::OK;
+  }
+
+  std::vector<int> last_ranks() const {
+    absl::MutexLock lock(&mutex_);
+    return last_ranks_;
+  }
+
+ private:
+  const flopscope::v1::ListJobsResponse jobs_;
+  const flopscope::v1::Report report_;
+  mutable absl::Mutex mutex_;
+  std::vector<int> last_ranks_ ABSL_GUARDED_BY(mutex_);
+};
+
+FakeQueryServer::FakeQueryServer(flopscope::v1::ListJobsResponse jobs, flopscope::v1::Report report)
+    : service_(std::make_unique<Service>(std::move(jobs), std::move(report))) {
+  std::string pattern = absl::StrCat(::testing::TempDir(), "/fake-flopscoped-XXXXXX");
+  if (mkdtemp(pattern.data()) == nullptr) return;
+  directory_ = pattern;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(absl::StrCat("unix:", directory_, "/query.sock"),
+                           grpc::InsecureServerCredentials());
+  builder.RegisterService(service_.get());
+  server_ = builder.BuildAndStart();
+  if (server_ != nullptr) socket_ = directory_ + "/query.sock";
+}
+
+FakeQueryServer::~FakeQueryServer() {
+  if (server_ != nullptr) server_->Shutdown();
+  if (!directory_.empty()) {
+    std::error_code ignored;
+    std::filesystem::remove_all(directory_, ignored);
+  }
+}
+
+std::vector<int> FakeQueryServer::last_requested_ranks() const { return service_->last_ranks(); }
+
+}  // namespace flopscope::client::testing
