@@ -14,6 +14,9 @@
  *    libc, and the core's per-thread libc state (ctype tables) is not set up on it. The core polls.
  *  - Every thread of the core that calls in must first run the transport namespace's
  *    __ctype_init (transport_loader does this), or gRPC's URI parser crashes in isalpha().
+ *  - Both libcs keep pthread-specific data in the same per-thread slots, each numbering its own
+ *    keys. Call in (dlmopen included) only from a dedicated thread of the core that lives until
+ *    the process exits (the exporter), never from an application thread.
  */
 #ifndef FLOPSCOPE_INJECTOR_TRANSPORT_TRANSPORT_ABI_H_
 #define FLOPSCOPE_INJECTOR_TRANSPORT_TRANSPORT_ABI_H_
@@ -107,7 +110,7 @@ typedef struct fs_metadata {
 } fs_metadata;
 
 typedef struct fs_loss {
-  uint32_t cause; /* flopscope.v1.LossCause */
+  uint32_t cause;   /* flopscope.v1.LossCause */
   uint64_t records; /* cumulative for the session */
 } fs_loss;
 

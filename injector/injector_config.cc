@@ -1,0 +1,59 @@
+#include "injector/injector_config.h"
+
+#include <cerrno>
+#include <cstdlib>
+
+#include "common/endpoint.h"
+
+namespace flopscope::injector {
+namespace {
+
+// Reads an integer in [min, max]; keeps `fallback` (and says so) when the value is malformed.
+uint64_t ReadBounded(const EnvLookup& env, const char* name, uint64_t min, uint64_t max,
+                     uint64_t fallback, std::vector<std::string>* warnings) {
+  const char* text = env(name);
+  if (text == nullptr || *text == '\0') return fallback;
+  errno = 0;
+  char* end = nullptr;
+  const unsigned long long value = std::strtoull(text, &end, 10);
+  if (errno != 0 || *end != '\0' || *text == '-' || value < min || value > max) {
+    warnings->push_back(std::string("ignoring ") + name + "='" + text +
+                        "': expected an integer in [" + std::to_string(min) + ", " +
+                        std::to_string(max) + "], using " + std::to_string(fallback));
+    return fallback;
+  }
+  return value;
+}
+
+std::string ReadString(const EnvLookup& env, const char* name) {
+  const char* text = env(name);
+  return text == nullptr ? std::string() : std::string(text);
+}
+
+}  // namespace
+
+InjectorConfig ConfigFromEnvironment(const EnvLookup& env) {
+  InjectorConfig config;
+  config.buffer_bytes =
+      ReadBounded(env, "FLOPSCOPE_BUFFER_MB", 1, 65536, config.buffer_bytes >> 20, &config.warnings)
+      << 20;
+  config.flush_ms = static_cast<uint32_t>(
+      ReadBounded(env, "FLOPSCOPE_FLUSH_MS", 1, 60000, config.flush_ms, &config.warnings));
+  config.exit_timeout_ms = static_cast<uint32_t>(ReadBounded(
+      env, "FLOPSCOPE_EXIT_TIMEOUT_MS", 0, 600000, config.exit_timeout_ms, &config.warnings));
+  // DefaultSocketPath() reads FLOPSCOPE_SOCKET from the real environment; honour the lookup.
+  const std::string socket = ReadString(env, "FLOPSCOPE_SOCKET");
+  config.target = GrpcTarget(socket.empty() ? DefaultSocketPath() : socket);
+  config.dump_path = ReadString(env, "FLOPSCOPE_DEBUG_DUMP");
+  config.transport_path = ReadString(env, "FLOPSCOPE_TRANSPORT_PATH");
+  const std::string clock = ReadString(env, "FLOPSCOPE_CLOCK");
+  if (clock == "realtime") {
+    config.realtime_clock = true;
+  } else if (!clock.empty() && clock != "auto") {
+    config.warnings.push_back("ignoring FLOPSCOPE_CLOCK='" + clock +
+                              "': expected auto or realtime, using auto");
+  }
+  return config;
+}
+
+}  // namespace flopscope::injector

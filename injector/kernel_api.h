@@ -1,0 +1,40 @@
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "injector/range_tracker.h"
+
+// The injector's internal API for kernel tracing (the CUPTI work of the next issue). Every
+// function is noexcept, callable from any thread (CUPTI callbacks and buffer threads included),
+// and does nothing when no session runs.
+namespace flopscope::injector {
+
+// One GPU activity (flopscope.v1.KernelRecord) without counters.
+struct KernelRecord {
+  uint64_t correlation_id = 0;
+  uint64_t path_id = 0;            // RangeContext::path_id captured at launch
+  uint64_t range_instance_id = 0;  // RangeContext::instance_id captured at launch
+  uint32_t name_id = 0;            // from InternKernelName; 0 for memcpy / memset
+  uint32_t device_id = 0, context_id = 0, stream_id = 0;
+  int64_t start_ns = 0, end_ns = 0;  // CLOCK_REALTIME ns, already converted (not RangeClock)
+  uint32_t grid_x = 0, grid_y = 0, grid_z = 0;
+  uint32_t block_x = 0, block_y = 0, block_z = 0;
+  uint32_t kind = 1;  // flopscope.v1.ActivityKind (1 = kernel)
+  uint64_t bytes = 0, graph_id = 0, graph_node_id = 0;
+};
+
+// The innermost open module range of the calling thread (zeros when none): call at the launch
+// callback (CUPTI_API_ENTER) and keep it with the correlation id.
+RangeContext CurrentRangeContext() noexcept;
+
+// Interns a (mangled) kernel name as a StringDef; 0 when no session runs or the table is full.
+uint32_t InternKernelName(std::string_view name) noexcept;
+
+// Buffers a kernel record for export; false when dropped (counted as BUFFER_FULL) or no session.
+bool EnqueueKernelRecord(const KernelRecord& record) noexcept;
+
+// Adds CUPTI's own dropped-record count to the CUPTI_DROPPED loss counter.
+void CountCuptiDropped(uint64_t records) noexcept;
+
+}  // namespace flopscope::injector

@@ -1,0 +1,25 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace flopscope::injector {
+
+struct MetadataEntry {
+  std::string key;
+  std::string value;
+};
+
+// Keys and values longer than this are cut (at a UTF-8 boundary).
+inline constexpr size_t kMaxMetadataBytes = 4096;
+
+// Parses the text of a mark in the `flopscope` NVTX domain (DESIGN: metadata channel):
+//   "parallel tp=2 pp=1 dp=4"      -> key "parallel", value "tp=2 pp=1 dp=4"
+//   "params Model/layer.0=1234"    -> key "params Model/layer.0", value "1234" (split at the LAST
+//                                     '=', because range paths may themselves hold '=')
+// Returns nothing for text that carries no key (no '=', or nothing before it). Key and value
+// come back as valid UTF-8.
+std::optional<MetadataEntry> ParseMetadataMark(std::string_view text);
+
+}  // namespace flopscope::injector

@@ -1,0 +1,132 @@
+#include "injector/session.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+
+#include "injector/dump_sink.h"
+#include "injector/transport_loader.h"
+#include "injector/transport_sink.h"
+
+namespace flopscope::injector {
+namespace {
+
+constexpr const char* kNoDriverStatus = "no CUDA driver: NVTX ranges only";
+constexpr const char* kNoKernelTracingStatus = "kernel tracing not enabled in this build";
+
+// True while this thread builds the session: a nested start (from something the start itself
+// loads) must not deadlock on the start mutex.
+thread_local bool t_starting;
+
+std::mutex& StartMutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
+const char* RealEnv(const char* name) { return std::getenv(name); }
+
+// Whether a CUDA driver exists, without doing any CUDA work. The handle is kept (never closed):
+// the job will use the driver anyway when it has one.
+bool CudaDriverPresent() {
+  if (dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD) != nullptr) return true;
+  return dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL) != nullptr;
+}
+
+}  // namespace
+
+Session::Session(InjectorConfig config, SessionIdentity identity)
+    : config_(std::move(config)),
+      identity_(std::move(identity)),
+      clock_(config_.realtime_clock ? RangeClock::Source::kRealtime : RangeClock::Detect()),
+      buffers_(config_.buffer_bytes, &losses_),
+      tracker_(&clock_, &paths_, &buffers_, &losses_) {
+  // Set before the session is published: buffers call it from application threads.
+  buffers_.SetWakeCallback(&Session::WakeExporter, this);
+}
+
+void Session::WakeExporter(void* session) {
+  if (Exporter* exporter = static_cast<Session*>(session)->exporter()) exporter->Wake();
+}
+
+Session* Session::StartOnce() noexcept {
+  if (Session* session = Current()) return session;
+  if (disabled_.load(std::memory_order_acquire) || t_starting) return nullptr;
+  try {
+    std::lock_guard<std::mutex> lock(StartMutex());
+    if (Session* session = Current()) return session;
+    if (disabled_.load(std::memory_order_acquire)) return nullptr;
+    t_starting = true;
+    InjectorConfig config = ConfigFromEnvironment(RealEnv);
+    SessionIdentity identity = IdentityFromEnvironment(RealEnv, CollectHostFacts());
+    for (const std::string& warning : config.warnings) {
+      std::fprintf(stderr, "flopscope: %s\n", warning.c_str());
+    }
+    for (const std::string& warning : identity.warnings) {
+      std::fprintf(stderr, "flopscope: %s\n", warning.c_str());
+    }
+    auto* session = new Session(std::move(config), std::move(identity));
+    // Published before the slow half so that NVTX calls made meanwhile are already recorded.
+    current_.store(session, std::memory_order_release);
+    session->StartBackground();
+    t_starting = false;
+    return session;
+  } catch (...) {
+    t_starting = false;
+    return Current();
+  }
+}
+
+void Session::StartBackground() {
+  if (CudaDriverPresent()) {
+    // CUPTI kernel tracing (next issue) subscribes here and in InitializeInjection.
+    gpu_status_ = kNoKernelTracingStatus;
+  } else {
+    gpu_status_ = kNoDriverStatus;
+    std::fprintf(stderr, "flopscope: %s\n", kNoDriverStatus);
+  }
+  Exporter::Options options;
+  options.flush_ms = config_.flush_ms;
+  options.exit_timeout_ms = config_.exit_timeout_ms;
+  Exporter::Sources sources{&paths_,  &strings_, &buffers_,
+                            &losses_, &clock_,   [this] { return tracker_.CountOpenRanges(); }};
+  exporter_ = std::make_unique<Exporter>(options, std::move(sources), MakeSink());
+  // fork(): the child has a copy of our memory but none of our threads, and any lock another
+  // thread held at the fork stays locked forever. Rather than repair that, the child runs
+  // without the injector (see OnForkChild). Registered here, not in the constructor: a process
+  // that never started a session forks children that may start their own.
+  pthread_atfork(nullptr, nullptr, &Session::OnForkChild);
+  std::atexit(&Session::OnProcessExit);
+  exporter_->Start();
+  running_exporter_.store(exporter_.get(), std::memory_order_release);
+}
+
+std::unique_ptr<BatchSink> Session::MakeSink() const {
+  if (!config_.dump_path.empty()) {
+    return std::make_unique<DumpSink>(config_.dump_path, identity_, gpu_status_);
+  }
+  const std::string library =
+      config_.transport_path.empty() ? TransportLoader::DefaultPath() : config_.transport_path;
+  return std::make_unique<TransportSink>(library, config_.target, identity_, gpu_status_);
+}
+
+void Session::OnProcessExit() {
+  // Runs on whichever thread called exit() (main returning, or any other thread). Threads still
+  // running may keep calling NVTX; what they record after the final drain is not sent.
+  static std::atomic<bool> ran{false};
+  if (ran.exchange(true) || disabled_.load(std::memory_order_acquire)) return;
+  Session* session = Current();
+  if (session == nullptr || session->exporter() == nullptr) return;
+  session->exporter()->Stop();
+}
+
+void Session::OnForkChild() {
+  // Only async-signal-safe work here: two atomic stores. NVTX calls in the child then see no
+  // session and return at once; no exporter runs and nothing is flushed at the child's exit.
+  disabled_.store(true, std::memory_order_release);
+  current_.store(nullptr, std::memory_order_release);
+}
+
+}  // namespace flopscope::injector

@@ -1,0 +1,335 @@
+#include "injector/transport/grpc_transport.h"
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+
+namespace flopscope::transport {
+namespace {
+
+constexpr size_t kMaxQueuedControls = 64;
+constexpr size_t kMaxQueuedReplies = 64;
+
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target, uint32_t initial_ms,
+                                           uint32_t max_ms) {
+  grpc::ChannelArguments args;
+  // The channel's own reconnect backoff would otherwise grow to minutes while the daemon is
+  // away; keep it within ours so a restarted daemon is found quickly.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, static_cast<int>(initial_ms));
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, static_cast<int>(initial_ms));
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, static_cast<int>(max_ms));
+  args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);  // resending is ours, by sequence number
+  args.SetMaxReceiveMessageSize(4 << 20);
+  return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+}
+
+fs_control ControlFrom(const v1::Control& control) {
+  fs_control out{};
+  out.id = control.id();
+  if (control.has_counter_window()) {
+    out.kind = 1;
+    out.steps = control.counter_window().steps();
+    const std::string& metric_set = control.counter_window().metric_set();
+    std::strncpy(out.metric_set, metric_set.c_str(), sizeof out.metric_set - 1);
+  } else if (control.has_flush()) {
+    out.kind = 2;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::unique_ptr<GrpcTransport> GrpcTransport::Create(const fs_transport_options& options,
+                                                     const fs_hello& hello, std::string* error) {
+  if (options.target.data == nullptr || options.target.size == 0) {
+    *error = "no daemon target given";
+    return nullptr;
+  }
+  v1::UpMessage hello_message;
+  EncodeHello(hello, hello_message.mutable_hello());
+  const uint32_t initial =
+      options.reconnect_initial_ms > 0 ? options.reconnect_initial_ms : kDefaultReconnectInitialMs;
+  const uint32_t max = std::max(
+      initial, options.reconnect_max_ms > 0 ? options.reconnect_max_ms : kDefaultReconnectMaxMs);
+  const uint64_t max_pending =
+      options.max_pending_bytes > 0 ? options.max_pending_bytes : kDefaultMaxPendingBytes;
+  std::unique_ptr<GrpcTransport> transport(
+      new GrpcTransport(std::string(options.target.data, options.target.size), max_pending, initial,
+                        max, std::move(hello_message)));
+  transport->connection_thread_ = std::thread([t = transport.get()] { t->ConnectionLoop(); });
+  return transport;
+}
+
+GrpcTransport::GrpcTransport(std::string target, uint64_t max_pending_bytes,
+                             uint32_t initial_backoff_ms, uint32_t max_backoff_ms,
+                             v1::UpMessage hello)
+    : target_(std::move(target)),
+      initial_backoff_ms_(initial_backoff_ms),
+      max_backoff_ms_(max_backoff_ms),
+      hello_(std::move(hello)),
+      pending_(max_pending_bytes) {}
+
+GrpcTransport::~GrpcTransport() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  stopping_ = true;
+  writer_wake_.notify_all();
+  acked_.notify_all();
+  // The connection thread closes an open stream politely (WritesDone) and returns; whatever
+  // still blocks after the grace period (a daemon that never answers) is cancelled.
+  if (!stopped_.wait_for(lock, std::chrono::milliseconds(kGracefulCloseMs),
+                         [this] { return connection_done_; })) {
+    if (active_context_ != nullptr) active_context_->TryCancel();  // thread-safe
+  }
+  lock.unlock();
+  if (connection_thread_.joinable()) connection_thread_.join();
+}
+
+std::shared_ptr<const v1::UpMessage> GrpcTransport::Encode(const fs_batch& batch, uint64_t seq,
+                                                           bool drop_records,
+                                                           const TransportLosses& losses) {
+  // One arena per batch: a batch holds thousands of small messages, and the arena turns their
+  // allocations into pointer bumps. The arena lives as long as the message is pending.
+  google::protobuf::ArenaOptions options;
+  options.start_block_size = 64 << 10;
+  options.max_block_size = 1 << 20;
+  auto arena = std::make_shared<google::protobuf::Arena>(options);
+  auto* message = google::protobuf::Arena::CreateMessage<v1::UpMessage>(arena.get());
+  EncodeBatch(batch, seq, drop_records, losses, message->mutable_batch());
+  return std::shared_ptr<const v1::UpMessage>(arena, message);
+}
+
+void GrpcTransport::Submit(const fs_batch& batch) {
+  // Serialises submitters, so batches enter the queue in sequence order while the encoding
+  // itself runs outside mutex_ (acks are not held up by it).
+  std::lock_guard<std::mutex> submit_lock(submit_mutex_);
+  uint64_t seq;
+  TransportLosses losses;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    seq = next_seq_++;
+    losses = losses_;
+  }
+  std::shared_ptr<const v1::UpMessage> message = Encode(batch, seq, false, losses);
+  uint64_t bytes = message->ByteSizeLong();
+  const uint64_t droppable = DroppableRecords(batch);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!pending_.HasRoomFor(bytes) && droppable > 0) {
+    // Over the bound: keep what the daemon needs to make sense of later batches (definitions,
+    // metadata, losses), drop the records and say so in this very batch.
+    losses_.daemon_unreachable += droppable;
+    stats_.records_dropped += droppable;
+    message = Encode(batch, seq, /*drop_records=*/true, losses_);
+    bytes = message->ByteSizeLong();
+  }
+  const v1::Batch& encoded = message->batch();
+  const uint64_t kept =
+      uint64_t(encoded.ranges_size()) + encoded.kernels_size() + encoded.metadata_size();
+  pending_.Push(PendingBatch{seq, std::move(message), kept, bytes, /*salvage=*/false});
+  ++stats_.batches_submitted;
+  writer_wake_.notify_one();
+}
+
+bool GrpcTransport::Flush(int64_t timeout_ms) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(std::max<int64_t>(0, timeout_ms));
+  acked_.wait_until(lock, deadline, [this] { return pending_.empty() || stopping_; });
+  return pending_.empty();
+}
+
+fs_transport_stats GrpcTransport::Stats() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  fs_transport_stats stats = stats_;
+  stats.bytes_pending = pending_.bytes();
+  stats.reconnects = welcomes_ > 0 ? welcomes_ - 1 : 0;
+  return stats;
+}
+
+bool GrpcTransport::PollControl(fs_control* out) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (controls_.empty()) return false;
+  *out = controls_.front();
+  controls_.pop_front();
+  return true;
+}
+
+void GrpcTransport::ReplyControl(uint64_t id, bool accepted, std::string_view message) {
+  v1::UpMessage reply;
+  reply.mutable_control_reply()->set_id(id);
+  reply.mutable_control_reply()->set_accepted(accepted);
+  reply.mutable_control_reply()->set_message(std::string(message));
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (replies_.size() >= kMaxQueuedReplies) replies_.pop_front();
+  replies_.push_back(std::move(reply));
+  writer_wake_.notify_one();
+}
+
+void GrpcTransport::ConnectionLoop() {
+  pthread_setname_np(pthread_self(), "flopscope-conn");  // recognisable in the job's tools
+  uint32_t backoff_ms = initial_backoff_ms_;
+  while (true) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (stopping_) {
+        connection_done_ = true;
+        stopped_.notify_all();
+        return;
+      }
+    }
+    bool retry_at_once = false;
+    if (RunStream(&retry_at_once)) backoff_ms = initial_backoff_ms_;
+    if (retry_at_once) continue;
+    SleepBackoff(backoff_ms);
+    backoff_ms = std::min(max_backoff_ms_, backoff_ms * 2);
+  }
+}
+
+bool GrpcTransport::RunStream(bool* retry_at_once) {
+  auto stub = v1::Collector::NewStub(MakeChannel(target_, initial_backoff_ms_, max_backoff_ms_));
+  grpc::ClientContext context;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_) return false;
+    active_context_ = &context;
+  }
+  auto stream = stub->Stream(&context);
+  bool welcomed = false;
+  bool must_cancel = false;
+  v1::DownMessage first;
+  if (stream->Write(hello_) && stream->Read(&first)) {
+    if (first.has_welcome()) {
+      welcomed = true;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        stats_.batches_acked += pending_.AckThrough(first.welcome().committed_seq());
+        last_sent_seq_ = first.welcome().committed_seq();
+        stream_ended_ = false;
+        stats_.connected = 1;
+        ++welcomes_;
+      }
+      acked_.notify_all();
+      std::thread reader([this, s = stream.get()] {
+        pthread_setname_np(pthread_self(), "flopscope-read");
+        ReadLoop(s);
+      });
+      WriteLoop(stream.get());
+      {
+        // The writer stops on stop, on a failed write, or when the reader saw the end. Only in
+        // the first case may the reader still be blocked in Read: half-close and give the
+        // daemon a moment to end the stream, then cancel.
+        std::unique_lock<std::mutex> lock(mutex_);
+        if (stopping_ && !stream_ended_) {
+          lock.unlock();
+          stream->WritesDone();
+          lock.lock();
+          if (!writer_wake_.wait_for(lock, std::chrono::milliseconds(kGracefulCloseMs),
+                                     [this] { return stream_ended_; })) {
+            context.TryCancel();
+          }
+        }
+      }
+      reader.join();
+    } else {
+      must_cancel = true;  // not the protocol we speak: end the call before Finish
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    active_context_ = nullptr;
+    stats_.connected = 0;
+  }
+  if (must_cancel) context.TryCancel();
+  const grpc::Status status = stream->Finish();
+  *retry_at_once = HandleRejection(status, context);
+  return welcomed;
+}
+
+void GrpcTransport::WriteLoop(grpc::ClientReaderWriter<v1::UpMessage, v1::DownMessage>* stream) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    writer_wake_.wait(lock, [this] {
+      return stopping_ || stream_ended_ || !replies_.empty() ||
+             pending_.NextAfter(last_sent_seq_) != nullptr;
+    });
+    if (stopping_ || stream_ended_) return;
+    if (!replies_.empty()) {
+      v1::UpMessage reply = std::move(replies_.front());
+      replies_.pop_front();
+      lock.unlock();
+      const bool written = stream->Write(reply);
+      lock.lock();
+      if (!written) return;
+      continue;
+    }
+    const PendingBatch* next = pending_.NextAfter(last_sent_seq_);
+    std::shared_ptr<const v1::UpMessage> message = next->message;
+    const uint64_t seq = next->seq;
+    lock.unlock();
+    const bool written = stream->Write(*message);
+    lock.lock();
+    if (!written) return;
+    last_sent_seq_ = std::max(last_sent_seq_, seq);
+  }
+}
+
+void GrpcTransport::ReadLoop(grpc::ClientReaderWriter<v1::UpMessage, v1::DownMessage>* stream) {
+  v1::DownMessage message;
+  while (stream->Read(&message)) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (message.has_ack()) {
+      stats_.batches_acked += pending_.AckThrough(message.ack().committed_seq());
+      acked_.notify_all();
+    } else if (message.has_control()) {
+      if (controls_.size() >= kMaxQueuedControls) controls_.pop_front();
+      controls_.push_back(ControlFrom(message.control()));
+    }
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  stream_ended_ = true;
+  writer_wake_.notify_all();
+}
+
+bool GrpcTransport::HandleRejection(const grpc::Status& status,
+                                    const grpc::ClientContext& context) {
+  if (status.error_code() != grpc::StatusCode::INVALID_ARGUMENT) return false;
+  const auto& trailers = context.GetServerTrailingMetadata();
+  const auto it = trailers.find(kRejectedSeqKey);
+  if (it == trailers.end()) return false;
+  const std::string text(it->second.data(), it->second.size());
+  char* end = nullptr;
+  const uint64_t seq = std::strtoull(text.c_str(), &end, 10);
+  if (end == text.c_str() || *end != '\0') return false;
+  std::lock_guard<std::mutex> lock(mutex_);
+  const PendingBatch* rejected = pending_.Find(seq);
+  if (rejected == nullptr) return false;
+  ++stats_.batches_rejected;
+  stats_.records_dropped += rejected->records;
+  losses_.rejected += rejected->records;
+  const v1::Batch& batch = rejected->message->batch();
+  if (!rejected->salvage && (batch.strings_size() > 0 || batch.paths_size() > 0)) {
+    // Later batches may use the definitions this one carried. Resend them alone under the same
+    // seq (a rejected seq was never committed); if that is rejected too, give up on it.
+    auto salvage = std::make_shared<v1::UpMessage>(*rejected->message);
+    v1::Batch* cut = salvage->mutable_batch();
+    cut->clear_ranges();
+    cut->clear_kernels();
+    cut->clear_metadata();
+    const uint64_t bytes = salvage->ByteSizeLong();
+    pending_.Replace(PendingBatch{seq, std::move(salvage), 0, bytes, /*salvage=*/true});
+    last_sent_seq_ = std::min(last_sent_seq_, seq - 1);
+  } else {
+    pending_.Remove(seq);
+  }
+  acked_.notify_all();
+  return true;
+}
+
+void GrpcTransport::SleepBackoff(uint32_t ms) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  writer_wake_.wait_for(lock, std::chrono::milliseconds(ms), [this] { return stopping_; });
+}
+
+}  // namespace flopscope::transport

@@ -1,0 +1,54 @@
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+
+#include "flopscope/v1/collector.pb.h"
+
+namespace flopscope::transport {
+
+// One encoded batch waiting for its acknowledgement. The message is shared so the writer can
+// send it without copying while an ack may remove it from the queue.
+struct PendingBatch {
+  uint64_t seq = 0;
+  std::shared_ptr<const v1::UpMessage> message;
+  uint64_t records = 0;  // ranges + kernels + metadata (what a rejection loses)
+  uint64_t bytes = 0;    // encoded size
+  bool salvage = false;  // already rejected once and cut down to its definitions
+};
+
+// Unacknowledged batches in sequence order, kept for resending after a reconnect. Not
+// thread-safe: GrpcTransport guards it with its mutex.
+class PendingQueue {
+ public:
+  explicit PendingQueue(uint64_t max_bytes) : max_bytes_(max_bytes) {}
+
+  // Whether a batch of `bytes` fits under the bound. An empty queue always has room, so a single
+  // large batch cannot block the session forever.
+  bool HasRoomFor(uint64_t bytes) const { return queue_.empty() || bytes_ + bytes <= max_bytes_; }
+  // Seqs must increase.
+  void Push(PendingBatch batch);
+  // Drops every batch with seq <= committed (an ack, or the welcome); returns how many.
+  uint64_t AckThrough(uint64_t committed);
+  // Drops one batch (rejected by the daemon) and returns it, if present.
+  std::optional<PendingBatch> Remove(uint64_t seq);
+  // Replaces the batch with the same seq (keeping the byte count right); false when absent.
+  bool Replace(PendingBatch batch);
+  // The batch with this seq, or null.
+  const PendingBatch* Find(uint64_t seq) const;
+  // The first batch with seq > after, or null.
+  const PendingBatch* NextAfter(uint64_t after) const;
+
+  bool empty() const { return queue_.empty(); }
+  size_t size() const { return queue_.size(); }
+  uint64_t bytes() const { return bytes_; }
+
+ private:
+  const uint64_t max_bytes_;
+  std::deque<PendingBatch> queue_;
+  uint64_t bytes_ = 0;
+};
+
+}  // namespace flopscope::transport

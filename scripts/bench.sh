@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Runs every benchmark program; each prints its own measured figures and ratios from one run.
+set -euo pipefail
+build=${1:-build}
+for program in nvtx_overhead ingest; do
+  echo "== $program"
+  "$build/bench/$program"
+done
