@@ -73,7 +73,7 @@ void ReportBuilder::AddRank(const v1::RankInfo& info, const RankSnapshot& snapsh
   }
   for (const auto& [cause, records] : snapshot.losses) losses_[cause] += records;
   metadata_.insert(metadata_.end(), snapshot.metadata.begin(), snapshot.metadata.end());
-  AddParams(snapshot.metadata);
+  AddParams(info.layout().dp_rank(), snapshot.metadata);
 }
 
 int ReportBuilder::FindOrAddModule(int parent, const std::string& name, const std::string& domain) {
@@ -119,8 +119,8 @@ void ReportBuilder::AddStats(const Target& target, const SelfStats& stats) {
   }
 }
 
-void ReportBuilder::AddParams(const std::vector<v1::Metadata>& metadata) {
-  // The last announcement of a rank wins; ranks then add up.
+void ReportBuilder::AddParams(uint32_t dp_rank, const std::vector<v1::Metadata>& metadata) {
+  // The last announcement of a rank wins; the ranks of one replica (its tp x pp shards) add up.
   absl::flat_hash_map<std::string, uint64_t> announced;
   for (const v1::Metadata& entry : metadata) {
     if (!absl::StartsWith(entry.key(), kParamsPrefix)) continue;
@@ -129,7 +129,8 @@ void ReportBuilder::AddParams(const std::vector<v1::Metadata>& metadata) {
     uint64_t count = 0;
     if (!path.empty() && absl::SimpleAtoi(entry.value(), &count)) announced[path] = count;
   }
-  for (const auto& [path, count] : announced) params_[path] += count;
+  absl::flat_hash_map<std::string, uint64_t>& replica = params_by_replica_[dp_rank];
+  for (const auto& [path, count] : announced) replica[path] += count;
 }
 
 v1::Report ReportBuilder::Build() const {
@@ -144,7 +145,11 @@ v1::Report ReportBuilder::Build() const {
   for (int i = static_cast<int>(modules_.size()) - 1; i >= 0; --i) {
     if (modules_[i].parent >= 0) AddActivity(inclusive[i], inclusive[modules_[i].parent]);
   }
-  for (int root : roots_) AppendModules(root, inclusive, &report);
+  // Data-parallel replicas hold the same parameters: count one replica (the lowest dp rank
+  // included), as DeepSpeed counts the parameters of one model, not of every copy.
+  static const absl::flat_hash_map<std::string, uint64_t> kNoParams;
+  const auto& params = params_by_replica_.empty() ? kNoParams : params_by_replica_.begin()->second;
+  for (int root : roots_) AppendModules(root, inclusive, params, &report);
   if (unattributed_.kernels > 0) {
     v1::ModuleStats* row = report.add_modules();
     row->set_path(kUnattributedPath);
@@ -172,6 +177,7 @@ v1::Report ReportBuilder::Build() const {
 }
 
 void ReportBuilder::AppendModules(int index, const std::vector<SelfStats>& inclusive,
+                                  const absl::flat_hash_map<std::string, uint64_t>& params,
                                   v1::Report* report) const {
   const Module& module = modules_[index];
   const SelfStats& total = inclusive[index];
@@ -185,8 +191,8 @@ void ReportBuilder::AppendModules(int index, const std::vector<SelfStats>& inclu
   row->set_kernels(total.kernels);
   if (total.kernels > 0) row->set_gpu_time_ns(total.gpu_time_ns);
   if (total.has_flops) row->set_flops(total.flops);
-  if (auto it = params_.find(module.path); it != params_.end()) row->set_params(it->second);
-  for (int child : module.children) AppendModules(child, inclusive, report);
+  if (auto it = params.find(module.path); it != params.end()) row->set_params(it->second);
+  for (int child : module.children) AppendModules(child, inclusive, params, report);
 }
 
 }  // namespace flopscope::daemon

@@ -26,7 +26,8 @@ inline constexpr char kUnattributedPath[] = "<unattributed>";
 // (push-to-pop time already covers its children); `kernels`, `gpu_time_ns` (summed activity
 // durations, for now) and `flops` include descendants; gpu_time_ns and flops are absent where
 // the subtree has no activity / no counted FLOPs; `params` comes from `params <path>=<n>`
-// metadata (the last value per rank, summed over ranks like every figure). Activities launched
+// metadata (the last value per rank, summed over the tp x pp ranks of one data-parallel replica:
+// the lowest dp rank included — replicas hold the same parameters). Activities launched
 // with no module open (path 0, or only flopscope-domain ranges open) form a last row
 // "<unattributed>", present only when there are some.
 //
@@ -66,8 +67,10 @@ class ReportBuilder {
   int FindOrAddModule(int parent, const std::string& name, const std::string& domain);
   int FindOrAddPhase(const std::string& name);
   void AddStats(const Target& target, const SelfStats& stats);
-  void AddParams(const std::vector<v1::Metadata>& metadata);
-  void AppendModules(int index, const std::vector<SelfStats>& inclusive, v1::Report* report) const;
+  void AddParams(uint32_t dp_rank, const std::vector<v1::Metadata>& metadata);
+  void AppendModules(int index, const std::vector<SelfStats>& inclusive,
+                     const absl::flat_hash_map<std::string, uint64_t>& params,
+                     v1::Report* report) const;
 
   std::string job_id_;
   std::vector<v1::RankInfo> ranks_;
@@ -79,7 +82,9 @@ class ReportBuilder {
   absl::flat_hash_map<std::string, int> phase_by_name_;
   std::map<int, uint64_t> losses_;
   std::vector<v1::Metadata> metadata_;
-  absl::flat_hash_map<std::string, uint64_t> params_;  // by module path, summed over ranks
+  // Announced params by data-parallel replica (dp rank), then module path; within a replica the
+  // tp x pp shards add up.
+  std::map<uint32_t, absl::flat_hash_map<std::string, uint64_t>> params_by_replica_;
 };
 
 }  // namespace flopscope::daemon

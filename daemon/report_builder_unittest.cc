@@ -158,7 +158,7 @@ TEST(ReportBuilderTest, MergesRanksAndSessionsByPathInFirstSeenOrder) {
   EXPECT_EQ(report.ranks(1).rank(), 1);
 }
 
-TEST(ReportBuilderTest, ParamsComeFromMetadataLastValuePerRankSummedOverRanks) {
+TEST(ReportBuilderTest, ParamsComeFromMetadataLastValuePerRankSummedOverShards) {
   SnapshotBuilder rank0 = ModelTree();
   rank0.Meta("params model/encoder", "1000").Meta("params model/encoder", "1500");
   rank0.Meta("params model", "not a number").Meta("batch_size", "8");
@@ -172,6 +172,24 @@ TEST(ReportBuilderTest, ParamsComeFromMetadataLastValuePerRankSummedOverRanks) {
   EXPECT_FALSE(Module(report, "model").has_params());
   EXPECT_EQ(report.metadata_size(), 5);
   EXPECT_EQ(report.metadata(3).key(), "batch_size");
+}
+
+TEST(ReportBuilderTest, ParamsCountOneDataParallelReplicaWhoseShardsAddUp) {
+  // tp 2 x dp 2: ranks 0 and 1 are the two tensor-parallel halves of replica 0; ranks 2 and 3
+  // hold the same halves again in replica 1 and must not double the model.
+  ReportBuilder builder("job");
+  const uint64_t shard[] = {300, 700, 300, 700};
+  for (int32_t rank = 0; rank < 4; ++rank) {
+    v1::RankInfo info = Rank(rank);
+    info.mutable_layout()->set_tp_size(2);
+    info.mutable_layout()->set_dp_size(2);
+    info.mutable_layout()->set_tp_rank(rank % 2);
+    info.mutable_layout()->set_dp_rank(rank / 2);
+    SnapshotBuilder snapshot = ModelTree();
+    snapshot.Meta("params model/encoder", std::to_string(shard[rank]));
+    builder.AddRank(info, snapshot.snapshot());
+  }
+  EXPECT_EQ(Module(builder.Build(), "model/encoder").params(), 300u + 700u);
 }
 
 TEST(ReportBuilderTest, FlopscopeRangesArePhasesNotModules) {
