@@ -14,6 +14,7 @@
 #include "client/run_command.h"
 #include "common/endpoint.h"
 #include "common/version.h"
+#include "importer/import_command.h"
 
 namespace {
 
@@ -26,10 +27,13 @@ struct CommandLine {
   CLI::App* run = nullptr;
   CLI::App* jobs = nullptr;
   CLI::App* report = nullptr;
+  CLI::App* import = nullptr;
   client::RunOptions run_options;
   std::vector<std::string> run_command_for_help;
   client::JobsOptions jobs_options;
   client::ReportOptions report_options;
+  flopscope::importer::ImportOptions import_options;
+  bool import_no_progress = false;
 };
 
 std::string SocketHelp() {
@@ -70,6 +74,30 @@ void AddReport(CLI::App& app, CommandLine& line) {
   line.report->add_option("--format", options.format, "text or json")
       ->check(CLI::IsMember({"text", "json"}));
   line.report->add_option("-o,--output", options.output, "write to FILE instead of stdout");
+}
+
+void AddImport(CLI::App& app, CommandLine& line) {
+  flopscope::importer::ImportOptions& options = line.import_options;
+  options.socket = flopscope::DefaultSocketPath();
+  line.import = app.add_subcommand(
+      "import",
+      "Load PyTorch-profiler (Kineto) JSON traces (.json, .json.gz) or Nsight Systems SQLite "
+      "exports into the daemon, one rank per file");
+  line.import->add_option("FILE", options.files, "trace files")->required();
+  line.import->add_option("--job", options.job, "job id (default: import-<first file's name>)");
+  line.import->add_option("--rank", options.rank,
+                          "rank of the first file, the next files follow (default: from each "
+                          "trace's distributedInfo)");
+  line.import->add_option("--socket", options.socket, SocketHelp());
+  line.import->add_flag("--no-progress", line.import_no_progress, "no progress bar");
+}
+
+int Import(CommandLine& line) {
+  line.import_options.progress = !line.import_no_progress;
+  absl::Status status = flopscope::importer::RunImport(line.import_options, std::cout);
+  if (status.ok()) return 0;
+  std::cerr << "flopscope import: " << status.message() << "\n";
+  return 1;
 }
 
 // `run`'s command is split off first (see run_arguments.h): CLI11 would otherwise take the
@@ -114,6 +142,7 @@ int main(int argc, char** argv) {
   AddRun(app, line);
   AddJobs(app, line);
   AddReport(app, line);
+  AddImport(app, line);
 
   std::vector<std::string> args = SplitOffRunCommand({argv, argv + argc}, line);
   std::vector<char*> cli_argv;
@@ -126,5 +155,6 @@ int main(int argc, char** argv) {
 
   if (line.run->parsed()) return Run(line.run_options);
   if (line.jobs->parsed()) return Fail(client::JobsCommand(line.jobs_options));
+  if (line.import->parsed()) return Import(line);
   return Fail(client::ReportCommand(line.report_options));
 }
