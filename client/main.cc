@@ -28,10 +28,12 @@ struct CommandLine {
   CLI::App* jobs = nullptr;
   CLI::App* report = nullptr;
   CLI::App* import = nullptr;
+  CLI::App* ranks = nullptr;
   client::RunOptions run_options;
   std::vector<std::string> run_command_for_help;
   client::JobsOptions jobs_options;
   client::ReportOptions report_options;
+  client::RanksOptions ranks_options;
   flopscope::importer::ImportOptions import_options;
   bool import_no_progress = false;
 };
@@ -74,6 +76,16 @@ void AddReport(CLI::App& app, CommandLine& line) {
   line.report->add_option("--format", options.format, "text or json")
       ->check(CLI::IsMember({"text", "json"}));
   line.report->add_option("-o,--output", options.output, "write to FILE instead of stdout");
+}
+
+void AddRanks(CLI::App& app, CommandLine& line) {
+  client::RanksOptions& options = line.ranks_options;
+  options.socket = flopscope::DefaultSocketPath();
+  line.ranks = app.add_subcommand("ranks", "One line per rank of a job");
+  line.ranks->add_option("JOB", options.job_id, "job id (see: flopscope jobs)")->required();
+  line.ranks->add_option("--socket", options.socket, SocketHelp());
+  line.ranks->add_option("--format", options.format, "text or json")
+      ->check(CLI::IsMember({"text", "json"}));
 }
 
 void AddImport(CLI::App& app, CommandLine& line) {
@@ -143,6 +155,7 @@ int main(int argc, char** argv) {
   AddJobs(app, line);
   AddReport(app, line);
   AddImport(app, line);
+  AddRanks(app, line);
 
   std::vector<std::string> args = SplitOffRunCommand({argv, argv + argc}, line);
   std::vector<char*> cli_argv;
@@ -156,5 +169,6 @@ int main(int argc, char** argv) {
   if (line.run->parsed()) return Run(line.run_options);
   if (line.jobs->parsed()) return Fail(client::JobsCommand(line.jobs_options));
   if (line.import->parsed()) return Import(line);
+  if (line.ranks->parsed()) return Fail(client::RanksCommand(line.ranks_options));
   return Fail(client::ReportCommand(line.report_options));
 }

@@ -5,6 +5,7 @@
 #include "client/daemon_client.h"
 #include "client/jobs_view.h"
 #include "client/output_file.h"
+#include "client/ranks_view.h"
 #include "client/report_json.h"
 #include "client/report_text.h"
 #include "common/job_id.h"
@@ -28,6 +29,18 @@ absl::Status JobsCommand(const JobsOptions& options) {
   const std::string text = options.format == "json" ? RenderJobsJson(*jobs)
                                                     : RenderJobsText(*jobs, absl::LocalTimeZone());
   return WriteOutput("", text);
+}
+
+absl::Status RanksCommand(const RanksOptions& options) {
+  if (absl::Status format = CheckFormat(options.format); !format.ok()) return format;
+  if (std::string problem = JobIdProblem(options.job_id); !problem.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("job '", options.job_id, "': ", problem));
+  }
+  const DaemonClient daemon(options.socket);
+  absl::StatusOr<flopscope::v1::ListRanksResponse> ranks = daemon.ListRanks(options.job_id);
+  if (!ranks.ok()) return ranks.status();
+  return WriteOutput("",
+                     options.format == "json" ? RenderRanksJson(*ranks) : RenderRanksText(*ranks));
 }
 
 absl::Status ReportCommand(const ReportOptions& options) {

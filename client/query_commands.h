@@ -16,6 +16,13 @@ struct JobsOptions {
 };
 absl::Status JobsCommand(const JobsOptions& options);
 
+struct RanksOptions {
+  std::string job_id;
+  std::string socket;
+  std::string format = "text";
+};
+absl::Status RanksCommand(const RanksOptions& options);
+
 struct ReportOptions {
   std::string job_id;
   std::vector<int> ranks;  // empty: every rank

@@ -76,6 +76,20 @@ class ImportTest(DaemonTestCase):
         self.assertEqual({p["name"]: p["calls"] for p in rep["phases"]}.get("step"), steps)
         rank1 = report(self.daemon.socket, "tworank", rank=1)
         self.assertEqual([r["rank"] for r in rank1["ranks"]], [1])
+        listed = client(["ranks", "tworank", "--socket", str(self.daemon.socket), "--format",
+                         "json"])
+        self.assertEqual(listed.returncode, 0, listed.stderr)
+        by_rank = {r["rank"]: r for r in json.loads(listed.stdout)["ranks"]}
+        self.assertEqual(sorted(by_rank), sorted(t["distributedInfo"]["rank"] for t in traces))
+        for trace in traces:
+            info = trace["distributedInfo"]
+            row = by_rank[info["rank"]]
+            self.assertEqual(row["world_size"], info["world_size"])
+            self.assertEqual(row["kernels"],
+                             len(complete_events(trace, "kernel", "gpu_memcpy", "gpu_memset")))
+        text = client(["ranks", "tworank", "--socket", str(self.daemon.socket)])
+        self.assertEqual(text.returncode, 0, text.stderr)
+        self.assertEqual(len(text.stdout.strip().splitlines()), 2 + len(traces), text.stdout)
 
     def test_module_tree_of_a_transformer(self):
         self.daemon.start()
