@@ -37,8 +37,9 @@ std::string RenderRanksText(const flopscope::v1::ListRanksResponse& ranks) {
                    "kernels", "lost"});
   std::set<std::string> gpu_statuses;
   for (const auto& rank : ranks.ranks()) {
-    table.AddRow({absl::StrCat(rank.rank()), rank.host(), absl::StrCat(rank.pid()), Devices(rank),
-                  Coordinates(rank), absl::StrCat(rank.sessions()), rank.connected() ? "yes" : "no",
+    table.AddRow({absl::StrCat(rank.rank()), rank.host().empty() ? "-" : rank.host(),
+                  absl::StrCat(rank.pid()), Devices(rank), Coordinates(rank),
+                  absl::StrCat(rank.sessions()), rank.connected() ? "yes" : "no",
                   absl::StrCat(rank.range_events()), absl::StrCat(rank.kernels()),
                   absl::StrCat(LostRecords(rank))});
     if (rank.kernels() == 0 && !rank.gpu_status().empty()) gpu_statuses.insert(rank.gpu_status());
