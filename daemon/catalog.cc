@@ -44,11 +44,7 @@ absl::StatusOr<std::unique_ptr<Catalog>> Catalog::Open(const std::string& path) 
 }
 
 absl::Status Catalog::PrepareStatements() {
-  struct Entry {
-    std::unique_ptr<SqliteStatement>* slot;
-    const char* sql;
-  };
-  const Entry entries[] = {
+  return db_->PrepareAll({
       {&begin_, "BEGIN IMMEDIATE"},
       {&commit_, "COMMIT"},
       {&rollback_, "ROLLBACK"},
@@ -79,13 +75,7 @@ absl::Status Catalog::PrepareStatements() {
        "sessions, range_events, kernels FROM ranks WHERE job_id = ? ORDER BY rank"},
       {&list_losses_,
        "SELECT rank, cause, records FROM rank_losses WHERE job_id = ? ORDER BY rank, cause"},
-  };
-  for (const Entry& entry : entries) {
-    absl::StatusOr<std::unique_ptr<SqliteStatement>> stmt = db_->Prepare(entry.sql);
-    if (!stmt.ok()) return stmt.status();
-    *entry.slot = *std::move(stmt);
-  }
-  return absl::OkStatus();
+  });
 }
 
 template <typename Body>

@@ -69,11 +69,7 @@ RankStore::RankStore(std::string path, std::unique_ptr<SqliteDb> db,
 RankStore::~RankStore() = default;
 
 absl::Status RankStore::PrepareStatements() {
-  struct Entry {
-    std::unique_ptr<SqliteStatement>* slot;
-    const char* sql;
-  };
-  const Entry entries[] = {
+  return db_->PrepareAll({
       // IMMEDIATE takes the write lock up front, so a commit never fails half-way on a reader.
       {&begin_, "BEGIN IMMEDIATE"},
       {&commit_, "COMMIT"},
@@ -85,13 +81,7 @@ absl::Status RankStore::PrepareStatements() {
        "last_seen_ns) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)"},
       {&touch_session_, "UPDATE sessions SET last_seen_ns = ? WHERE sid = ?"},
       {&sum_losses_, "SELECT cause, SUM(records) FROM losses GROUP BY cause"},
-  };
-  for (const Entry& entry : entries) {
-    absl::StatusOr<std::unique_ptr<SqliteStatement>> stmt = db_->Prepare(entry.sql);
-    if (!stmt.ok()) return stmt.status();
-    *entry.slot = *std::move(stmt);
-  }
-  return absl::OkStatus();
+  });
 }
 
 absl::Status RankStore::LoadTotals() {

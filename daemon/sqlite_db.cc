@@ -116,4 +116,13 @@ absl::Status SqliteDb::CheckSchemaVersion(bool must_exist) {
   return absl::OkStatus();
 }
 
+absl::Status SqliteDb::PrepareAll(std::initializer_list<StatementSlot> statements) {
+  for (const StatementSlot& statement : statements) {
+    absl::StatusOr<std::unique_ptr<SqliteStatement>> prepared = Prepare(statement.sql);
+    if (!prepared.ok()) return prepared.status();
+    *statement.slot = *std::move(prepared);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace flopscope::daemon

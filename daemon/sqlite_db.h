@@ -3,6 +3,7 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <string>
 
@@ -37,6 +38,14 @@ class SqliteDb {
   // through Prepare() and Bind*().
   absl::Status Exec(const char* sql);
   absl::StatusOr<std::unique_ptr<SqliteStatement>> Prepare(absl::string_view sql);
+
+  // Where a prepared statement goes and its SQL: owners prepare all of theirs in one call.
+  struct StatementSlot {
+    std::unique_ptr<SqliteStatement>* slot;
+    const char* sql;
+  };
+  // Prepares every statement into its slot; stops at the first failure and returns it.
+  absl::Status PrepareAll(std::initializer_list<StatementSlot> statements);
 
   const std::string& path() const { return path_; }
   sqlite3* handle() { return db_; }
