@@ -9,6 +9,7 @@
 #include "absl/time/clock.h"
 #include "client/environment.h"
 #include "client/injector_locator.h"
+#include "client/profile_commands.h"
 #include "client/query_commands.h"
 #include "client/run_arguments.h"
 #include "client/run_command.h"
@@ -29,6 +30,8 @@ struct CommandLine {
   CLI::App* report = nullptr;
   CLI::App* import = nullptr;
   CLI::App* ranks = nullptr;
+  CLI::App* diff = nullptr;
+  client::DiffOptions diff_options;
   client::RunOptions run_options;
   std::vector<std::string> run_command_for_help;
   client::JobsOptions jobs_options;
@@ -52,6 +55,9 @@ void AddRun(CLI::App& app, CommandLine& line) {
                        "job id (default: FLOPSCOPE_JOB_ID, SLURM_JOB_ID, TORCHELASTIC_RUN_ID, "
                        "else <cmd>-<YYYYmmdd-HHMMSS>)");
   line.run->add_option("--socket", line.run_options.socket, SocketHelp());
+  line.run->add_flag("--torch", line.run_options.torch,
+                     "record PyTorch modules, steps and phases with no change to CMD: every "
+                     "Python process of CMD turns flopscope_torch's hooks on at `import torch`");
   // Listed for --help only: main() cuts the command off before CLI11 sees the arguments.
   line.run->add_option("CMD", line.run_command_for_help,
                        "the command and its arguments (after an optional --)");
@@ -73,9 +79,31 @@ void AddReport(CLI::App& app, CommandLine& line) {
   line.report->add_option("--rank", options.ranks, "only this rank (repeatable; default: all)")
       ->allow_extra_args(false);
   line.report->add_option("--socket", options.socket, SocketHelp());
-  line.report->add_option("--format", options.format, "text or json")
-      ->check(CLI::IsMember({"text", "json"}));
+  line.report
+      ->add_option("--format", options.format,
+                   "text, json or csv (DeepSpeed-style profile), or tree (the module tree)")
+      ->check(CLI::IsMember({"text", "json", "csv", "tree"}));
   line.report->add_option("-o,--output", options.output, "write to FILE instead of stdout");
+  line.report->add_option("--depth", options.depth, "detailed profile down to this depth (-1: all)")
+      ->check(CLI::Range(-1, 1 << 20));
+  line.report->add_option("--top", options.top, "aggregated profile: top modules per depth")
+      ->check(CLI::Range(1, 1 << 20));
+  line.report->add_option("--steps", options.steps, "A:B, a window of steps (not supported yet)");
+  line.report->add_option("--group", options.group,
+                          "mp:K (model replica K: sums, max latency) or dp (spread across "
+                          "data-parallel replicas)");
+  line.report->add_option_function<double>(
+      "--peak-tflops", [&options](const double& peak) { options.peak_tflops = peak; },
+      "peak TFLOPS of one GPU for MFU (default: table by device name)");
+  line.report->add_option("--precision", options.precision,
+                          "precision MFU is measured against: fp64 fp32 tf32 bf16 fp16 fp8");
+  line.report->add_option("--kernels", options.kernels_of,
+                          "instead: the top GPU kernels (and memcpy/memset) of this module and "
+                          "its children, demangled; / for the whole job");
+  line.report
+      ->add_option("--top-kernels", options.top_kernels,
+                   "with --kernels: how many to list (default 10)")
+      ->check(CLI::Range(1, 100000));
 }
 
 void AddRanks(CLI::App& app, CommandLine& line) {
@@ -86,6 +114,29 @@ void AddRanks(CLI::App& app, CommandLine& line) {
   line.ranks->add_option("--socket", options.socket, SocketHelp());
   line.ranks->add_option("--format", options.format, "text or json")
       ->check(CLI::IsMember({"text", "json"}));
+  line.ranks->add_option("--slow-pct", options.slow_pct,
+                         "flag ranks whose step is this many percent above the median "
+                         "(default 5)");
+  line.ranks->add_option_function<double>(
+      "--peak-tflops", [&options](const double& peak) { options.peak_tflops = peak; },
+      "MFU against this peak instead of the device's datasheet peak");
+  line.ranks->add_option("--precision", options.precision,
+                         "MFU against this precision's peak (fp64 fp32 tf32 bf16 fp16 fp8)");
+}
+
+void AddDiff(CLI::App& app, CommandLine& line) {
+  client::DiffOptions& options = line.diff_options;
+  options.socket = flopscope::DefaultSocketPath();
+  line.diff = app.add_subcommand(
+      "diff", "Per module latency, FLOPs and FLOPS of job A against job B, by impact");
+  line.diff->add_option("JOB_A", options.job_a, "the job before")->required();
+  line.diff->add_option("JOB_B", options.job_b, "the job after")->required();
+  line.diff->add_option("--rank", options.rank, "only this rank of each job (default: all)")
+      ->check(CLI::NonNegativeNumber);
+  line.diff->add_option("--socket", options.socket, SocketHelp());
+  line.diff->add_option("--format", options.format, "text or json")
+      ->check(CLI::IsMember({"text", "json"}));
+  line.diff->add_option("-o,--output", options.output, "write to FILE instead of stdout");
 }
 
 void AddImport(CLI::App& app, CommandLine& line) {
@@ -156,6 +207,7 @@ int main(int argc, char** argv) {
   AddReport(app, line);
   AddImport(app, line);
   AddRanks(app, line);
+  AddDiff(app, line);
 
   std::vector<std::string> args = SplitOffRunCommand({argv, argv + argc}, line);
   std::vector<char*> cli_argv;
@@ -170,5 +222,6 @@ int main(int argc, char** argv) {
   if (line.jobs->parsed()) return Fail(client::JobsCommand(line.jobs_options));
   if (line.import->parsed()) return Import(line);
   if (line.ranks->parsed()) return Fail(client::RanksCommand(line.ranks_options));
+  if (line.diff->parsed()) return Fail(client::DiffCommand(line.diff_options));
   return Fail(client::ReportCommand(line.report_options));
 }

@@ -4,8 +4,10 @@
 #include "absl/time/time.h"
 #include "client/daemon_client.h"
 #include "client/jobs_view.h"
+#include "client/kernels_command.h"
 #include "client/output_file.h"
-#include "client/ranks_view.h"
+#include "client/profile_commands.h"
+#include "client/ranks_command.h"
 #include "client/report_json.h"
 #include "client/report_text.h"
 #include "common/job_id.h"
@@ -33,18 +35,18 @@ absl::Status JobsCommand(const JobsOptions& options) {
 
 absl::Status RanksCommand(const RanksOptions& options) {
   if (absl::Status format = CheckFormat(options.format); !format.ok()) return format;
-  if (std::string problem = JobIdProblem(options.job_id); !problem.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("job '", options.job_id, "': ", problem));
-  }
   const DaemonClient daemon(options.socket);
-  absl::StatusOr<flopscope::v1::ListRanksResponse> ranks = daemon.ListRanks(options.job_id);
-  if (!ranks.ok()) return ranks.status();
-  return WriteOutput("",
-                     options.format == "json" ? RenderRanksJson(*ranks) : RenderRanksText(*ranks));
+  absl::StatusOr<std::string> listing = RenderRanksListing(daemon, options);
+  if (!listing.ok()) return listing.status();
+  return WriteOutput("", *listing);
 }
 
 absl::Status ReportCommand(const ReportOptions& options) {
-  if (absl::Status format = CheckFormat(options.format); !format.ok()) return format;
+  if (options.format != "text" && options.format != "json" && options.format != "csv" &&
+      options.format != "tree") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--format '", options.format, "' is not known (use text, json, csv or tree)"));
+  }
   if (std::string problem = JobIdProblem(options.job_id); !problem.empty()) {
     return absl::InvalidArgumentError(absl::StrCat("job '", options.job_id, "': ", problem));
   }
@@ -56,12 +58,16 @@ absl::Status ReportCommand(const ReportOptions& options) {
     }
     request.add_ranks(rank);
   }
+  if (!options.kernels_of.empty()) return KernelsCommand(options, std::move(request));
   const DaemonClient daemon(options.socket);
+  if (options.format != "tree") {
+    absl::StatusOr<std::string> profile = RenderProfileReport(daemon, options);
+    if (!profile.ok()) return profile.status();
+    return WriteOutput(options.output, *profile);
+  }
   absl::StatusOr<flopscope::v1::Report> report = daemon.GetReport(request);
   if (!report.ok()) return report.status();
-  const std::string text =
-      options.format == "json" ? RenderReportJson(*report) : RenderReportText(*report);
-  return WriteOutput(options.output, text);
+  return WriteOutput(options.output, RenderReportText(*report));
 }
 
 int ExitCodeFor(const absl::Status& status) {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,9 @@ struct RanksOptions {
   std::string job_id;
   std::string socket;
   std::string format = "text";
+  std::optional<double> peak_tflops;  // overrides the peak table for MFU
+  std::string precision;              // overrides the dominant precision for MFU
+  double slow_pct = 5;  // a rank is flagged when its step is this much above the median
 };
 absl::Status RanksCommand(const RanksOptions& options);
 
@@ -27,8 +31,19 @@ struct ReportOptions {
   std::string job_id;
   std::vector<int> ranks;  // empty: every rank
   std::string socket;
-  std::string format = "text";
-  std::string output;  // empty or "-": stdout
+  std::string format = "text";  // text, json, csv (DeepSpeed profile) or tree (module tree)
+  std::string output;           // empty or "-": stdout
+  // The DeepSpeed-style profile (profile_commands.h).
+  int depth = -1;                     // detailed profile down to this depth; -1: all
+  int top = 1;                        // aggregated profile: top modules per depth
+  std::string steps;                  // "A:B" (not supported yet: refused with the reason)
+  std::string group;                  // "", "mp:K" or "dp"
+  std::optional<double> peak_tflops;  // overrides the peak table
+  std::string precision;              // overrides the dominant precision for MFU
+  // --kernels PATH: instead of the profile, the top GPU activities of that module and its
+  // descendants ("/" for the whole job); --top-kernels N: how many (kernels_command.h).
+  std::string kernels_of;
+  int top_kernels = 10;
 };
 absl::Status ReportCommand(const ReportOptions& options);
 

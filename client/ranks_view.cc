@@ -3,7 +3,9 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "client/deepspeed_format.h"
 #include "client/json_writer.h"
 #include "client/text_table.h"
 
@@ -30,31 +32,119 @@ std::string Coordinates(const flopscope::v1::RankInfo& rank) {
   return absl::StrCat("tp ", layout.tp_rank(), " pp ", layout.pp_rank(), " dp ", layout.dp_rank());
 }
 
+std::string Seconds(const std::optional<double>& seconds) {
+  return seconds ? DurationToString(*seconds) : "-";
+}
+
+std::string Mfu(const Figure& mfu) {
+  return mfu.value ? absl::StrFormat("%.1f%%", *mfu.value * 100) : "-";
+}
+
+// "+31.0% vs 1.2 s: encoder/layer.3 +350 ms" for a straggler, "" otherwise.
+std::string SlowCell(const std::optional<Straggler>& straggler) {
+  if (!straggler) return "";
+  std::string cell = absl::StrFormat("+%.1f%% vs %s", straggler->excess_pct,
+                                     DurationToString(straggler->median_step_s));
+  if (!straggler->module.empty()) {
+    absl::StrAppend(&cell, ": ", straggler->module, " +",
+                    DurationToString(straggler->module_excess_s));
+  }
+  return cell;
+}
+
+std::vector<std::string> FigureCells(const RankFigures* figures) {
+  if (figures == nullptr) return {"-", "-", "-", "-", "-", "-", ""};
+  const Profile& profile = figures->profile;
+  const Figure& flops = profile.fwd_bwd_flops_per_s;
+  return {Seconds(StepTimeOf(profile)),
+          Seconds(profile.fwd_latency_s.value),
+          Seconds(profile.bwd_latency_s.value),
+          Seconds(profile.step_latency_s.value),
+          flops.value ? FlopsToString(*flops.value) : "-",
+          Mfu(profile.mfu),
+          SlowCell(figures->straggler)};
+}
+
+void WriteOptional(JsonWriter& json, const char* key, const std::optional<double>& value) {
+  json.Key(key);
+  if (value) {
+    json.Double(*value);
+  } else {
+    json.Null();
+  }
+}
+
+void WriteFiguresJson(const RankFigures& figures, JsonWriter& json) {
+  const Profile& profile = figures.profile;
+  json.Key("steps").Uint(profile.steps);
+  WriteOptional(json, "step_s", StepTimeOf(profile));
+  WriteOptional(json, "fwd_s", profile.fwd_latency_s.value);
+  WriteOptional(json, "bwd_s", profile.bwd_latency_s.value);
+  WriteOptional(json, "opt_s", profile.step_latency_s.value);
+  WriteOptional(json, "flops_per_s", profile.fwd_bwd_flops_per_s.value);
+  WriteOptional(json, "mfu", profile.mfu.value);
+  json.Key("mfu_note").String(profile.mfu.note);
+  json.Key("problem").String(figures.problem);
+  json.Key("straggler");
+  if (!figures.straggler) {
+    json.Null();
+    return;
+  }
+  const Straggler& straggler = *figures.straggler;
+  json.BeginObject();
+  json.Key("step_s").Double(straggler.step_s);
+  json.Key("median_step_s").Double(straggler.median_step_s);
+  json.Key("excess_pct").Double(straggler.excess_pct);
+  json.Key("module").String(straggler.module);
+  json.Key("module_excess_s").Double(straggler.module_excess_s);
+  json.EndObject();
+}
+
+const RankFigures* FiguresAt(const std::vector<RankFigures>& figures, int index) {
+  return static_cast<size_t>(index) < figures.size() ? &figures[index] : nullptr;
+}
+
 }  // namespace
 
-std::string RenderRanksText(const flopscope::v1::ListRanksResponse& ranks) {
-  TextTable table({"rank", "host", "pid", "device", "layout", "sessions", "connected", "ranges",
-                   "kernels", "lost"});
+std::string RenderRanksText(const flopscope::v1::ListRanksResponse& ranks,
+                            const std::vector<RankFigures>& figures) {
+  TextTable table({"rank", "host", "pid", "device", "layout", "connected", "step", "fwd", "bwd",
+                   "opt", "FLOPS", "MFU", "kernels", "lost", "slow"});
   std::set<std::string> gpu_statuses;
-  for (const auto& rank : ranks.ranks()) {
-    table.AddRow({absl::StrCat(rank.rank()), rank.host().empty() ? "-" : rank.host(),
-                  absl::StrCat(rank.pid()), Devices(rank), Coordinates(rank),
-                  absl::StrCat(rank.sessions()), rank.connected() ? "yes" : "no",
-                  absl::StrCat(rank.range_events()), absl::StrCat(rank.kernels()),
-                  absl::StrCat(LostRecords(rank))});
+  for (int i = 0; i < ranks.ranks_size(); ++i) {
+    const auto& rank = ranks.ranks(i);
+    std::vector<std::string> row = {
+        absl::StrCat(rank.rank()), rank.host().empty() ? "-" : rank.host(),
+        absl::StrCat(rank.pid()),  Devices(rank),
+        Coordinates(rank),         rank.connected() ? "yes" : "no"};
+    std::vector<std::string> timing = FigureCells(FiguresAt(figures, i));
+    row.insert(row.end(), timing.begin(), timing.end() - 1);
+    row.push_back(absl::StrCat(rank.kernels()));
+    row.push_back(absl::StrCat(LostRecords(rank)));
+    row.push_back(timing.back());
+    table.AddRow(std::move(row));
     if (rank.kernels() == 0 && !rank.gpu_status().empty()) gpu_statuses.insert(rank.gpu_status());
   }
   std::string text = table.Render();
   for (const std::string& status : gpu_statuses) {
     absl::StrAppend(&text, "No GPU records: ", status, "\n");
   }
+  for (int i = 0; i < ranks.ranks_size(); ++i) {
+    const RankFigures* rank_figures = FiguresAt(figures, i);
+    if (rank_figures != nullptr && !rank_figures->problem.empty()) {
+      absl::StrAppend(&text, "Rank ", ranks.ranks(i).rank(),
+                      ": no figures: ", rank_figures->problem, "\n");
+    }
+  }
   return text;
 }
 
-std::string RenderRanksJson(const flopscope::v1::ListRanksResponse& ranks) {
+std::string RenderRanksJson(const flopscope::v1::ListRanksResponse& ranks,
+                            const std::vector<RankFigures>& figures) {
   JsonWriter json;
   json.BeginObject().Key("ranks").BeginArray();
-  for (const auto& rank : ranks.ranks()) {
+  for (int i = 0; i < ranks.ranks_size(); ++i) {
+    const auto& rank = ranks.ranks(i);
     json.BeginObject();
     json.Key("rank").Int(rank.rank());
     json.Key("host").String(rank.host());
@@ -72,6 +162,9 @@ std::string RenderRanksJson(const flopscope::v1::ListRanksResponse& ranks) {
     json.Key("kernels").Uint(rank.kernels());
     json.Key("lost").Uint(LostRecords(rank));
     json.Key("gpu_status").String(rank.gpu_status());
+    if (const RankFigures* rank_figures = FiguresAt(figures, i)) {
+      WriteFiguresJson(*rank_figures, json);
+    }
     json.EndObject();
   }
   json.EndArray().EndObject();

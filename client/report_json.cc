@@ -40,6 +40,20 @@ void WriteRank(const RankInfo& rank, JsonWriter& json) {
   json.Key("host").String(rank.host());
   json.Key("pid").Int(rank.pid());
   json.Key("gpu_status").String(rank.gpu_status());
+  json.Key("devices").BeginArray();
+  for (const auto& device : rank.devices()) {
+    json.BeginObject();
+    json.Key("index").Uint(device.index());
+    json.Key("name").String(device.name());
+    json.Key("chip").String(device.chip());
+    json.Key("sm_count").Uint(device.sm_count());
+    json.Key("sm_clock_khz").Uint(device.sm_clock_khz());
+    json.Key("memory_bytes").Uint(device.memory_bytes());
+    json.Key("compute_capability").Uint(device.compute_capability());
+    json.Key("uuid").String(device.uuid());
+    json.EndObject();
+  }
+  json.EndArray();
   json.Key("losses");
   WriteLosses(rank.losses(), json);
   json.EndObject();
@@ -57,6 +71,28 @@ void WriteModule(const ModuleStats& module, JsonWriter& json) {
     json.Null();
   }
   json.Key("kernels").Uint(module.kernels());
+  json.Key("gpu_span_ns");
+  if (module.has_gpu_span_ns()) {
+    json.Int(module.gpu_span_ns());
+  } else {
+    json.Null();
+  }
+  json.Key("gpu_busy_ns");
+  if (module.has_gpu_busy_ns()) {
+    json.Int(module.gpu_busy_ns());
+  } else {
+    json.Null();
+  }
+  json.Key("memcpy").BeginObject();
+  json.Key("count").Uint(module.memcpy_count());
+  json.Key("time_ns").Int(module.memcpy_time_ns());
+  json.Key("bytes").Uint(module.memcpy_bytes());
+  json.EndObject();
+  json.Key("memset").BeginObject();
+  json.Key("count").Uint(module.memset_count());
+  json.Key("time_ns").Int(module.memset_time_ns());
+  json.Key("bytes").Uint(module.memset_bytes());
+  json.EndObject();
   json.Key("flops");
   if (module.has_flops()) {
     json.Double(module.flops());
@@ -69,6 +105,21 @@ void WriteModule(const ModuleStats& module, JsonWriter& json) {
   } else {
     json.Null();
   }
+  json.EndObject();
+}
+
+void WriteKernelSummary(const flopscope::v1::KernelSummary& kernel, JsonWriter& json) {
+  json.BeginObject();
+  json.Key("name").String(kernel.name());
+  json.Key("demangled").String(kernel.demangled());
+  json.Key("kind").String(kernel.kind() == flopscope::v1::ACTIVITY_KIND_MEMCPY   ? "memcpy"
+                          : kernel.kind() == flopscope::v1::ACTIVITY_KIND_MEMSET ? "memset"
+                                                                                 : "kernel");
+  json.Key("count").Uint(kernel.count());
+  json.Key("total_ns").Int(kernel.total_ns());
+  json.Key("min_ns").Int(kernel.min_ns());
+  json.Key("max_ns").Int(kernel.max_ns());
+  json.Key("bytes").Uint(kernel.bytes());
   json.EndObject();
 }
 
@@ -85,6 +136,11 @@ void WritePhase(const PhaseStats& phase, JsonWriter& json) {
 }  // namespace
 
 std::string RenderReportJson(const flopscope::v1::Report& report) {
+  return RenderReportJson(report, [](JsonWriter&) {});
+}
+
+std::string RenderReportJson(const flopscope::v1::Report& report,
+                             const std::function<void(JsonWriter&)>& extend) {
   JsonWriter json;
   json.BeginObject();
   json.Key("job").String(report.job_id());
@@ -99,6 +155,15 @@ std::string RenderReportJson(const flopscope::v1::Report& report) {
   json.EndArray();
   json.Key("losses");
   WriteLosses(report.losses(), json);
+  if (!report.top_kernels_of().empty()) {
+    json.Key("top_kernels_of").String(report.top_kernels_of());
+    json.Key("top_kernels").BeginArray();
+    for (const flopscope::v1::KernelSummary& kernel : report.top_kernels()) {
+      WriteKernelSummary(kernel, json);
+    }
+    json.EndArray();
+  }
+  extend(json);
   json.EndObject();
   return json.Finish();
 }

@@ -1,7 +1,9 @@
 #pragma once
 
+#include <functional>
 #include <string>
 
+#include "client/json_writer.h"
 #include "flopscope/v1/query.pb.h"
 
 namespace flopscope::client {
@@ -10,15 +12,29 @@ namespace flopscope::client {
 //   {
 //     "job": "<id>",
 //     "ranks": [{"rank": 0, "host": "...", "pid": 123, "gpu_status": "...",
+//                "devices": [{"index": 0, "name": "...", "chip": "GH100", "sm_count": n,
+//                             "sm_clock_khz": n, "memory_bytes": n, "compute_capability": 90,
+//                             "uuid": "GPU-..."}],
 //                "losses": {"<cause>": n}}],
 //     "modules": [{"path": "A/b", "calls": n, "cpu_time_ns": n, "gpu_time_ns": n|null,
-//                  "kernels": n, "flops": x|null, "params": n|null}],   // depth-first
+//                  "kernels": n, "gpu_span_ns": n|null, "gpu_busy_ns": n|null,
+//                  "memcpy": {"count": n, "time_ns": n, "bytes": n}, "memset": {...},
+//                  "flops": x|null, "params": n|null}],   // depth-first
 //     "phases": [{"name": "step", "calls": n, "cpu_time_ns": n, "min_ns": n, "max_ns": n}],
-//     "losses": {"<cause>": n}   // summed over the included ranks
+//     "losses": {"<cause>": n},   // summed over the included ranks
+//     "top_kernels_of": "A/b",    // these two only with `--kernels`
+//     "top_kernels": [{"name": "_Z...", "demangled": "...", "kind": "kernel"|"memcpy"|"memset",
+//                      "count": n, "total_ns": n, "min_ns": n, "max_ns": n, "bytes": n}]
 //   }
+// gpu_time_ns and kernels count kernels only; memory copies and sets are apart.
 // null marks what the daemon does not know (the proto's optional fields left unset); `kernels`
 // has no such state in the proto and is always a number. Causes are LossCauseName()s
 // ("buffer_full", ...). Integers are exact (int64/uint64 as JSON integers).
 std::string RenderReportJson(const flopscope::v1::Report& report);
+
+// The same document with more top-level keys, written by `extend` after "losses" (the
+// DeepSpeed-style "profile", see profile_export.h).
+std::string RenderReportJson(const flopscope::v1::Report& report,
+                             const std::function<void(JsonWriter&)>& extend);
 
 }  // namespace flopscope::client

@@ -32,12 +32,16 @@ TEST(RenderReportJsonTest, HasExactlyTheContractedTopLevelKeys) {
 
 TEST(RenderReportJsonTest, ModulesCarryEveryFieldWithNullWhereUnknown) {
   PARSE_OR_SKIP(flat, testing::CpuOnlyReport());
-  EXPECT_EQ(flat.at("modules[0]#"), "7");
+  EXPECT_EQ(flat.at("modules[0]#"), "11");
   EXPECT_EQ(flat.at("modules[0].path"), "\"Net\"");
   EXPECT_EQ(flat.at("modules[0].calls"), "4");
   EXPECT_EQ(flat.at("modules[0].cpu_time_ns"), "8000000");
   EXPECT_EQ(flat.at("modules[0].gpu_time_ns"), "null");
   EXPECT_EQ(flat.at("modules[0].kernels"), "0");
+  EXPECT_EQ(flat.at("modules[0].gpu_span_ns"), "null");
+  EXPECT_EQ(flat.at("modules[0].gpu_busy_ns"), "null");
+  EXPECT_EQ(flat.at("modules[0].memcpy.count"), "0");
+  EXPECT_EQ(flat.at("modules[0].memset.bytes"), "0");
   EXPECT_EQ(flat.at("modules[0].flops"), "null");
   EXPECT_EQ(flat.at("modules[0].params"), "1250000");
   // Depth-first order as the daemon sent it; the escaped name decodes back to the original.
@@ -55,9 +59,47 @@ TEST(RenderReportJsonTest, GpuFiguresAppearWhenPresent) {
   EXPECT_EQ(flat.at("modules[1].flops"), "null");
 }
 
+TEST(RenderReportJsonTest, KernelFiguresDevicesAndTopKernels) {
+  flopscope::v1::Report report = testing::GpuReport();
+  flopscope::v1::ModuleStats& net = *report.mutable_modules(0);
+  net.set_gpu_span_ns(9'000'000);
+  net.set_gpu_busy_ns(6'500'000);
+  net.set_memcpy_count(3);
+  net.set_memcpy_time_ns(120'000);
+  net.set_memcpy_bytes(1 << 20);
+  flopscope::v1::Device* device = report.mutable_ranks(0)->add_devices();
+  device->set_index(0);
+  device->set_name("NVIDIA H100 80GB HBM3");
+  device->set_chip("GH100");
+  device->set_sm_count(132);
+  report.set_top_kernels_of("Net");
+  flopscope::v1::KernelSummary* kernel = report.add_top_kernels();
+  kernel->set_name("_Z4gemmPfS_i");
+  kernel->set_demangled("gemm(float*, float*, int)");
+  kernel->set_count(40);
+  kernel->set_total_ns(6'000'000);
+  flopscope::v1::KernelSummary* copy = report.add_top_kernels();
+  copy->set_name("[memcpy]");
+  copy->set_kind(flopscope::v1::ACTIVITY_KIND_MEMCPY);
+  PARSE_OR_SKIP(flat, report);
+  EXPECT_EQ(flat.at("modules[0].gpu_span_ns"), "9000000");
+  EXPECT_EQ(flat.at("modules[0].gpu_busy_ns"), "6500000");
+  EXPECT_EQ(flat.at("modules[0].memcpy.count"), "3");
+  EXPECT_EQ(flat.at("modules[0].memcpy.bytes"), "1048576");
+  EXPECT_EQ(flat.at("ranks[0].devices[0].chip"), "\"GH100\"");
+  EXPECT_EQ(flat.at("ranks[0].devices[0].sm_count"), "132");
+  EXPECT_EQ(flat.at("top_kernels_of"), "\"Net\"");
+  EXPECT_EQ(flat.at("top_kernels#"), "2");
+  EXPECT_EQ(flat.at("top_kernels[0].demangled"), "\"gemm(float*, float*, int)\"");
+  EXPECT_EQ(flat.at("top_kernels[0].kind"), "\"kernel\"");
+  EXPECT_EQ(flat.at("top_kernels[0].total_ns"), "6000000");
+  EXPECT_EQ(flat.at("top_kernels[1].kind"), "\"memcpy\"");
+}
+
 TEST(RenderReportJsonTest, RanksPhasesAndLosses) {
   PARSE_OR_SKIP(flat, testing::CpuOnlyReport());
-  EXPECT_EQ(flat.at("ranks[0]#"), "5");
+  EXPECT_EQ(flat.at("ranks[0]#"), "6");
+  EXPECT_EQ(flat.at("ranks[0].devices#"), "0");
   EXPECT_EQ(flat.at("ranks[0].rank"), "0");
   EXPECT_EQ(flat.at("ranks[0].host"), "\"node-a\"");
   EXPECT_EQ(flat.at("ranks[0].pid"), "101");

@@ -5,7 +5,9 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "client/human_format.h"
 #include "client/loss_cause_names.h"
@@ -21,14 +23,31 @@ using flopscope::v1::Report;
 
 constexpr const char* kUnknown = "-";
 
-// The metadata channel's per-module keys are shown in the tree, not the header.
+constexpr size_t kMaxKernelNameWidth = 90;
+
+// The metadata channel's per-module keys are shown in the tree, not the header; what the
+// injector says about GPUs (gpu.status, gpu.<i>.*, kernels.launch_not_seen) is in the rank lines.
 bool IsPerModuleKey(const std::string& key) {
   return absl::StartsWith(key, "params ") || absl::StartsWith(key, "flops ");
 }
 
+bool IsInjectorGpuKey(const std::string& key) {
+  return absl::StartsWith(key, "gpu.") || key == "kernels.launch_not_seen";
+}
+
+bool HasMemoryActivity(const ModuleStats& module) {
+  return module.memcpy_count() > 0 || module.memset_count() > 0;
+}
+
+// "2.00 MB", "512 B" (FormatCount's unit letter, or none, then B).
+std::string FormatBytes(uint64_t bytes) {
+  const std::string count = FormatCount(static_cast<double>(bytes));
+  return count + (absl::StrContains(count, ' ') ? "B" : " B");
+}
+
 bool HasGpuRecords(const Report& report) {
   for (const ModuleStats& module : report.modules()) {
-    if (module.has_gpu_time_ns() || module.kernels() > 0) return true;
+    if (module.has_gpu_time_ns() || module.kernels() > 0 || HasMemoryActivity(module)) return true;
   }
   return std::any_of(report.ranks().begin(), report.ranks().end(),
                      [](const RankInfo& rank) { return rank.kernels() > 0; });
@@ -40,6 +59,10 @@ std::string RankLine(const RankInfo& rank) {
                    "  pid ", rank.pid());
   for (const auto& device : rank.devices()) {
     absl::StrAppend(&line, "  gpu ", device.index(), ": ", device.name());
+    std::vector<std::string> facts;
+    if (!device.chip().empty()) facts.push_back(device.chip());
+    if (device.sm_count() > 0) facts.push_back(absl::StrCat(device.sm_count(), " SMs"));
+    if (!facts.empty()) absl::StrAppend(&line, " (", absl::StrJoin(facts, ", "), ")");
   }
   if (rank.sessions() > 1) absl::StrAppend(&line, "  (restarted: ", rank.sessions(), " sessions)");
   if (rank.connected()) absl::StrAppend(&line, "  (still connected)");
@@ -75,11 +98,30 @@ std::string NoGpuRecordsSection(const Report& report) {
   return out;
 }
 
+// Activities whose launch the injector never saw are under <unattributed>; say how many (the
+// injector reports a running total per rank: the last value of each rank's is summed).
+std::string LaunchNotSeenSection(const Report& report) {
+  uint64_t total = 0;
+  uint64_t last = 0;
+  for (const auto& entry : report.metadata()) {
+    if (entry.key() != "kernels.launch_not_seen") continue;
+    uint64_t value = 0;
+    if (!absl::SimpleAtoi(entry.value(), &value)) continue;
+    // Totals only grow within a rank; a smaller one starts the next rank's.
+    if (value < last) total += last;
+    last = value;
+  }
+  total += last;
+  if (total == 0) return "";
+  return absl::StrCat("GPU activities whose launch was not seen: ", total,
+                      " (listed under <unattributed>)\n");
+}
+
 std::string AnnouncedSection(const Report& report) {
   std::vector<std::string> facts;
   std::set<std::string> seen;
   for (const auto& entry : report.metadata()) {
-    if (IsPerModuleKey(entry.key())) continue;
+    if (IsPerModuleKey(entry.key()) || IsInjectorGpuKey(entry.key())) continue;
     std::string fact = absl::StrCat(entry.key(), "=", entry.value());
     if (seen.insert(fact).second) facts.push_back(std::move(fact));
   }
@@ -94,6 +136,7 @@ std::string Header(const Report& report) {
   out += AnnouncedSection(report);
   out += LossesSection(report);
   out += NoGpuRecordsSection(report);
+  out += LaunchNotSeenSection(report);
   return out;
 }
 
@@ -117,11 +160,14 @@ std::string ModulesSection(const Report& report) {
   };
   const bool show_gpu =
       any([](const ModuleStats& m) { return m.has_gpu_time_ns() || m.kernels() > 0; });
+  const bool show_span = any([](const ModuleStats& m) { return m.has_gpu_span_ns(); });
   const bool show_flops = any([](const ModuleStats& m) { return m.has_flops(); });
   const bool show_params = any([](const ModuleStats& m) { return m.has_params(); });
 
   std::vector<std::string> headers = {"module", "calls", "CPU total", "CPU/call"};
-  if (show_gpu) headers.insert(headers.end(), {"GPU time", "kernels"});
+  if (show_gpu) headers.push_back("GPU time");
+  if (show_span) headers.insert(headers.end(), {"GPU span", "GPU busy"});
+  if (show_gpu) headers.push_back("kernels");
   if (show_flops) headers.push_back("FLOPs");
   if (show_params) headers.push_back("params");
   TextTable table(headers);
@@ -133,8 +179,12 @@ std::string ModulesSection(const Report& report) {
             : FormatDuration(module.cpu_time_ns() / static_cast<int64_t>(module.calls()))};
     if (show_gpu) {
       row.push_back(module.has_gpu_time_ns() ? FormatDuration(module.gpu_time_ns()) : kUnknown);
-      row.push_back(absl::StrCat(module.kernels()));
     }
+    if (show_span) {
+      row.push_back(module.has_gpu_span_ns() ? FormatDuration(module.gpu_span_ns()) : kUnknown);
+      row.push_back(module.has_gpu_span_ns() ? FormatDuration(module.gpu_busy_ns()) : kUnknown);
+    }
+    if (show_gpu) row.push_back(absl::StrCat(module.kernels()));
     if (show_flops) row.push_back(module.has_flops() ? FormatCount(module.flops()) : kUnknown);
     if (show_params) {
       row.push_back(module.has_params() ? FormatCount(static_cast<double>(module.params()))
@@ -142,8 +192,59 @@ std::string ModulesSection(const Report& report) {
     }
     table.AddRow(std::move(row));
   }
+  std::string legend;
+  if (show_gpu) {
+    legend = show_span ? "GPU time: kernel durations summed; span: first kernel start to last "
+                         "end, per call; busy: time some kernel ran, per call\n"
+                       : "GPU time: kernel durations summed\n";
+  }
   return absl::StrCat("\nModules (figures include children, summed over ", report.ranks_size(),
-                      report.ranks_size() == 1 ? " rank" : " ranks", ")\n", table.Render());
+                      report.ranks_size() == 1 ? " rank" : " ranks", ")\n", legend, table.Render());
+}
+
+std::string MemorySection(const Report& report) {
+  TextTable table(
+      {"module", "memcpy", "memcpy time", "memcpy bytes", "memset", "memset time", "memset bytes"});
+  bool any = false;
+  for (const ModuleStats& module : report.modules()) {
+    if (!HasMemoryActivity(module)) continue;
+    any = true;
+    table.AddRow({ModuleLabel(module), absl::StrCat(module.memcpy_count()),
+                  FormatDuration(module.memcpy_time_ns()), FormatBytes(module.memcpy_bytes()),
+                  absl::StrCat(module.memset_count()), FormatDuration(module.memset_time_ns()),
+                  FormatBytes(module.memset_bytes())});
+  }
+  if (!any) return "";
+  return absl::StrCat("\nMemory copies and sets (apart from kernels; include children)\n",
+                      table.Render());
+}
+
+std::string KernelLabel(const flopscope::v1::KernelSummary& kernel) {
+  std::string name = kernel.demangled().empty() ? kernel.name() : kernel.demangled();
+  if (name.size() > kMaxKernelNameWidth) name = name.substr(0, kMaxKernelNameWidth - 3) + "...";
+  return name;
+}
+
+std::string TopKernelsSection(const Report& report) {
+  if (report.top_kernels_of().empty()) return "";
+  if (report.top_kernels().empty()) {
+    return absl::StrCat("\nTop GPU activities of ", report.top_kernels_of(), ": none\n");
+  }
+  int64_t all = 0;
+  for (const auto& kernel : report.top_kernels()) all += kernel.total_ns();
+  TextTable table({"kernel", "calls", "total", "share", "mean", "min", "max", "bytes"});
+  for (const auto& kernel : report.top_kernels()) {
+    const int64_t mean =
+        kernel.count() == 0 ? 0 : kernel.total_ns() / static_cast<int64_t>(kernel.count());
+    const double share = all == 0 ? 0.0 : 100.0 * static_cast<double>(kernel.total_ns()) / all;
+    table.AddRow({KernelLabel(kernel), absl::StrCat(kernel.count()),
+                  FormatDuration(kernel.total_ns()), absl::StrFormat("%.1f%%", share),
+                  FormatDuration(mean), FormatDuration(kernel.min_ns()),
+                  FormatDuration(kernel.max_ns()),
+                  kernel.bytes() == 0 ? kUnknown : FormatBytes(kernel.bytes())});
+  }
+  return absl::StrCat("\nTop GPU activities of ", report.top_kernels_of(),
+                      " (children included; share of the listed total)\n", table.Render());
 }
 
 std::string PhasesSection(const Report& report) {
@@ -163,8 +264,18 @@ std::string PhasesSection(const Report& report) {
 
 }  // namespace
 
+std::string RenderTopKernelsText(const Report& report) {
+  std::string out =
+      absl::StrCat("flopscope report: job ", report.job_id(), ", ", report.ranks_size(),
+                   report.ranks_size() == 1 ? " rank" : " ranks", "\n");
+  out += NoGpuRecordsSection(report);
+  out += LaunchNotSeenSection(report);
+  return out + TopKernelsSection(report);
+}
+
 std::string RenderReportText(const Report& report) {
-  return Header(report) + ModulesSection(report) + PhasesSection(report);
+  return Header(report) + ModulesSection(report) + MemorySection(report) +
+         TopKernelsSection(report) + PhasesSection(report);
 }
 
 }  // namespace flopscope::client

@@ -111,5 +111,105 @@ TEST(RenderReportTextTest, EmptyReportSaysWhatIsMissing) {
   EXPECT_EQ(LineStartingWith(text, "Lost records"), "");
 }
 
+flopscope::v1::Report KernelReport() {
+  flopscope::v1::Report report = testing::GpuReport();
+  for (auto& module : *report.mutable_modules()) {
+    module.set_gpu_span_ns(module.gpu_time_ns() + 1'000'000);
+    module.set_gpu_busy_ns(module.gpu_time_ns());
+  }
+  flopscope::v1::ModuleStats& head = *report.mutable_modules(3);
+  head.set_memcpy_count(2);
+  head.set_memcpy_time_ns(50'000);
+  head.set_memcpy_bytes(2'000'000);
+  flopscope::v1::Device* device = report.mutable_ranks(0)->add_devices();
+  device->set_name("NVIDIA H100 80GB HBM3");
+  device->set_chip("GH100");
+  device->set_sm_count(132);
+  for (const auto& [key, value] :
+       std::vector<std::pair<std::string, std::string>>{{"gpu.0.name", "NVIDIA H100 80GB HBM3"},
+                                                        {"gpu.status", "tracing kernels"},
+                                                        {"kernels.launch_not_seen", "4"},
+                                                        {"batch_size", "8"}}) {
+    flopscope::v1::Metadata* entry = report.add_metadata();
+    entry->set_key(key);
+    entry->set_value(value);
+  }
+  return report;
+}
+
+TEST(RenderReportTextTest, SpanAndBusyColumnsFollowGpuTime) {
+  const std::string text = RenderReportText(KernelReport());
+  EXPECT_EQ(Cells(LineStartingWith(text, "module")),
+            (std::vector<std::string>{"module", "calls", "CPU total", "CPU/call", "GPU time",
+                                      "GPU span", "GPU busy", "kernels", "FLOPs", "params"}));
+  EXPECT_EQ(Cells(LineStartingWith(text, "Net ")),
+            (std::vector<std::string>{"Net", "4", "8.00 ms", "2.00 ms", "7.00 ms", "8.00 ms",
+                                      "7.00 ms", "40", "2.50 T", "1.25 M"}));
+  EXPECT_TRUE(absl::StartsWith(LineStartingWith(text, "GPU time:"), "GPU time: kernel durations"));
+}
+
+TEST(RenderReportTextTest, MemoryActivitiesHaveTheirOwnTable) {
+  const std::string text = RenderReportText(KernelReport());
+  EXPECT_NE(LineStartingWith(text, "Memory copies and sets"), "");
+  EXPECT_EQ(Cells(LineStartingWith(text, "  head ")).size(), 10u);  // the module row
+  bool found = false;
+  for (const std::string& line : Lines(text)) {
+    const std::vector<std::string> cells = Cells(line);
+    if (cells.size() == 7 && cells[0] == "head") {
+      EXPECT_EQ(cells,
+                (std::vector<std::string>{"head", "2", "50.0 us", "2.00 MB", "0", "0 ns", "0 B"}));
+      found = true;
+    }
+  }
+  EXPECT_TRUE(found) << text;
+}
+
+TEST(RenderReportTextTest, TheInjectorsGpuFactsGoToTheRankLinesNotTheAnnouncements) {
+  const std::string text = RenderReportText(KernelReport());
+  EXPECT_TRUE(absl::StrContains(LineStartingWith(text, "  rank 0"),
+                                "gpu 0: NVIDIA H100 80GB HBM3 (GH100, 132 SMs)"));
+  EXPECT_EQ(LineStartingWith(text, "Announced"), "Announced: batch_size=8");
+  EXPECT_EQ(LineStartingWith(text, "GPU activities whose launch"),
+            "GPU activities whose launch was not seen: 4 (listed under <unattributed>)");
+}
+
+TEST(RenderReportTextTest, TopKernelsListDemangledNamesWithShares) {
+  flopscope::v1::Report report = KernelReport();
+  report.set_top_kernels_of("Net/encoder");
+  flopscope::v1::KernelSummary* gemm = report.add_top_kernels();
+  gemm->set_name("_Z4gemmPfS_i");
+  gemm->set_demangled("gemm(float*, float*, int)");
+  gemm->set_count(30);
+  gemm->set_total_ns(3'000'000);
+  gemm->set_min_ns(90'000);
+  gemm->set_max_ns(110'000);
+  flopscope::v1::KernelSummary* copy = report.add_top_kernels();
+  copy->set_name("[memcpy]");
+  copy->set_demangled("[memcpy]");
+  copy->set_kind(flopscope::v1::ACTIVITY_KIND_MEMCPY);
+  copy->set_count(1);
+  copy->set_total_ns(1'000'000);
+  copy->set_min_ns(1'000'000);
+  copy->set_max_ns(1'000'000);
+  copy->set_bytes(4'000'000);
+  const std::string text = RenderTopKernelsText(report);
+  EXPECT_NE(LineStartingWith(text, "Top GPU activities of Net/encoder"), "");
+  EXPECT_EQ(Cells(LineStartingWith(text, "gemm(")),
+            (std::vector<std::string>{"gemm(float*, float*, int)", "30", "3.00 ms", "75.0%",
+                                      "100 us", "90.0 us", "110 us", "-"}));
+  EXPECT_EQ(Cells(LineStartingWith(text, "[memcpy]")),
+            (std::vector<std::string>{"[memcpy]", "1", "1.00 ms", "25.0%", "1.00 ms", "1.00 ms",
+                                      "1.00 ms", "4.00 MB"}));
+  // The module tree format carries the same list after the memory table.
+  EXPECT_NE(LineStartingWith(RenderReportText(report), "Top GPU activities of"), "");
+}
+
+TEST(RenderReportTextTest, AnEmptyTopKernelsListSaysSo) {
+  flopscope::v1::Report report = testing::CpuOnlyReport();
+  report.set_top_kernels_of("Net/head");
+  EXPECT_NE(LineStartingWith(RenderTopKernelsText(report), "Top GPU activities of Net/head: none"),
+            "");
+}
+
 }  // namespace
 }  // namespace flopscope::client

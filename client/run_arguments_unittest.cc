@@ -33,6 +33,12 @@ TEST(SplitRunArgumentsTest, AValueThatLooksLikeACommandStaysWithItsOption) {
   EXPECT_EQ(split.command, (Args{"sh", "-c", "exit 7"}));
 }
 
+TEST(SplitRunArgumentsTest, FlagsTakeNoValue) {
+  const RunArguments split = Split({"flopscope", "run", "--torch", "python", "train.py"});
+  EXPECT_EQ(split.flopscope_args, (Args{"flopscope", "run", "--torch"}));
+  EXPECT_EQ(split.command, (Args{"python", "train.py"}));
+}
+
 TEST(SplitRunArgumentsTest, NoCommandLeavesItEmpty) {
   EXPECT_TRUE(Split({"flopscope", "run", "--job", "j"}).command.empty());
   EXPECT_TRUE(Split({"flopscope", "run", "--"}).command.empty());

@@ -2,13 +2,18 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
+#include <system_error>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "client/daemon_client.h"
 #include "client/injector_locator.h"
 #include "client/job_id_choice.h"
@@ -26,6 +31,30 @@ std::string ChooseSocket(const RunOptions& options, const Environment& env) {
   return DaemonClient::NormalizeSocket(DefaultSocketPath());
 }
 
+namespace fs = std::filesystem;
+
+// The canonical path of `path` when it is a regular file, else NOT_FOUND saying `what` and `fix`.
+absl::StatusOr<std::string> ExistingFile(const fs::path& path, const std::string& what,
+                                         const std::string& fix) {
+  std::error_code error;
+  const fs::path canonical = fs::canonical(path, error);
+  if (error || !fs::is_regular_file(canonical, error)) {
+    return absl::NotFoundError(
+        absl::StrCat("--torch: ", what, " not found at ", path.string(), " (", fix, ")"));
+  }
+  return canonical.string();
+}
+
+absl::Status AddTorchSupport(const Environment& env, std::string_view self_exe,
+                             std::string_view injector, Environment& job_env) {
+  absl::StatusOr<TorchSupport> torch = LocateTorchSupport(env, self_exe, injector);
+  if (!torch.ok()) return torch.status();
+  job_env.Set("PYTHONPATH", PrependToSearchPath({torch->autostart_dir, torch->python_dir},
+                                                env.Get("PYTHONPATH").value_or("")));
+  job_env.Set(kTorchShimEnv, torch->shim);
+  return absl::OkStatus();
+}
+
 std::optional<std::string> JobNotice(const JobIdChoice& choice) {
   switch (choice.source) {
     case JobIdChoice::Source::kGenerated:
@@ -40,11 +69,62 @@ std::optional<std::string> JobNotice(const JobIdChoice& choice) {
 
 }  // namespace
 
+absl::StatusOr<TorchSupport> LocateTorchSupport(const Environment& env, std::string_view self_exe,
+                                                std::string_view injector) {
+  fs::path python_dir;
+  if (std::optional<std::string> explicit_dir = env.GetNonEmpty(kPythonDirEnv)) {
+    python_dir = *explicit_dir;
+  } else if (!self_exe.empty()) {
+    python_dir = (fs::path(self_exe).parent_path() / ".." / "python").lexically_normal();
+  } else {
+    return absl::NotFoundError(
+        absl::StrCat("--torch: cannot tell where flopscope is installed; ", "set ", kPythonDirEnv));
+  }
+  const std::string fix = absl::StrCat("build the flopscope_torch target, or set ", kPythonDirEnv);
+  absl::StatusOr<std::string> package = ExistingFile(python_dir / "flopscope_torch" / "__init__.py",
+                                                     "the flopscope_torch package", fix);
+  if (!package.ok()) return package.status();
+  absl::StatusOr<std::string> autostart = ExistingFile(
+      python_dir / "autostart" / "sitecustomize.py", "flopscope_torch's autostart", fix);
+  if (!autostart.ok()) return autostart.status();
+
+  const std::optional<std::string> explicit_shim = env.GetNonEmpty(kTorchShimEnv);
+  absl::StatusOr<std::string> shim =
+      explicit_shim.has_value()
+          ? ExistingFile(*explicit_shim, kTorchShimName,
+                         absl::StrCat("set by ", kTorchShimEnv, "; point it at ", kTorchShimName))
+          : ExistingFile(
+                fs::path(injector).parent_path() / kTorchShimName, kTorchShimName,
+                absl::StrCat("build the flopscope_torch_nvtx target, or set ", kTorchShimEnv));
+  if (!shim.ok()) return shim.status();
+
+  TorchSupport support;
+  support.python_dir = fs::path(*package).parent_path().parent_path().string();
+  support.autostart_dir = fs::path(*autostart).parent_path().string();
+  support.shim = *shim;
+  return support;
+}
+
+std::string PrependToSearchPath(const std::vector<std::string>& entries, std::string_view current) {
+  std::vector<std::string> merged = entries;
+  if (!current.empty()) {
+    // Empty entries are kept: Python reads one as the current directory.
+    for (absl::string_view entry :
+         absl::StrSplit(absl::string_view(current.data(), current.size()), ':')) {
+      if (std::find(entries.begin(), entries.end(), entry) == entries.end()) {
+        merged.emplace_back(entry);
+      }
+    }
+  }
+  return absl::StrJoin(merged, ":");
+}
+
 absl::StatusOr<RunPlan> PlanRun(const RunOptions& options, const Environment& env,
                                 std::string_view self_exe, absl::Time now, absl::TimeZone zone) {
   if (options.command.empty() || options.command.front().empty()) {
     return absl::InvalidArgumentError(
-        "run: no command given (usage: flopscope run [--job ID] [--socket S] [--] CMD ARGS...)");
+        "run: no command given (usage: flopscope run [--job ID] [--socket S] [--torch] [--] CMD "
+        "ARGS...)");
   }
   absl::StatusOr<std::string> injector = LocateInjector(env, self_exe);
   if (!injector.ok()) return injector.status();
@@ -64,6 +144,12 @@ absl::StatusOr<RunPlan> PlanRun(const RunOptions& options, const Environment& en
   plan.environment.Set("LD_PRELOAD", *preload);
   plan.environment.Set("FLOPSCOPE_SOCKET", plan.socket);
   if (job->export_to_command) plan.environment.Set("FLOPSCOPE_JOB_ID", job->job_id);
+  if (options.torch) {
+    if (absl::Status torch = AddTorchSupport(env, self_exe, *injector, plan.environment);
+        !torch.ok()) {
+      return torch;
+    }
+  }
   if (std::optional<std::string> notice = JobNotice(*job)) plan.notices.push_back(*notice);
   return plan;
 }

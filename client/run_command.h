@@ -11,12 +11,34 @@
 
 namespace flopscope::client {
 
-// `flopscope run [--job ID] [--socket S] [--] CMD ARGS...`
+// `flopscope run [--job ID] [--socket S] [--torch] [--] CMD ARGS...`
 struct RunOptions {
   std::optional<std::string> job_id;
   std::optional<std::string> socket;
+  bool torch = false;  // turn flopscope_torch's module hooks on in every Python process of CMD
   std::vector<std::string> command;
 };
+
+// Where `--torch` finds the PyTorch support (see python/CMakeLists.txt for the build layout).
+inline constexpr char kPythonDirEnv[] = "FLOPSCOPE_PYTHON_DIR";
+inline constexpr char kTorchShimEnv[] = "FLOPSCOPE_TORCH_NVTX_LIB";
+inline constexpr char kTorchShimName[] = "libflopscope_torch_nvtx.so";
+
+struct TorchSupport {
+  std::string python_dir;     // holds the flopscope_torch package
+  std::string autostart_dir;  // holds the sitecustomize.py that turns the hooks on
+  std::string shim;           // libflopscope_torch_nvtx.so
+};
+
+// $FLOPSCOPE_PYTHON_DIR, else `<directory of self_exe>/../python`, must hold
+// flopscope_torch/__init__.py and autostart/sitecustomize.py; the shim is
+// $FLOPSCOPE_TORCH_NVTX_LIB, else libflopscope_torch_nvtx.so beside the injector. Absolute
+// canonical paths, or NOT_FOUND naming what is missing and how to fix it.
+absl::StatusOr<TorchSupport> LocateTorchSupport(const Environment& env, std::string_view self_exe,
+                                                std::string_view injector);
+
+// `entries` first, then the entries of `current` (a PATH-style list) that are not among them.
+std::string PrependToSearchPath(const std::vector<std::string>& entries, std::string_view current);
 
 // What `run` will execute: the command, the environment it gets and what to tell the user.
 struct RunPlan {
@@ -30,8 +52,10 @@ struct RunPlan {
 
 // Works out the plan without side effects: locates the injector (see LocateInjector), puts it
 // first in LD_PRELOAD, exports FLOPSCOPE_SOCKET (--socket, else $FLOPSCOPE_SOCKET, else
-// DefaultSocketPath()) and FLOPSCOPE_JOB_ID (see ChooseJobId). Every error is the user's to fix
-// (missing injector, malformed job id, no command) and means exit status 2.
+// DefaultSocketPath()) and FLOPSCOPE_JOB_ID (see ChooseJobId). With `torch`, also puts the
+// autostart and package directories first on PYTHONPATH and exports FLOPSCOPE_TORCH_NVTX_LIB (see
+// LocateTorchSupport). Every error is the user's to fix (missing injector or PyTorch support,
+// malformed job id, no command) and means exit status 2.
 absl::StatusOr<RunPlan> PlanRun(const RunOptions& options, const Environment& env,
                                 std::string_view self_exe, absl::Time now, absl::TimeZone zone);
 

@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace flopscope::client {
@@ -101,6 +102,95 @@ TEST_F(PlanRunTest, UserErrorsAreInvalidArgumentOrNotFound) {
       fine, Environment::FromEntries({"FLOPSCOPE_INJECT_LIB=/nonexistent/libflopscope_inject.so"}),
       "", kNow, absl::UTCTimeZone());
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+}
+
+// A build tree as `--torch` expects it: <root>/bin/flopscope, <root>/lib/{injector,shim},
+// <root>/python/{flopscope_torch/__init__.py,autostart/sitecustomize.py}.
+class TorchPlanTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = absl::StrCat(::testing::TempDir(), "/plan-torch-XXXXXX");
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    root_ = fs::canonical(pattern);
+    for (const char* dir : {"bin", "lib", "python/flopscope_torch", "python/autostart"}) {
+      fs::create_directories(root_ / dir);
+    }
+    for (const char* file :
+         {"bin/flopscope", "lib/libflopscope_inject.so", "lib/libflopscope_torch_nvtx.so",
+          "python/flopscope_torch/__init__.py", "python/autostart/sitecustomize.py"}) {
+      std::ofstream(root_ / file) << "x";
+    }
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  absl::StatusOr<RunPlan> Plan(std::vector<std::string> env_entries) {
+    RunOptions options;
+    options.torch = true;
+    options.command = {"python", "train.py"};
+    return PlanRun(options, Environment::FromEntries(env_entries),
+                   (root_ / "bin" / "flopscope").string(), kNow, absl::UTCTimeZone());
+  }
+
+  fs::path root_;
+};
+
+TEST_F(TorchPlanTest, PutsAutostartAndPackageFirstOnPythonPathAndExportsTheShim) {
+  absl::StatusOr<RunPlan> plan = Plan({"PYTHONPATH=/mine:/other"});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const std::string python = (root_ / "python").string();
+  EXPECT_EQ(plan->environment.Get("PYTHONPATH"),
+            absl::StrCat(python, "/autostart:", python, ":/mine:/other"));
+  EXPECT_EQ(plan->environment.Get(kTorchShimEnv),
+            (root_ / "lib" / "libflopscope_torch_nvtx.so").string());
+  EXPECT_EQ(plan->environment.Get("LD_PRELOAD"),
+            (root_ / "lib" / "libflopscope_inject.so").string());
+}
+
+TEST_F(TorchPlanTest, WithoutTorchNothingPythonIsTouched) {
+  RunOptions options;
+  options.command = {"python", "train.py"};
+  absl::StatusOr<RunPlan> plan =
+      PlanRun(options, Environment::FromEntries({"PYTHONPATH=/mine"}),
+              (root_ / "bin" / "flopscope").string(), kNow, absl::UTCTimeZone());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->environment.Get("PYTHONPATH"), "/mine");
+  EXPECT_EQ(plan->environment.Get(kTorchShimEnv), std::nullopt);
+}
+
+TEST_F(TorchPlanTest, EnvironmentOverridesTheBuildLayout) {
+  const fs::path elsewhere = root_ / "elsewhere";
+  fs::create_directories(elsewhere / "flopscope_torch");
+  fs::create_directories(elsewhere / "autostart");
+  std::ofstream(elsewhere / "flopscope_torch" / "__init__.py") << "x";
+  std::ofstream(elsewhere / "autostart" / "sitecustomize.py") << "x";
+  std::ofstream(root_ / "shim.so") << "x";
+  absl::StatusOr<RunPlan> plan =
+      Plan({absl::StrCat(kPythonDirEnv, "=", elsewhere.string()),
+            absl::StrCat(kTorchShimEnv, "=", root_.string(), "/shim.so")});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->environment.Get("PYTHONPATH"),
+            absl::StrCat(elsewhere.string(), "/autostart:", elsewhere.string()));
+  EXPECT_EQ(plan->environment.Get(kTorchShimEnv), (root_ / "shim.so").string());
+}
+
+TEST_F(TorchPlanTest, MissingPiecesAreNotFoundAndSaySo) {
+  fs::remove(root_ / "lib" / "libflopscope_torch_nvtx.so");
+  absl::StatusOr<RunPlan> no_shim = Plan({});
+  EXPECT_EQ(no_shim.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(no_shim.status().message()),
+              ::testing::HasSubstr("libflopscope_torch_nvtx.so not found"));
+
+  fs::remove(root_ / "python" / "autostart" / "sitecustomize.py");
+  absl::StatusOr<RunPlan> no_autostart = Plan({});
+  EXPECT_EQ(no_autostart.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(no_autostart.status().message()), ::testing::HasSubstr(kPythonDirEnv));
+}
+
+TEST(PrependToSearchPathTest, KeepsTheRestInOrderWithoutDuplicatesOrEmptyTail) {
+  EXPECT_EQ(PrependToSearchPath({"/a", "/b"}, ""), "/a:/b");
+  EXPECT_EQ(PrependToSearchPath({"/a", "/b"}, "/c:/a:/d"), "/a:/b:/c:/d");
+  // An empty entry means "the current directory" to Python: it stays.
+  EXPECT_EQ(PrependToSearchPath({"/a"}, ":/c"), "/a::/c");
 }
 
 }  // namespace

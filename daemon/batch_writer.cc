@@ -82,6 +82,21 @@ absl::StatusOr<std::unique_ptr<BatchWriter>> BatchWriter::Prepare(SqliteDb& db) 
        "max_ns = COALESCE(MAX(max_ns, excluded.max_ns), max_ns, excluded.max_ns), "
        "kernels = kernels + excluded.kernels, gpu_time_ns = gpu_time_ns + excluded.gpu_time_ns, "
        "flops = COALESCE(flops + excluded.flops, flops, excluded.flops)"},
+      {&writer->upsert_memory_stats_,
+       "INSERT INTO memory_stats(sid, path_id, kind, count, time_ns, bytes) VALUES(?,?,?,?,?,?) "
+       "ON CONFLICT(sid, path_id, kind) DO UPDATE SET count = count + excluded.count, "
+       "time_ns = time_ns + excluded.time_ns, bytes = bytes + excluded.bytes"},
+      // Every SET expression reads the row as it was. The busy time of the new kernels that
+      // falls before the stored last end is assumed already counted (batches arrive in time
+      // order, so this is the overlap at the seam between two batches).
+      {&writer->upsert_instance_stats_,
+       "INSERT INTO instance_stats(sid, instance_id, path_id, kernels, first_start_ns, "
+       "last_end_ns, busy_ns) VALUES(?,?,?,?,?,?,?) ON CONFLICT(sid, instance_id) DO UPDATE SET "
+       "kernels = kernels + excluded.kernels, "
+       "busy_ns = busy_ns + MAX(0, excluded.busy_ns - MAX(0, MIN(last_end_ns, "
+       "excluded.last_end_ns) - excluded.first_start_ns)), "
+       "first_start_ns = MIN(first_start_ns, excluded.first_start_ns), "
+       "last_end_ns = MAX(last_end_ns, excluded.last_end_ns)"},
       {&writer->update_session_,
        "UPDATE sessions SET last_seq = ?, last_seen_ns = ?, range_events = range_events + ?, "
        "kernels = kernels + ?, final = MAX(final, ?) WHERE sid = ?"},
@@ -227,6 +242,41 @@ absl::Status BatchWriter::WriteModuleStats(int64_t sid, const v1::Batch& batch) 
     } else {
       stmt.BindNull(9);
     }
+    if (absl::Status s = stmt.Run(); !s.ok()) return s;
+    if (stats.copies.count > 0) {
+      absl::Status s = WriteMemoryStats(sid, path_id, v1::ACTIVITY_KIND_MEMCPY, stats.copies);
+      if (!s.ok()) return s;
+    }
+    if (stats.sets.count > 0) {
+      absl::Status s = WriteMemoryStats(sid, path_id, v1::ACTIVITY_KIND_MEMSET, stats.sets);
+      if (!s.ok()) return s;
+    }
+  }
+  return WriteInstanceStats(sid);
+}
+
+absl::Status BatchWriter::WriteMemoryStats(int64_t sid, uint64_t path_id, v1::ActivityKind kind,
+                                           const MemoryTotals& totals) {
+  SqliteStatement& stmt = *upsert_memory_stats_;
+  stmt.BindInt(1, sid);
+  stmt.BindUint(2, path_id);
+  stmt.BindInt(3, kind);
+  stmt.BindUint(4, totals.count);
+  stmt.BindInt(5, totals.time_ns);
+  stmt.BindUint(6, totals.bytes);
+  return stmt.Run();
+}
+
+absl::Status BatchWriter::WriteInstanceStats(int64_t sid) {
+  for (const auto& [key, activity] : rollup_.by_occurrence()) {
+    SqliteStatement& stmt = *upsert_instance_stats_;
+    stmt.BindInt(1, sid);
+    stmt.BindUint(2, key);
+    stmt.BindUint(3, activity.path_id);
+    stmt.BindUint(4, activity.kernels);
+    stmt.BindInt(5, activity.first_start_ns);
+    stmt.BindInt(6, activity.last_end_ns);
+    stmt.BindInt(7, activity.busy_ns);
     if (absl::Status s = stmt.Run(); !s.ok()) return s;
   }
   return absl::OkStatus();

@@ -14,7 +14,8 @@
 namespace flopscope::daemon {
 
 // Writes the rows of one validated batch into a rank database, inside a transaction its caller
-// (RankStore) opened: records, the module_stats rollup, losses and the session's progress. All
+// (RankStore) opened: records, the module_stats / memory_stats / instance_stats rollups, losses
+// and the session's progress. All
 // statements are prepared once, integers are bound directly and text is bound without copying,
 // so the per-row cost is a bind and a step (kernels go in multi-row INSERTs).
 //
@@ -37,6 +38,9 @@ class BatchWriter {
   absl::Status WriteMetadata(int64_t sid, const v1::Batch& batch);
   absl::Status WriteLosses(int64_t sid, const v1::Batch& batch);
   absl::Status WriteModuleStats(int64_t sid, const v1::Batch& batch);
+  absl::Status WriteMemoryStats(int64_t sid, uint64_t path_id, v1::ActivityKind kind,
+                                const MemoryTotals& totals);
+  absl::Status WriteInstanceStats(int64_t sid);
   absl::Status UpdateSession(int64_t sid, const v1::Batch& batch, int64_t now_ns);
 
   std::unique_ptr<SqliteStatement> insert_string_;
@@ -48,6 +52,8 @@ class BatchWriter {
   std::unique_ptr<SqliteStatement> insert_metadata_;
   std::unique_ptr<SqliteStatement> upsert_loss_;
   std::unique_ptr<SqliteStatement> upsert_module_stats_;
+  std::unique_ptr<SqliteStatement> upsert_memory_stats_;
+  std::unique_ptr<SqliteStatement> upsert_instance_stats_;
   std::unique_ptr<SqliteStatement> update_session_;
   BatchRollup rollup_;
 };

@@ -72,10 +72,22 @@ absl::Status Catalog::PrepareStatements() {
        "GROUP BY j.job_id ORDER BY j.first_seen_ns, j.job_id"},
       {&list_ranks_,
        "SELECT rank, host, pid, session_id, hello, connected, first_seen_ns, last_seen_ns, "
-       "sessions, range_events, kernels FROM ranks WHERE job_id = ? ORDER BY rank"},
+       "sessions, range_events, kernels, announced_layout FROM ranks WHERE job_id = ? "
+       "ORDER BY rank"},
+      {&set_layout_, "UPDATE ranks SET announced_layout = ?3 WHERE job_id = ?1 AND rank = ?2"},
       {&list_losses_,
        "SELECT rank, cause, records FROM rank_losses WHERE job_id = ? ORDER BY rank, cause"},
   });
+}
+
+absl::Status Catalog::SetAnnouncedLayout(absl::string_view job_id, int32_t rank,
+                                         const v1::ParallelLayout& layout) {
+  const std::string serialized = layout.SerializeAsString();
+  absl::MutexLock lock(&mu_);
+  set_layout_->BindText(1, job_id);
+  set_layout_->BindInt(2, rank);
+  set_layout_->BindBlob(3, serialized);
+  return set_layout_->Run();
 }
 
 template <typename Body>
@@ -194,6 +206,14 @@ absl::StatusOr<std::vector<v1::RankInfo>> Catalog::ListRanks(absl::string_view j
     info.set_sessions(static_cast<uint32_t>(list_ranks_->ColumnInt(8)));
     info.set_range_events(list_ranks_->ColumnUint(9));
     info.set_kernels(list_ranks_->ColumnUint(10));
+    if (!list_ranks_->ColumnIsNull(11)) {
+      const absl::string_view announced = list_ranks_->ColumnText(11);
+      v1::ParallelLayout layout;
+      // Written by this daemon from a parsed mark; an unreadable one keeps the hello's layout.
+      if (layout.ParseFromArray(announced.data(), static_cast<int>(announced.size()))) {
+        *info.mutable_layout() = std::move(layout);
+      }
+    }
   }
   if (absl::Status s = ReadLosses(job_id, &ranks); !s.ok()) return s;
   return ranks;

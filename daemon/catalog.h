@@ -40,6 +40,10 @@ class Catalog {
                             int64_t now_ns) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Jobs by first appearance.
+  // Records the layout a rank announced with a `parallel` mark (daemon/parallel_mark.h); from
+  // then on ListRanks reports it instead of the hello's environment-derived layout.
+  absl::Status SetAnnouncedLayout(absl::string_view job_id, int32_t rank,
+                                  const v1::ParallelLayout& layout) ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<std::vector<v1::JobInfo>> ListJobs() ABSL_LOCKS_EXCLUDED(mu_);
   // Ranks of a job in rank order; empty for a job the catalog does not hold.
   absl::StatusOr<std::vector<v1::RankInfo>> ListRanks(absl::string_view job_id)
@@ -69,6 +73,7 @@ class Catalog {
   std::unique_ptr<SqliteStatement> clear_losses_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<SqliteStatement> insert_loss_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<SqliteStatement> list_jobs_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<SqliteStatement> set_layout_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<SqliteStatement> list_ranks_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<SqliteStatement> list_losses_ ABSL_GUARDED_BY(mu_);
 };

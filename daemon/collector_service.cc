@@ -10,6 +10,7 @@
 #include "daemon/grpc_status.h"
 #include "daemon/hello_validator.h"
 #include "daemon/logger.h"
+#include "daemon/parallel_mark.h"
 
 namespace flopscope::daemon {
 namespace {
@@ -133,6 +134,23 @@ grpc::Status CollectorService::ServeBatches(grpc::ServerContext* context, Server
   return grpc::Status::OK;
 }
 
+void CollectorService::RecordAnnouncedLayout(const Connection& connection, const v1::Batch& batch) {
+  // The latest mark of the batch wins, as it would have had it arrived in a later batch.
+  for (auto it = batch.metadata().rbegin(); it != batch.metadata().rend(); ++it) {
+    if (it->key() != kParallelKey) continue;
+    absl::StatusOr<v1::ParallelLayout> layout = ParseParallelMark(it->value());
+    if (!layout.ok()) {
+      // The mark is stored as metadata either way; only the layout stays as the hello said.
+      LogWarning(Describe(connection.hello), ": ", layout.status().message());
+      return;
+    }
+    const absl::Status set =
+        catalog_->SetAnnouncedLayout(connection.hello.job_id(), connection.hello.rank(), *layout);
+    if (!set.ok()) LogWarning("catalog: ", set.message());
+    return;
+  }
+}
+
 grpc::Status CollectorService::StoreBatch(grpc::ServerContext* context, ServerStream* stream,
                                           const Connection& connection, const v1::Batch& batch) {
   CommitOutcome outcome;
@@ -148,6 +166,7 @@ grpc::Status CollectorService::StoreBatch(grpc::ServerContext* context, ServerSt
     return grpc::Status(grpc::StatusCode::UNAVAILABLE, std::string(status.message()));
   }
   if (!outcome.duplicate) {
+    RecordAnnouncedLayout(connection, batch);
     const absl::Status listed =
         catalog_->UpdateTotals(connection.hello.job_id(), connection.hello.rank(),
                                connection.store->Totals(), absl::GetCurrentTimeNanos());

@@ -46,6 +46,8 @@ class CollectorService final : public v1::Collector::Service {
   absl::StatusOr<Connection> Connect(const v1::SessionHello& hello);
   grpc::Status ServeBatches(grpc::ServerContext* context, ServerStream* stream,
                             const Connection& connection);
+  // A `parallel` mark in the batch becomes the rank's layout in the catalog.
+  void RecordAnnouncedLayout(const Connection& connection, const v1::Batch& batch);
   grpc::Status StoreBatch(grpc::ServerContext* context, ServerStream* stream,
                           const Connection& connection, const v1::Batch& batch);
   static void LogDisconnect(const v1::SessionHello& hello, const grpc::Status& status);

@@ -78,16 +78,26 @@ absl::StatusOr<v1::Report> QueryService::BuildReport(const v1::ReportRequest& re
     }
   }
   ReportBuilder builder(request.job_id());
+  RankReadOptions read_options;
+  if (!request.kernels_of().empty()) {
+    builder.ListTopKernels(request.kernels_of(), request.top_kernels());
+    read_options.kernel_groups = true;
+  }
   for (const v1::RankInfo& rank : *ranks) {
     if (!wanted.empty() && !wanted.contains(rank.rank())) continue;
     absl::StatusOr<RankSnapshot> snapshot =
-        RankReader::Read(RankFilePath(data_dir_, request.job_id(), rank.rank()));
+        RankReader::Read(RankFilePath(data_dir_, request.job_id(), rank.rank()), read_options);
     if (!snapshot.ok()) {
       return absl::Status(snapshot.status().code(),
                           absl::StrCat("job '", request.job_id(), "' rank ", rank.rank(), ": ",
                                        snapshot.status().message()));
     }
     builder.AddRank(rank, *snapshot);
+  }
+  if (!request.kernels_of().empty() && !builder.KnowsTopKernelsPath()) {
+    return absl::NotFoundError(absl::StrCat("job '", request.job_id(), "' has no module '",
+                                            request.kernels_of(),
+                                            "' (use a path the report prints, or / for all)"));
   }
   return builder.Build();
 }

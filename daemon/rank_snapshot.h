@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "daemon/batch_rollup.h"
+#include "daemon/span_rollup.h"
 #include "flopscope/v1/records.pb.h"
 
 namespace flopscope::daemon {
@@ -25,10 +26,25 @@ struct RankSnapshot {
     SelfStats stats;
   };
 
+  // The GPU activities of one (path, kind, name): for a module's top kernels, read on request.
+  struct KernelGroup {
+    int64_t sid = 0;
+    uint64_t path_id = 0;
+    v1::ActivityKind kind = v1::ACTIVITY_KIND_KERNEL;
+    std::string name;  // mangled kernel name; empty for memcpy / memset
+    uint64_t count = 0;
+    int64_t total_ns = 0;
+    int64_t min_ns = 0;
+    int64_t max_ns = 0;
+    uint64_t bytes = 0;
+  };
+
   std::vector<Path> paths;       // by session, then id (ids are handed out in first-seen order)
-  std::vector<PathStats> stats;  // module_stats rows
-  std::vector<v1::Metadata> metadata;  // by session, then arrival
-  std::map<int, uint64_t> losses;      // cause -> summed over sessions
+  std::vector<PathStats> stats;  // module_stats rows, with their memory_stats
+  std::vector<PathSpan> spans;   // GPU span and busy time per path (already inclusive)
+  std::vector<KernelGroup> kernel_groups;  // only when asked for (RankReadOptions)
+  std::vector<v1::Metadata> metadata;      // by session, then arrival
+  std::map<int, uint64_t> losses;          // cause -> summed over sessions
 };
 
 }  // namespace flopscope::daemon

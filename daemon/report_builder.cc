@@ -8,17 +8,47 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "daemon/batch_validator.h"
+#include "daemon/demangle.h"
+#include "daemon/gpu_metadata.h"
 
 namespace flopscope::daemon {
 namespace {
 
 constexpr char kParamsPrefix[] = "params ";
 
+constexpr uint32_t kDefaultTopKernels = 10;
+constexpr char kWholeJob[] = "/";
+
+void AddMemory(const MemoryTotals& from, MemoryTotals& to) {
+  to.count += from.count;
+  to.time_ns += from.time_ns;
+  to.bytes += from.bytes;
+}
+
 void AddActivity(const SelfStats& from, SelfStats& to) {
   to.kernels += from.kernels;
   to.gpu_time_ns += from.gpu_time_ns;
   to.flops += from.flops;
   to.has_flops = to.has_flops || from.has_flops;
+  AddMemory(from.copies, to.copies);
+  AddMemory(from.sets, to.sets);
+}
+
+void SetMemory(const SelfStats& stats, v1::ModuleStats* row) {
+  row->set_memcpy_count(stats.copies.count);
+  row->set_memcpy_time_ns(stats.copies.time_ns);
+  row->set_memcpy_bytes(stats.copies.bytes);
+  row->set_memset_count(stats.sets.count);
+  row->set_memset_time_ns(stats.sets.time_ns);
+  row->set_memset_bytes(stats.sets.bytes);
+}
+
+bool HasActivity(const SelfStats& stats) {
+  return stats.kernels > 0 || stats.copies.count > 0 || stats.sets.count > 0;
+}
+
+std::string MemoryName(v1::ActivityKind kind) {
+  return kind == v1::ACTIVITY_KIND_MEMSET ? "[memset]" : "[memcpy]";
 }
 
 }  // namespace
@@ -57,8 +87,14 @@ class ReportBuilder::SessionPaths {
   absl::flat_hash_map<uint64_t, Target> resolved_;
 };
 
+void ReportBuilder::ListTopKernels(std::string path, uint32_t top) {
+  top_kernels_of_ = std::move(path);
+  top_kernels_ = top == 0 ? kDefaultTopKernels : top;
+}
+
 void ReportBuilder::AddRank(const v1::RankInfo& info, const RankSnapshot& snapshot) {
-  ranks_.push_back(info);
+  v1::RankInfo& rank = ranks_.emplace_back(info);
+  ApplyGpuMetadata(snapshot.metadata, &rank);
   // Sessions in sid order are sessions in the order they first connected.
   std::map<int64_t, std::unique_ptr<SessionPaths>> sessions;
   auto session = [&](int64_t sid) -> SessionPaths& {
@@ -70,6 +106,13 @@ void ReportBuilder::AddRank(const v1::RankInfo& info, const RankSnapshot& snapsh
   for (const RankSnapshot::Path& path : snapshot.paths) session(path.sid).Resolve(path.id);
   for (const RankSnapshot::PathStats& row : snapshot.stats) {
     AddStats(session(row.sid).Resolve(row.path_id), row.stats);
+  }
+  for (const PathSpan& span : snapshot.spans)
+    AddSpan(session(span.sid).Resolve(span.path_id), span);
+  if (!top_kernels_of_.empty()) {
+    for (const RankSnapshot::KernelGroup& group : snapshot.kernel_groups) {
+      AddKernelGroup(session(group.sid).Resolve(group.path_id), group);
+    }
   }
   for (const auto& [cause, records] : snapshot.losses) losses_[cause] += records;
   metadata_.insert(metadata_.end(), snapshot.metadata.begin(), snapshot.metadata.end());
@@ -119,6 +162,65 @@ void ReportBuilder::AddStats(const Target& target, const SelfStats& stats) {
   }
 }
 
+void ReportBuilder::AddSpan(const Target& target, const PathSpan& span) {
+  if (target.module < 0 || target.phase >= 0) return;
+  Module& module = modules_[target.module];
+  module.span_ns += span.span_ns;
+  module.busy_ns += span.busy_ns;
+  module.has_span = true;
+}
+
+bool ReportBuilder::InTopKernelsSubtree(int module) const {
+  if (top_kernels_of_ == kWholeJob) return true;
+  if (module < 0) return top_kernels_of_ == kUnattributedPath;
+  const std::string& path = modules_[module].path;
+  return path == top_kernels_of_ ||
+         (absl::StartsWith(path, top_kernels_of_) && path.size() > top_kernels_of_.size() &&
+          path[top_kernels_of_.size()] == '/');
+}
+
+void ReportBuilder::AddKernelGroup(const Target& target, const RankSnapshot::KernelGroup& group) {
+  if (!InTopKernelsSubtree(target.module)) return;
+  const bool memory =
+      group.kind == v1::ACTIVITY_KIND_MEMCPY || group.kind == v1::ACTIVITY_KIND_MEMSET;
+  const std::string name = memory ? MemoryName(group.kind) : group.name;
+  v1::KernelSummary& total = top_kernel_totals_[{memory ? group.kind : 0, name}];
+  if (total.count() == 0) {
+    total.set_name(name);
+    total.set_kind(memory ? group.kind : v1::ACTIVITY_KIND_KERNEL);
+    total.set_min_ns(group.min_ns);
+    total.set_max_ns(group.max_ns);
+  }
+  total.set_count(total.count() + group.count);
+  total.set_total_ns(total.total_ns() + group.total_ns);
+  total.set_min_ns(std::min(total.min_ns(), group.min_ns));
+  total.set_max_ns(std::max(total.max_ns(), group.max_ns));
+  total.set_bytes(total.bytes() + group.bytes);
+}
+
+bool ReportBuilder::KnowsTopKernelsPath() const {
+  return top_kernels_of_ == kWholeJob || top_kernels_of_ == kUnattributedPath ||
+         module_by_path_.contains(top_kernels_of_);
+}
+
+void ReportBuilder::AppendTopKernels(v1::Report* report) const {
+  if (top_kernels_of_.empty()) return;
+  report->set_top_kernels_of(top_kernels_of_);
+  std::vector<const v1::KernelSummary*> sorted;
+  for (const auto& [key, total] : top_kernel_totals_) sorted.push_back(&total);
+  std::sort(sorted.begin(), sorted.end(),
+            [](const v1::KernelSummary* a, const v1::KernelSummary* b) {
+              return a->total_ns() != b->total_ns() ? a->total_ns() > b->total_ns()
+                                                    : a->name() < b->name();
+            });
+  if (sorted.size() > top_kernels_) sorted.resize(top_kernels_);
+  for (const v1::KernelSummary* total : sorted) {
+    v1::KernelSummary* row = report->add_top_kernels();
+    *row = *total;
+    row->set_demangled(Demangle(total->name()));
+  }
+}
+
 void ReportBuilder::AddParams(uint32_t dp_rank, const std::vector<v1::Metadata>& metadata) {
   // The last announcement of a rank wins; the ranks of one replica (its tp x pp shards) add up.
   absl::flat_hash_map<std::string, uint64_t> announced;
@@ -150,14 +252,16 @@ v1::Report ReportBuilder::Build() const {
   static const absl::flat_hash_map<std::string, uint64_t> kNoParams;
   const auto& params = params_by_replica_.empty() ? kNoParams : params_by_replica_.begin()->second;
   for (int root : roots_) AppendModules(root, inclusive, params, &report);
-  if (unattributed_.kernels > 0) {
+  if (HasActivity(unattributed_)) {
     v1::ModuleStats* row = report.add_modules();
     row->set_path(kUnattributedPath);
     row->set_name(kUnattributedPath);
     row->set_kernels(unattributed_.kernels);
-    row->set_gpu_time_ns(unattributed_.gpu_time_ns);
+    if (unattributed_.kernels > 0) row->set_gpu_time_ns(unattributed_.gpu_time_ns);
     if (unattributed_.has_flops) row->set_flops(unattributed_.flops);
+    SetMemory(unattributed_, row);
   }
+  AppendTopKernels(&report);
 
   for (const Phase& phase : phases_) {
     v1::PhaseStats* row = report.add_phases();
@@ -191,6 +295,11 @@ void ReportBuilder::AppendModules(int index, const std::vector<SelfStats>& inclu
   row->set_kernels(total.kernels);
   if (total.kernels > 0) row->set_gpu_time_ns(total.gpu_time_ns);
   if (total.has_flops) row->set_flops(total.flops);
+  if (module.has_span) {
+    row->set_gpu_span_ns(module.span_ns);
+    row->set_gpu_busy_ns(module.busy_ns);
+  }
+  SetMemory(total, row);
   if (auto it = params.find(module.path); it != params.end()) row->set_params(it->second);
   for (int child : module.children) AppendModules(child, inclusive, params, report);
 }

@@ -50,11 +50,13 @@ __attribute__((constructor)) void OnLibraryLoad() {
 
 using flopscope::injector::Session;
 
-// Called by the CUDA driver at cuInit when CUDA_INJECTION64_PATH names this library.
+// Called by the CUDA driver at cuInit when CUDA_INJECTION64_PATH names this library: before the
+// job's first context exists, so kernel tracing (injector/cupti) sees every context and launch.
 FLOPSCOPE_EXPORT int InitializeInjection(void) {
-  // CUPTI kernel tracing (next issue) attaches here: subscribe, enable launch callbacks and
-  // activity records. For now the session starts and NVTX ranges are followed.
-  return Session::StartOnce() != nullptr ? 1 : 0;
+  Session* session = Session::StartOnce(Session::StartReason::kCudaInit);
+  if (session == nullptr) return 0;
+  session->OnCudaInitialized();  // the start attached already unless NVTX started the session
+  return 1;
 }
 
 // Called by each NVTX instance on its first NVTX call (NVTX_INJECTION64_PATH).

@@ -92,6 +92,7 @@ void Exporter::Run() {
 }
 
 void Exporter::ExportCycle(bool final) {
+  if (sources_.before_drain) sources_.before_drain(final);
   ExportContent content;
   // Records first, definitions second: a record drained now had its path interned before it was
   // appended, so its definition is already queued and goes in this cycle or went earlier.
@@ -153,7 +154,7 @@ void Exporter::HandleControls() {
       sink_->ReplyControl(control.id, true, "flushing");
     } else {
       sink_->ReplyControl(control.id, false,
-                          "counter windows need kernel tracing, which this injector build lacks");
+                          "counter windows (FLOPs) are not implemented by this injector yet");
     }
   }
 }

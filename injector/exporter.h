@@ -40,6 +40,10 @@ class Exporter {
     RangeClock* clock;
     // Ranges still open at exit (counted as UNCLOSED_RANGE in the final batch).
     std::function<uint64_t()> count_open_ranges;
+    // Runs on the exporter thread at the start of every cycle, before the buffers are drained
+    // (`true` for the final one at exit): kernel tracing flushes CUPTI and hands over its
+    // records here. Called with no exporter lock held. May be empty.
+    std::function<void(bool final)> before_drain = nullptr;
   };
   struct Stats {
     uint64_t batches = 0;

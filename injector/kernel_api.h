@@ -5,7 +5,7 @@
 
 #include "injector/range_tracker.h"
 
-// The injector's internal API for kernel tracing (the CUPTI work of the next issue). Every
+// The injector's internal API for kernel tracing (injector/cupti, through KernelApiSink). Every
 // function is noexcept, callable from any thread (CUPTI callbacks and buffer threads included),
 // and does nothing when no session runs.
 namespace flopscope::injector {
@@ -33,8 +33,14 @@ uint32_t InternKernelName(std::string_view name) noexcept;
 
 // Buffers a kernel record for export; false when dropped (counted as BUFFER_FULL) or no session.
 bool EnqueueKernelRecord(const KernelRecord& record) noexcept;
+// The same for many at once (one buffer lock per few hundred); returns how many were buffered.
+size_t EnqueueKernelRecords(const KernelRecord* records, size_t count) noexcept;
 
 // Adds CUPTI's own dropped-record count to the CUPTI_DROPPED loss counter.
 void CountCuptiDropped(uint64_t records) noexcept;
+
+// Buffers a metadata entry (flopscope.v1.Metadata) the injector learned itself, such as
+// `gpu.0.name` or `gpu.status`; false when dropped or no session runs.
+bool EnqueueMetadata(std::string_view key, std::string_view value) noexcept;
 
 }  // namespace flopscope::injector

@@ -295,6 +295,18 @@ bool RangeTracker::AppendKernel(const fs_kernel& kernel) {
   return state->buffer->AppendKernel(kernel);
 }
 
+size_t RangeTracker::AppendKernels(const fs_kernel* kernels, size_t count) {
+  ThreadState* state = ThisThread();
+  if (state == nullptr) return 0;
+  return state->buffer->AppendKernels(kernels, count);
+}
+
+bool RangeTracker::AppendMetadata(std::string key, std::string value) {
+  ThreadState* state = ThisThread();
+  if (state == nullptr) return false;
+  return state->buffer->AppendMetadata(MetadataRecord{std::move(key), std::move(value), Now()});
+}
+
 uint64_t RangeTracker::CountOpenRanges() {
   uint64_t open = 0;
   {

@@ -19,8 +19,8 @@ namespace flopscope::injector {
 
 struct ThreadExitGuard;
 
-// What was open on a thread at a given moment: the innermost module range (for kernel
-// attribution at launch, next issue). Zeros when none is open.
+// What was open on a thread at a given moment: the innermost module range (kernel attribution at
+// launch, injector/cupti). Zeros when none is open.
 struct RangeContext {
   uint64_t path_id = 0;
   uint64_t instance_id = 0;
@@ -62,8 +62,11 @@ class RangeTracker {
   void Mark(const Domain* domain, std::string_view text);
 
   RangeContext CurrentContext();
-  // For kernel records (next issue): appended to the calling thread's buffer.
+  // Kernel records (injector/cupti): appended to the calling thread's buffer.
   bool AppendKernel(const fs_kernel& kernel);
+  size_t AppendKernels(const fs_kernel* kernels, size_t count);
+  // Metadata the injector learns itself (device facts, kernel tracing status), timestamped now.
+  bool AppendMetadata(std::string key, std::string value);
 
   // Ranges open right now on live threads plus open start/end ranges (counted as UNCLOSED_RANGE
   // at exit; threads that already exited counted theirs when they did).

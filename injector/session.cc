@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 
 #include "injector/dump_sink.h"
@@ -15,7 +16,9 @@ namespace flopscope::injector {
 namespace {
 
 constexpr const char* kNoDriverStatus = "no CUDA driver: NVTX ranges only";
-constexpr const char* kNoKernelTracingStatus = "kernel tracing not enabled in this build";
+constexpr const char* kAwaitingCudaStatus =
+    "CUDA was not initialised in this process (kernel tracing starts when it is)";
+constexpr const char* kGpuStatusKey = "gpu.status";
 
 // True while this thread builds the session: a nested start (from something the start itself
 // loads) must not deadlock on the start mutex.
@@ -35,6 +38,25 @@ bool CudaDriverPresent() {
   return dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL) != nullptr;
 }
 
+// Whether the driver will call this library's InitializeInjection when CUDA initialises
+// (CUDA_INJECTION64_PATH names it). When it names another tool, or nothing because the library
+// came in through NVTX_INJECTION64_PATH alone, kernel tracing must attach at session start.
+bool DriverWillInjectUs() {
+  const char* configured = std::getenv("CUDA_INJECTION64_PATH");
+  if (configured == nullptr || *configured == '\0') return false;
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&CudaDriverPresent), &info) == 0 ||
+      info.dli_fname == nullptr) {
+    return false;
+  }
+  char* wanted = realpath(configured, nullptr);
+  char* self = realpath(info.dli_fname, nullptr);
+  const bool same = wanted != nullptr && self != nullptr && std::strcmp(wanted, self) == 0;
+  std::free(wanted);
+  std::free(self);
+  return same;
+}
+
 }  // namespace
 
 Session::Session(InjectorConfig config, SessionIdentity identity)
@@ -42,7 +64,9 @@ Session::Session(InjectorConfig config, SessionIdentity identity)
       identity_(std::move(identity)),
       clock_(config_.realtime_clock ? RangeClock::Source::kRealtime : RangeClock::Detect()),
       buffers_(config_.buffer_bytes, &losses_),
-      tracker_(&clock_, &paths_, &buffers_, &losses_) {
+      tracker_(&clock_, &paths_, &buffers_, &losses_),
+      tracing_(
+          MakeKernelTracing(&trace_sink_, RealEnv, &tracing_warnings_, &tracing_unavailable_)) {
   // Set before the session is published: buffers call it from application threads.
   buffers_.SetWakeCallback(&Session::WakeExporter, this);
 }
@@ -51,7 +75,7 @@ void Session::WakeExporter(void* session) {
   if (Exporter* exporter = static_cast<Session*>(session)->exporter()) exporter->Wake();
 }
 
-Session* Session::StartOnce() noexcept {
+Session* Session::StartOnce(StartReason reason) noexcept {
   if (Session* session = Current()) return session;
   if (disabled_.load(std::memory_order_acquire) || t_starting) return nullptr;
   try {
@@ -70,7 +94,7 @@ Session* Session::StartOnce() noexcept {
     auto* session = new Session(std::move(config), std::move(identity));
     // Published before the slow half so that NVTX calls made meanwhile are already recorded.
     current_.store(session, std::memory_order_release);
-    session->StartBackground();
+    session->StartBackground(reason);
     t_starting = false;
     return session;
   } catch (...) {
@@ -79,19 +103,22 @@ Session* Session::StartOnce() noexcept {
   }
 }
 
-void Session::StartBackground() {
-  if (CudaDriverPresent()) {
-    // CUPTI kernel tracing (next issue) subscribes here and in InitializeInjection.
-    gpu_status_ = kNoKernelTracingStatus;
-  } else {
-    gpu_status_ = kNoDriverStatus;
-    std::fprintf(stderr, "flopscope: %s\n", kNoDriverStatus);
+void Session::StartBackground(StartReason reason) {
+  for (const std::string& warning : tracing_warnings_) {
+    std::fprintf(stderr, "flopscope: %s\n", warning.c_str());
   }
+  gpu_status_ = InitialGpuStatus(reason);
   Exporter::Options options;
   options.flush_ms = config_.flush_ms;
   options.exit_timeout_ms = config_.exit_timeout_ms;
-  Exporter::Sources sources{&paths_,  &strings_, &buffers_,
-                            &losses_, &clock_,   [this] { return tracker_.CountOpenRanges(); }};
+  Exporter::Sources sources{
+      &paths_, &strings_, &buffers_, &losses_, &clock_,
+      [this] { return tracker_.CountOpenRanges(); },
+      // Kernel records reach the session on the exporter thread (see cupti/trace_outbox.h),
+      // which also runs CUPTI's final forced flush at exit.
+      [this](bool final) {
+        if (tracing_ != nullptr) tracing_->Collect(final);
+      }};
   exporter_ = std::make_unique<Exporter>(options, std::move(sources), MakeSink());
   // fork(): the child has a copy of our memory but none of our threads, and any lock another
   // thread held at the fork stays locked forever. Rather than repair that, the child runs
@@ -101,6 +128,37 @@ void Session::StartBackground() {
   std::atexit(&Session::OnProcessExit);
   exporter_->Start();
   running_exporter_.store(exporter_.get(), std::memory_order_release);
+}
+
+std::string Session::InitialGpuStatus(StartReason reason) {
+  if (!CudaDriverPresent()) {
+    std::fprintf(stderr, "flopscope: %s\n", kNoDriverStatus);
+    return kNoDriverStatus;
+  }
+  if (tracing_ == nullptr) return tracing_unavailable_;
+  // Attach now when the driver is initialising us, or when it never will: then the session's
+  // start (the job's first NVTX call) is the earliest moment left, normally before its first
+  // context.
+  if (reason == StartReason::kCudaInit || !DriverWillInjectUs()) return AttachKernelTracing();
+  return kAwaitingCudaStatus;
+}
+
+std::string Session::AttachKernelTracing() {
+  const TracingOutcome outcome = tracing_->Attach();
+  if (!outcome.tracing) std::fprintf(stderr, "flopscope: %s\n", outcome.status.c_str());
+  // The hello may have gone out before this (the session began at an NVTX call): the daemon
+  // takes the latest gpu.status over the hello's.
+  tracker_.AppendMetadata(kGpuStatusKey, outcome.status);
+  return outcome.status;
+}
+
+void Session::OnCudaInitialized() noexcept {
+  if (tracing_ == nullptr || tracing_->attempted()) return;
+  try {
+    AttachKernelTracing();
+  } catch (...) {
+    // Out of memory formatting the status: tracing itself is attached or not regardless.
+  }
 }
 
 std::unique_ptr<BatchSink> Session::MakeSink() const {

@@ -3,11 +3,14 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "injector/domain_registry.h"
 #include "injector/exporter.h"
 #include "injector/identity.h"
 #include "injector/injector_config.h"
+#include "injector/kernel_api_sink.h"
+#include "injector/kernel_tracing.h"
 #include "injector/loss_counters.h"
 #include "injector/path_table.h"
 #include "injector/range_clock.h"
@@ -17,17 +20,26 @@
 
 namespace flopscope::injector {
 
-// One profiled process: its identity, the range state shared by every NVTX instance, the buffers
-// and the exporter. Started lazily by the first InitializeInjectionNvtx2 or InitializeInjection,
-// never destroyed (application threads may call in until the very end of the process).
+// One profiled process: its identity, the range state shared by every NVTX instance, the buffers,
+// kernel tracing and the exporter. Started lazily by the first InitializeInjectionNvtx2 or
+// InitializeInjection, never destroyed (application threads may call in until the very end of
+// the process).
 class Session {
  public:
+  // What started the session: the first NVTX call, or the CUDA driver initialising (which is
+  // the moment kernel tracing attaches, before the job's first context exists).
+  enum class StartReason { kNvtx, kCudaInit };
+
   // The running session, or null (none started, or disabled in a forked child). One atomic load:
   // this is on every NVTX call.
   static Session* Current() { return current_.load(std::memory_order_acquire); }
   // Starts the session on first use (reading the environment, starting the exporter thread);
   // null when the injector is disabled in this process or cannot start.
-  static Session* StartOnce() noexcept;
+  static Session* StartOnce(StartReason reason = StartReason::kNvtx) noexcept;
+
+  // InitializeInjection: attaches kernel tracing if the session's start did not already (the
+  // session began at an earlier NVTX call). The outcome goes out as `gpu.status` metadata.
+  void OnCudaInitialized() noexcept;
 
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -45,9 +57,13 @@ class Session {
 
  private:
   Session(InjectorConfig config, SessionIdentity identity);
-  // The slow, side-effecting half of the start (GPU probe, exporter thread, exit and fork
-  // handlers); runs after the session is published.
-  void StartBackground();
+  // The slow, side-effecting half of the start (GPU probe, kernel tracing, exporter thread, exit
+  // and fork handlers); runs after the session is published.
+  void StartBackground(StartReason reason);
+  // Why there are (or are not) kernels, as the hello says it; attaches tracing when it is time.
+  std::string InitialGpuStatus(StartReason reason);
+  // Attaches kernel tracing, logs a failure in one line and announces the outcome as metadata.
+  std::string AttachKernelTracing();
   std::unique_ptr<BatchSink> MakeSink() const;
 
   static void WakeExporter(void* session);
@@ -67,6 +83,12 @@ class Session {
   StringTable strings_;
   BufferRegistry buffers_;
   RangeTracker tracker_;
+  KernelApiSink trace_sink_;
+  // Made in the constructor (no CUDA work), before the session is published: InitializeInjection
+  // may reach it from another thread as soon as it is. Null without CUPTI or when turned off.
+  std::unique_ptr<KernelTracing> tracing_;
+  std::string tracing_unavailable_;  // why tracing_ is null
+  std::vector<std::string> tracing_warnings_;
   std::unique_ptr<Exporter> exporter_;  // written once, by the starting thread
   std::atomic<Exporter*> running_exporter_{nullptr};
 };

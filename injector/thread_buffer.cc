@@ -45,6 +45,17 @@ bool ThreadBuffer::AppendKernel(const fs_kernel& kernel) {
   return AppendLocked(&kernels_, &registry_->kernel_pool_, kernel);
 }
 
+size_t ThreadBuffer::AppendKernels(const fs_kernel* kernels, size_t count) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (size_t i = 0; i < count; ++i) {
+    if (!AppendLocked(&kernels_, &registry_->kernel_pool_, kernels[i])) {
+      registry_->losses_->Add(LossCause::kBufferFull, count - i - 1);  // this one counted already
+      return i;
+    }
+  }
+  return count;
+}
+
 bool ThreadBuffer::AppendMetadata(MetadataRecord record) {
   const uint64_t bytes = MetadataBytes(record);
   std::lock_guard<std::mutex> lock(mutex_);

@@ -44,6 +44,8 @@ class ThreadBuffer {
   // counted as BUFFER_FULL.
   bool AppendRange(const fs_range_event& event);
   bool AppendKernel(const fs_kernel& kernel);
+  // Kernel records arrive from the tracer in batches: one lock for all. Returns how many fitted.
+  size_t AppendKernels(const fs_kernel* kernels, size_t count);
   bool AppendMetadata(MetadataRecord record);
 
  private:

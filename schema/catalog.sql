@@ -27,6 +27,9 @@ CREATE TABLE IF NOT EXISTS ranks(
   range_events INTEGER NOT NULL DEFAULT 0,
   kernels INTEGER NOT NULL DEFAULT 0,
   lost_records INTEGER NOT NULL DEFAULT 0,
+  -- serialized flopscope.v1.ParallelLayout from the rank's latest `parallel` mark (NULL: none);
+  -- it wins over the hello's layout, which only knows the environment
+  announced_layout BLOB,
   PRIMARY KEY(job_id, rank)
 ) WITHOUT ROWID;
 

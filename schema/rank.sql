@@ -118,7 +118,8 @@ CREATE TABLE IF NOT EXISTS losses(
 -- The rollup kept current at ingest: SELF figures of each range path (path_id 0 holds the
 -- kernels launched with no range open). Reports add descendants themselves.
 --   calls, cpu_time_ns, min_ns, max_ns: closed range events of the path (push to pop);
---   kernels, gpu_time_ns: GPU activities attributed to the path, durations summed;
+--   kernels, gpu_time_ns: kernels attributed to the path, durations summed (memcpy / memset
+--     are in memory_stats; files written before kernel tracing counted them here too);
 --   flops: counted FLOPs of those activities, NULL while none was counted.
 CREATE TABLE IF NOT EXISTS module_stats(
   sid INTEGER NOT NULL,
@@ -131,4 +132,36 @@ CREATE TABLE IF NOT EXISTS module_stats(
   gpu_time_ns INTEGER NOT NULL DEFAULT 0,
   flops REAL,
   PRIMARY KEY(sid, path_id)
+) WITHOUT ROWID;
+
+-- Memory copies and sets, apart from kernels: SELF figures per path and kind (2 memcpy,
+-- 3 memset: flopscope.v1.ActivityKind), kept current at ingest like module_stats.
+CREATE TABLE IF NOT EXISTS memory_stats(
+  sid INTEGER NOT NULL,
+  path_id INTEGER NOT NULL,
+  kind INTEGER NOT NULL,
+  count INTEGER NOT NULL DEFAULT 0,
+  time_ns INTEGER NOT NULL DEFAULT 0,
+  bytes INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY(sid, path_id, kind)
+) WITHOUT ROWID;
+
+-- Kernels per range occurrence (the innermost range instance open at their launch), kept
+-- current at ingest: the basis of a module's GPU span and busy time, which reports roll up to
+-- enclosing occurrences through range_events.parent_instance_id. Kernels replayed from a CUDA
+-- graph and attributed to the range that captured them have no occurrence of their own: each
+-- (graph launch, path) counts as one, keyed with the top bit set (never a real instance id):
+-- instance_id = 2^63 | correlation_id << 21 | path_id (stored bit-for-bit, so negative in SQL).
+--   first_start_ns / last_end_ns: span of the occurrence's own kernels;
+--   busy_ns: time some of them ran (union of intervals; exact when batches arrive in time order,
+--     as the injector sends them).
+CREATE TABLE IF NOT EXISTS instance_stats(
+  sid INTEGER NOT NULL,
+  instance_id INTEGER NOT NULL,
+  path_id INTEGER NOT NULL,
+  kernels INTEGER NOT NULL,
+  first_start_ns INTEGER NOT NULL,
+  last_end_ns INTEGER NOT NULL,
+  busy_ns INTEGER NOT NULL,
+  PRIMARY KEY(sid, instance_id)
 ) WITHOUT ROWID;

@@ -8,7 +8,7 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libsqlite3-dev sqlite3 zlib1g-dev libcli11-dev libsimdjson-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev
-  python3 python3-grpcio python3-protobuf
+  python3 python3-grpcio python3-protobuf python3-torch
 )
 
 missing=()

@@ -91,7 +91,20 @@ Dump ReadDump(const std::string& file) {
         dump.metadata.emplace_back(f[1], f[2]);
       } else if (kind == "loss" && f.size() == 3) {
         dump.losses[static_cast<uint32_t>(std::stoul(f[1]))] = std::stoull(f[2]);
-      } else if (kind != "string" && kind != "kernel") {
+      } else if (kind == "string" && f.size() == 3) {
+        dump.strings[static_cast<uint32_t>(std::stoul(f[1]))] = f[2];
+      } else if (kind == "kernel" && f.size() == 7) {
+        Dump::Kernel k{std::stoull(f[1]), std::stoull(f[2]),
+                       std::stoull(f[3]), static_cast<uint32_t>(std::stoul(f[4])),
+                       std::stoll(f[5]),  std::stoll(f[6])};
+        if (k.path_id != 0 && !dump.paths.count(k.path_id)) {
+          dump.problems.push_back("kernel before its path: " + line);
+        }
+        if (!dump.strings.count(k.name_id) && k.name_id != 0) {
+          dump.problems.push_back("kernel before its name: " + line);
+        }
+        dump.kernels.push_back(k);
+      } else {
         dump.problems.push_back("unexpected line: " + line);
       }
     } catch (const std::exception&) {

@@ -18,7 +18,14 @@ struct Dump {
     int64_t start_ns = 0, end_ns = 0;
     uint32_t kind = 0;
   };
+  struct Kernel {
+    uint64_t correlation_id = 0, path_id = 0, range_instance_id = 0;
+    uint32_t name_id = 0;
+    int64_t start_ns = 0, end_ns = 0;
+  };
   std::vector<std::string> hello;  // the hello line's fields after "hello"
+  std::map<uint32_t, std::string> strings;
+  std::vector<Kernel> kernels;
   std::map<uint64_t, Path> paths;
   std::vector<Range> ranges;
   std::vector<std::pair<std::string, std::string>> metadata;

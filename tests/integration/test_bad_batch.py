@@ -1,6 +1,7 @@
 """Untrusted producers: a malformed stream is rejected with a clear status, nothing of it is
 stored, and the daemon keeps serving everyone else."""
 
+import json
 import queue
 import time
 
@@ -109,3 +110,31 @@ class BadBatchTest(DaemonTestCase):
         producer.close()
         self.assertFalse((self.root / "outside").exists())
         self.assertFalse((self.root.parent / "outside").exists())
+
+
+class AnnouncedLayoutTest(DaemonTestCase):
+    """A `parallel` mark (e.g. Megatron's parallel state, announced by the PyTorch hooks) is the
+    rank's layout from then on; a malformed one is kept as metadata and changes nothing."""
+
+    def announce(self, session, rank, value, job="layout"):
+        producer = Producer(self.daemon.socket)
+        producer.send(hello=hello(session, job=job, rank=rank))
+        self.assertEqual(producer.next().WhichOneof("msg"), "welcome")
+        batch = good_batch(1)
+        batch.metadata.add(key="parallel", value=value, time_ns=int(time.time() * 1e9))
+        producer.send(batch=batch)
+        self.assertEqual(producer.next().ack.committed_seq, 1)
+        producer.close()
+
+    def test_parallel_mark_sets_the_rank_layout(self):
+        self.daemon.start()
+        self.announce("layout-r0", 0, "tp=2 pp=1 dp=2 tp_rank=0 pp_rank=0 dp_rank=0")
+        self.announce("layout-r1", 1, "tp=2 pp=1 dp=2 tp_rank=1 pp_rank=0 dp_rank=0")
+        self.announce("layout-r2", 2, "tp=2 dp=two")  # malformed: layout stays the hello's
+        listed = client(["ranks", "layout", "--socket", str(self.daemon.socket), "--format",
+                         "json"])
+        self.assertEqual(listed.returncode, 0, listed.stderr)
+        by_rank = {r["rank"]: r for r in json.loads(listed.stdout)["ranks"]}
+        self.assertEqual((by_rank[1]["tp_rank"], by_rank[1]["dp_rank"]), (1, 0))
+        self.assertEqual((by_rank[2]["tp_rank"], by_rank[2]["dp_rank"]), (0, 0))
+        self.assertIn("parallel mark", self.daemon.log())

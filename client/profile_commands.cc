@@ -1,0 +1,208 @@
+#include "client/profile_commands.h"
+
+#include <map>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "client/deepspeed_format.h"
+#include "client/diff_view.h"
+#include "client/group_profiles.h"
+#include "client/json_writer.h"
+#include "client/output_file.h"
+#include "client/profile_export.h"
+#include "client/profile_text.h"
+#include "client/report_json.h"
+#include "client/text_table.h"
+#include "common/job_id.h"
+
+namespace flopscope::client {
+namespace {
+
+using flopscope::v1::RankInfo;
+using flopscope::v1::Report;
+
+absl::StatusOr<ProfileOptions> ToProfileOptions(const ReportOptions& options) {
+  ProfileOptions profile;
+  if (options.peak_tflops) {
+    if (*options.peak_tflops <= 0) {
+      return absl::InvalidArgumentError("--peak-tflops must be above 0");
+    }
+    profile.peak_tflops = options.peak_tflops;
+  }
+  if (!options.precision.empty()) {
+    profile.precision = ParsePrecision(options.precision);
+    if (!profile.precision) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--precision '", options.precision, "' is not known (fp64 fp32 tf32 bf16 fp16 fp8)"));
+    }
+  }
+  return profile;
+}
+
+absl::StatusOr<Report> ReportOf(const DaemonClient& daemon, const std::string& job,
+                                const std::vector<int>& ranks) {
+  flopscope::v1::ReportRequest request;
+  request.set_job_id(job);
+  for (int rank : ranks) request.add_ranks(rank);
+  return daemon.GetReport(request);
+}
+
+// The ranks of each model replica (by dp_rank), in rank order.
+std::map<uint32_t, std::vector<int>> ReplicaRanks(const flopscope::v1::ListRanksResponse& ranks) {
+  std::map<uint32_t, std::vector<int>> replicas;
+  for (const RankInfo& rank : ranks.ranks()) {
+    replicas[rank.layout().dp_rank()].push_back(rank.rank());
+  }
+  return replicas;
+}
+
+absl::StatusOr<Profile> ReplicaProfile(const DaemonClient& daemon, const ReportOptions& options,
+                                       const ProfileOptions& profile_options, uint32_t replica,
+                                       const std::vector<int>& ranks) {
+  std::vector<Profile> profiles;
+  for (int rank : ranks) {
+    absl::StatusOr<Report> report = ReportOf(daemon, options.job_id, {rank});
+    if (!report.ok()) return report.status();
+    profiles.push_back(BuildProfile(*report, profile_options));
+  }
+  return CombineModelReplica(
+      profiles, profile_options,
+      absl::StrCat("model replica ", replica, ", ranks ", absl::StrJoin(ranks, ","),
+                   ": params and FLOPs summed, latency the max"));
+}
+
+std::string Render(const Report& report, const Profile& profile, const ReportOptions& options) {
+  if (options.format == "csv") return RenderProfileCsv(profile);
+  if (options.format == "json") {
+    return RenderReportJson(report, [&](JsonWriter& json) { WriteProfileJson(profile, json); });
+  }
+  return RenderProfileText(profile, {.depth = options.depth, .top = options.top});
+}
+
+std::string RenderSpread(const std::string& job, const std::vector<ModuleSpread>& rows,
+                         const std::vector<std::vector<int>>& replica_ranks,
+                         const std::string& format) {
+  auto ranks_of = [&](int replica) {
+    return replica < 0 ? std::string("-") : absl::StrJoin(replica_ranks[replica], ",");
+  };
+  if (format == "json") {
+    JsonWriter json;
+    json.BeginObject().Key("job").String(job).Key("dp_spread").BeginArray();
+    for (const ModuleSpread& row : rows) {
+      json.BeginObject().Key("path").String(row.path).Key("replicas").Int(row.replicas);
+      json.Key("mean_s").Double(row.mean_s).Key("min_s").Double(row.min_s);
+      json.Key("max_s").Double(row.max_s).Key("spread_s").Double(row.spread_s);
+      json.Key("spread_pct").Double(row.spread_pct).Key("slowest_replica").Int(row.slowest);
+      json.EndObject();
+    }
+    json.EndArray().EndObject();
+    return json.Finish();
+  }
+  if (format == "csv") {
+    std::string out = "path,replicas,mean_s,min_s,max_s,spread_s,spread_pct,slowest_replica\n";
+    for (const ModuleSpread& row : rows) {
+      absl::StrAppend(&out,
+                      row.path.find_first_of(",\"") == std::string::npos
+                          ? row.path
+                          : absl::StrCat("\"", row.path, "\""),
+                      ",", row.replicas, ",", row.mean_s, ",", row.min_s, ",", row.max_s, ",",
+                      row.spread_s, ",", row.spread_pct, ",", row.slowest, "\n");
+    }
+    return out;
+  }
+  TextTable table({"module", "mean", "min", "max", "spread", "spread %", "slowest (ranks)"});
+  for (const ModuleSpread& row : rows) {
+    table.AddRow({std::string(2 * row.depth, ' ') + row.path, DurationToString(row.mean_s),
+                  DurationToString(row.min_s), DurationToString(row.max_s),
+                  DurationToString(row.spread_s), RoundedG(row.spread_pct) + "%",
+                  absl::StrCat(row.slowest, " (", ranks_of(row.slowest), ")")});
+  }
+  return absl::StrCat(
+      "flopscope report: job ", job, "\nLatency per step across the ", replica_ranks.size(),
+      " data-parallel replicas (each the max over its model-parallel ranks):\n", table.Render());
+}
+
+}  // namespace
+
+absl::StatusOr<int> ParseGroup(const std::string& group) {
+  if (group == "dp") return -1;
+  int replica = 0;
+  if (group.size() > 3 && group.substr(0, 3) == "mp:" &&
+      absl::SimpleAtoi(group.substr(3), &replica) && replica >= 0) {
+    return replica;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("--group '", group, "' is not known (use mp:K for model replica K, or dp)"));
+}
+
+absl::StatusOr<std::string> RenderProfileReport(const DaemonClient& daemon,
+                                                const ReportOptions& options) {
+  absl::StatusOr<ProfileOptions> profile_options = ToProfileOptions(options);
+  if (!profile_options.ok()) return profile_options.status();
+  if (!options.steps.empty()) {
+    return absl::InvalidArgumentError(
+        "--steps: the store keeps per-module totals over the whole run, not per step, so a "
+        "step window cannot be reported yet");
+  }
+  if (options.group.empty()) {
+    absl::StatusOr<Report> report = ReportOf(daemon, options.job_id, options.ranks);
+    if (!report.ok()) return report.status();
+    return Render(*report, BuildProfile(*report, *profile_options), options);
+  }
+  absl::StatusOr<int> group = ParseGroup(options.group);
+  if (!group.ok()) return group.status();
+  if (!options.ranks.empty()) {
+    return absl::InvalidArgumentError("--group and --rank cannot be combined");
+  }
+  absl::StatusOr<flopscope::v1::ListRanksResponse> ranks = daemon.ListRanks(options.job_id);
+  if (!ranks.ok()) return ranks.status();
+  const std::map<uint32_t, std::vector<int>> replicas = ReplicaRanks(*ranks);
+  if (*group >= 0) {
+    auto replica = replicas.find(static_cast<uint32_t>(*group));
+    if (replica == replicas.end()) {
+      return absl::NotFoundError(absl::StrCat("job '", options.job_id, "' has no model replica ",
+                                              *group, " (", replicas.size(), " replicas)"));
+    }
+    absl::StatusOr<Profile> profile =
+        ReplicaProfile(daemon, options, *profile_options, replica->first, replica->second);
+    if (!profile.ok()) return profile.status();
+    absl::StatusOr<Report> report = ReportOf(daemon, options.job_id, replica->second);
+    if (!report.ok()) return report.status();
+    return Render(*report, *profile, options);
+  }
+  std::vector<Profile> profiles;
+  std::vector<std::vector<int>> replica_ranks;
+  for (const auto& [replica, members] : replicas) {
+    absl::StatusOr<Profile> profile =
+        ReplicaProfile(daemon, options, *profile_options, replica, members);
+    if (!profile.ok()) return profile.status();
+    profiles.push_back(*std::move(profile));
+    replica_ranks.push_back(members);
+  }
+  return RenderSpread(options.job_id, DataParallelSpread(profiles), replica_ranks, options.format);
+}
+
+absl::Status DiffCommand(const DiffOptions& options) {
+  if (options.format != "text" && options.format != "json") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--format '", options.format, "' is not known (use text or json)"));
+  }
+  std::vector<Profile> profiles;
+  const DaemonClient daemon(options.socket);
+  for (const std::string& job : {options.job_a, options.job_b}) {
+    if (std::string problem = JobIdProblem(job); !problem.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("job '", job, "': ", problem));
+    }
+    std::vector<int> ranks;
+    if (options.rank >= 0) ranks.push_back(options.rank);
+    absl::StatusOr<Report> report = ReportOf(daemon, job, ranks);
+    if (!report.ok()) return report.status();
+    profiles.push_back(BuildProfile(*report, {}));
+  }
+  return WriteOutput(
+      options.output,
+      RenderDiff(profiles[0], profiles[1], DiffProfiles(profiles[0], profiles[1]), options.format));
+}
+
+}  // namespace flopscope::client

@@ -1,0 +1,35 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "client/daemon_client.h"
+#include "client/query_commands.h"
+
+namespace flopscope::client {
+
+// The DeepSpeed-style `flopscope report` (formats text, json, csv): asks the daemon for the
+// report of the ranks wanted (one rank, every rank, or a parallel group) and renders the profile.
+//   --group mp:K  the K-th model replica (ranks with dp_rank K): one report per rank, combined
+//                 by CombineModelReplica (sums, max latency);
+//   --group dp    every replica so combined, then the per-module spread across them.
+absl::StatusOr<std::string> RenderProfileReport(const DaemonClient& daemon,
+                                                const ReportOptions& options);
+
+// `flopscope diff JOB_A JOB_B`: the profiles of both jobs (all ranks, or `rank` when >= 0),
+// compared per module (diff_view.h); format text or json.
+struct DiffOptions {
+  std::string job_a;
+  std::string job_b;
+  int rank = -1;
+  std::string socket;
+  std::string format = "text";
+  std::string output;
+};
+absl::Status DiffCommand(const DiffOptions& options);
+
+// "mp:3" -> 3; "dp" -> -1; anything else INVALID_ARGUMENT.
+absl::StatusOr<int> ParseGroup(const std::string& group);
+
+}  // namespace flopscope::client

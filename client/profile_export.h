@@ -1,0 +1,25 @@
+#pragma once
+
+#include <string>
+
+#include "client/json_writer.h"
+#include "client/profile_model.h"
+
+namespace flopscope::client {
+
+// `flopscope report --format json` adds "profile" to the report document:
+//   "profile": {"scope": "", "world_size": n, "dp_size": n, "mp_size": n, "steps": n,
+//     "batch_size": n|null, "device": ""|null, "precision": "", "flops_source": "",
+//     "summary": {"<figure>": {"value": x|null, "note": ""}},   // params_per_gpu, ..., mfu
+//     "modules": [{"path": "", "class": "", "depth": n, "params": x|null, "macs": x|null,
+//                  "flops": x|null, "flops_announced": bool, "latency_s": x,
+//                  "flops_per_s": x|null}]}   // per step, per GPU; depth-first
+// Figures are plain numbers (FLOPs, seconds, FLOP/s; mfu as a fraction); null where unknown.
+void WriteProfileJson(const Profile& profile, JsonWriter& json);
+
+// `--format csv`: the detailed profile, one row per module, header first:
+//   path,class,depth,params,params_pct,macs,macs_pct,latency_s,latency_pct,flops,flops_per_s
+// Empty cells where unknown; fields with a comma, quote or newline are quoted (RFC 4180).
+std::string RenderProfileCsv(const Profile& profile);
+
+}  // namespace flopscope::client

@@ -1,0 +1,195 @@
+#include "client/profile_model.h"
+
+#include <string>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "client/profile_text.h"
+#include "gtest/gtest.h"
+
+namespace flopscope::client {
+namespace {
+
+using flopscope::v1::ModuleStats;
+using flopscope::v1::Report;
+
+void Announce(Report& report, const std::string& key, const std::string& value) {
+  auto* entry = report.add_metadata();
+  entry->set_key(key);
+  entry->set_value(value);
+}
+
+// One LeNet5 module as the store holds it: counted FLOPs, announced params, MACs and class.
+void AddLeNetModule(Report& report, const std::string& path, const std::string& class_name,
+                    uint32_t depth, uint64_t params, double flops, int64_t macs, int64_t cpu_ns) {
+  ModuleStats* module = report.add_modules();
+  module->set_path(path);
+  module->set_name(path.substr(path.rfind('/') + 1));
+  module->set_depth(depth);
+  module->set_calls(1);
+  module->set_cpu_time_ns(cpu_ns);
+  module->set_params(params);
+  module->set_flops(flops);
+  Announce(report, "class " + path, class_name);
+  Announce(report, "macs " + path, absl::StrCat(macs));
+}
+
+// REFERENCE_VALUES.md section 2: LeNet5(10) on a (1024, 1, 32, 32) input.
+Report LeNet5Report() {
+  Report report;
+  report.set_job_id("lenet");
+  report.add_ranks()->set_world_size(1);
+  const std::string fe = "LeNet5/feature_extractor";
+  const std::string cl = "LeNet5/classifier";
+  AddLeNetModule(report, "LeNet5", "LeNet5", 0, 61706, 866076672, 426516480, 1'000'000);
+  AddLeNetModule(report, fe, "Sequential", 1, 50692, 843702272, 415334400, 800'000);
+  AddLeNetModule(report, fe + "/0", "Conv2d", 2, 156, 245661696, 120422400, 300'000);
+  AddLeNetModule(report, fe + "/1", "Tanh", 2, 0, 0, 0, 10'000);
+  AddLeNetModule(report, fe + "/2", "AvgPool2d", 2, 0, 4816896, 0, 20'000);
+  AddLeNetModule(report, fe + "/3", "Conv2d", 2, 2416, 493158400, 245760000, 300'000);
+  AddLeNetModule(report, fe + "/4", "Tanh", 2, 0, 0, 0, 10'000);
+  AddLeNetModule(report, fe + "/5", "AvgPool2d", 2, 0, 1638400, 0, 20'000);
+  AddLeNetModule(report, fe + "/6", "Conv2d", 2, 48120, 98426880, 49152000, 100'000);
+  AddLeNetModule(report, fe + "/7", "Tanh", 2, 0, 0, 0, 10'000);
+  AddLeNetModule(report, cl, "Sequential", 1, 11014, 22364160, 11182080, 150'000);
+  AddLeNetModule(report, cl + "/0", "Linear", 2, 10164, 20643840, 10321920, 80'000);
+  AddLeNetModule(report, cl + "/1", "Tanh", 2, 0, 0, 0, 10'000);
+  AddLeNetModule(report, cl + "/2", "Linear", 2, 850, 1720320, 860160, 40'000);
+  return report;
+}
+
+TEST(ProfileModelTest, LeNet5TotalsMatchDeepSpeedsTest) {
+  const Profile profile = BuildProfile(LeNet5Report(), {});
+  EXPECT_DOUBLE_EQ(*profile.params_per_gpu.value, 61706);
+  EXPECT_DOUBLE_EQ(*profile.fwd_flops_per_gpu.value, 866076672);
+  EXPECT_DOUBLE_EQ(*profile.fwd_macs_per_gpu.value, 426516480);
+  const std::string text = RenderSummary(profile);
+  EXPECT_TRUE(absl::StrContains(text, "61.71 K")) << text;
+  EXPECT_TRUE(absl::StrContains(text, "426.52 MMACs")) << text;
+  EXPECT_TRUE(absl::StrContains(text, "866.08 M")) << text;
+}
+
+TEST(ProfileModelTest, LeNet5DetailedProfileHasTheReferencePercentages) {
+  const std::string text = RenderDetailed(BuildProfile(LeNet5Report(), {}), {});
+  for (const char* expected :
+       {"(0): Conv2d(156 = 0.25% Params, 120.42 MMACs = 28.23% MACs,",
+        "(3): Conv2d(2.42 K = 3.92% Params, 245.76 MMACs = 57.62% MACs,",
+        "(6): Conv2d(48.12 K = 77.98% Params, 49.15 MMACs = 11.52% MACs,",
+        "(0): Linear(10.16 K = 16.47% Params, 10.32 MMACs = 2.42% MACs,",
+        "(2): Linear(850 = 1.38% Params, 860.16 KMACs = 0.2% MACs,",
+        "LeNet5(\n  61.71 K = 100% Params, 426.52 MMACs = 100% MACs, 1 ms = 100% latency, "
+        "866.08 GFLOPS\n"}) {
+    EXPECT_TRUE(absl::StrContains(text, expected)) << expected << "\n" << text;
+  }
+  EXPECT_TRUE(absl::StrContains(text, "  (feature_extractor): Sequential(\n")) << text;
+  EXPECT_TRUE(absl::EndsWith(text, "  )\n)\n")) << text;
+}
+
+TEST(ProfileModelTest, LeNet5AggregatedProfileIsDeepSpeeds) {
+  const std::string text = RenderAggregated(BuildProfile(LeNet5Report(), {}), {});
+  EXPECT_TRUE(absl::StrContains(text,
+                                "depth 0:\n"
+                                "    params      - {'LeNet5': '61.71 K'}\n"
+                                "    MACs        - {'LeNet5': '426.52 MMACs'}\n"
+                                "    fwd latency - {'LeNet5': '1 ms'}\n"
+                                "depth 1:\n"
+                                "    params      - {'Sequential': '61.71 K'}\n"
+                                "    MACs        - {'Sequential': '426.52 MMACs'}\n"
+                                "    fwd latency - {'Sequential': '950 us'}\n"))
+      << text;
+  EXPECT_FALSE(absl::StrContains(text, "depth 2:")) << "DeepSpeed leaves the deepest level out";
+  const std::string top2 =
+      RenderAggregated(BuildProfile(LeNet5Report(), {}), {.depth = 2, .top = 2});
+  EXPECT_TRUE(absl::StrContains(
+      top2, "depth 2:\n    params      - {'Conv2d': '50.69 K', 'Linear': '11.01 K'}\n"))
+      << top2;
+}
+
+// README's BERT-Large example on one A100, batch 80: unrounded timers that DeepSpeed printed as
+// 76.67 ms / 108.02 ms / 34.09 us, and 6279.86 G fwd flops.
+Report BertLargeReport() {
+  Report report;
+  report.set_job_id("bert");
+  auto* rank = report.add_ranks();
+  rank->set_world_size(1);
+  rank->add_devices()->set_name("NVIDIA A100-SXM4-40GB");
+  ModuleStats* top = report.add_modules();
+  top->set_path("BertForPreTrainingPreLN");
+  top->set_name("BertForPreTrainingPreLN");
+  top->set_calls(1);
+  top->set_cpu_time_ns(76'390'000);
+  top->set_params(336'226'108);
+  top->set_flops(6279.86e9);
+  auto phase = [&](const std::string& name, int64_t ns) {
+    auto* stats = report.add_phases();
+    stats->set_name(name);
+    stats->set_calls(1);
+    stats->set_cpu_time_ns(ns);
+    stats->set_min_ns(ns);
+    stats->set_max_ns(ns);
+  };
+  phase("forward", 76'674'000);
+  phase("backward", 108'020'000);
+  phase("optimizer", 34'090);
+  Announce(report, "batch_size", "80");
+  Announce(report, "precision", "fp16");
+  return report;
+}
+
+TEST(ProfileModelTest, BertLargeSummaryArithmeticMatchesTheReadme) {
+  const Profile profile = BuildProfile(BertLargeReport(), {});
+  const std::string text = RenderSummary(profile);
+  auto line = [](const std::string& label, const std::string& value) {
+    return absl::StrCat(label, std::string(72 - label.size(), ' '), value);
+  };
+  for (const std::string& expected :
+       {line("params per GPU: ", "336.23 M"), line("fwd MACs per GPU: ", "3.14 TMACs"),
+        line("fwd flops per GPU: ", "6.28 T"), line("fwd latency: ", "76.67 ms"),
+        line("bwd latency: ", "108.02 ms"),
+        line("fwd FLOPS per GPU = fwd flops per GPU / fwd latency: ", "81.9 TFLOPS"),
+        line("bwd FLOPS per GPU = 2 * fwd flops per GPU / bwd latency: ",
+             "116.27 TFLOPS  (estimate"),
+        line("fwd+bwd FLOPS per GPU = 3 * fwd flops per GPU / (fwd+bwd latency): ",
+             "102 TFLOPS  (estimate"),
+        line("step latency: ", "34.09 us"), line("iter latency: ", "184.73 ms"),
+        line("samples/second: ", "433.07\n"), line("batch size per GPU: ", "80\n")}) {
+    EXPECT_TRUE(absl::StrContains(text, expected)) << expected << "\n" << text;
+  }
+  // 102.00 TFLOPS against the A100's 312 TFLOPS fp16 peak.
+  ASSERT_TRUE(profile.mfu.value.has_value()) << profile.mfu.note;
+  EXPECT_NEAR(*profile.mfu.value, 102.0046e12 / 312e12, 1e-5);
+  EXPECT_TRUE(absl::StrContains(text, "32.69%  (against 312 TFLOPS fp16")) << text;
+}
+
+TEST(ProfileModelTest, UnknownFiguresAreMarkedWithTheReasonNotZero) {
+  Report report = BertLargeReport();
+  report.mutable_modules(0)->clear_flops();
+  report.mutable_ranks(0)->mutable_devices(0)->set_name("Mystery GPU");
+  report.clear_metadata();
+  const Profile profile = BuildProfile(report, {});
+  EXPECT_FALSE(profile.fwd_flops_per_s.value.has_value());
+  EXPECT_FALSE(profile.samples_per_s.value.has_value());
+  const std::string text = RenderSummary(profile);
+  EXPECT_TRUE(absl::StrContains(text, "-  (no FLOPs: no GPU records)")) << text;
+  EXPECT_TRUE(absl::StrContains(text, "-  (batch size not announced")) << text;
+
+  Report known_flops = BertLargeReport();
+  known_flops.mutable_ranks(0)->mutable_devices(0)->set_name("Mystery GPU");
+  const Profile no_peak = BuildProfile(known_flops, {});
+  EXPECT_TRUE(absl::StrContains(no_peak.mfu.note, "Mystery GPU")) << no_peak.mfu.note;
+  const Profile overridden =
+      BuildProfile(known_flops, {.peak_tflops = 204.0, .precision = std::nullopt});
+  ASSERT_TRUE(overridden.mfu.value.has_value());
+  EXPECT_NEAR(*overridden.mfu.value, 0.5, 1e-4);
+}
+
+TEST(ProfileModelTest, ClassNamesFallBackToTheNameWithoutItsIndex) {
+  EXPECT_EQ(ClassFromName("layer.3"), "layer");
+  EXPECT_EQ(ClassFromName("Qwen2DecoderLayer_13"), "Qwen2DecoderLayer");
+  EXPECT_EQ(ClassFromName("0"), "0");
+  EXPECT_EQ(ClassFromName("v1.x"), "v1.x");
+  EXPECT_EQ(ClassFromName("attention"), "attention");
+}
+
+}  // namespace
+}  // namespace flopscope::client

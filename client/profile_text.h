@@ -1,0 +1,25 @@
+#pragma once
+
+#include <string>
+
+#include "client/profile_model.h"
+
+namespace flopscope::client {
+
+struct ProfileTextOptions {
+  int depth = -1;  // detailed profile: modules down to this depth (-1: all)
+  int top = 1;     // aggregated profile: top modules per depth (DeepSpeed's top_modules)
+};
+
+// `flopscope report` for a terminal, laid out like the DeepSpeed Flops Profiler's output:
+// "Profile Summary", "Aggregated Profile per GPU" and "Detailed Profile per GPU", every number
+// formatted by deepspeed_format.h. A figure that is not known prints "-" and the reason; an
+// estimate is labelled. The first line is "flopscope report: job <id>".
+std::string RenderProfileText(const Profile& profile, const ProfileTextOptions& options);
+
+// The three sections on their own (the group views compose them).
+std::string RenderSummary(const Profile& profile);
+std::string RenderAggregated(const Profile& profile, const ProfileTextOptions& options);
+std::string RenderDetailed(const Profile& profile, const ProfileTextOptions& options);
+
+}  // namespace flopscope::client

@@ -1,0 +1,58 @@
+#include "common/peak_flops.h"
+
+#include "gtest/gtest.h"
+
+namespace flopscope {
+namespace {
+
+double Peak(const std::string& name, Precision precision) {
+  return LookUpPeak(name, precision).tflops.value_or(-1);
+}
+
+TEST(PeakFlopsTest, TellsTheFormFactorsApartByTheCudaDeviceName) {
+  EXPECT_EQ(LookUpPeak("NVIDIA H100 80GB HBM3", Precision::kBf16).device_model, "H100 SXM");
+  EXPECT_DOUBLE_EQ(Peak("NVIDIA H100 80GB HBM3", Precision::kBf16), 989.4);
+  EXPECT_DOUBLE_EQ(Peak("NVIDIA H100 PCIe", Precision::kBf16), 756);
+  EXPECT_DOUBLE_EQ(Peak("NVIDIA H100 NVL", Precision::kFp8), 1670);
+  EXPECT_EQ(LookUpPeak("NVIDIA H200", Precision::kBf16).device_model, "H200 SXM");
+  EXPECT_EQ(LookUpPeak("NVIDIA H200 NVL", Precision::kBf16).device_model, "H200 NVL");
+  EXPECT_DOUBLE_EQ(Peak("NVIDIA A100-SXM4-80GB", Precision::kFp16), 312);
+  EXPECT_DOUBLE_EQ(Peak("NVIDIA A100-SXM4-80GB", Precision::kTf32), 156);
+  EXPECT_DOUBLE_EQ(Peak("Tesla V100-SXM2-16GB", Precision::kFp16), 125);
+  EXPECT_DOUBLE_EQ(Peak("Tesla V100-PCIE-16GB", Precision::kFp16), 112);
+  EXPECT_DOUBLE_EQ(Peak("NVIDIA B200", Precision::kBf16), 2250);
+  EXPECT_EQ(LookUpPeak("NVIDIA RTX 6000 Ada Generation", Precision::kBf16).device_model,
+            "RTX 6000 Ada");
+  EXPECT_EQ(LookUpPeak("NVIDIA L40S", Precision::kBf16).device_model, "L40S");
+  EXPECT_EQ(LookUpPeak("NVIDIA L40", Precision::kBf16).device_model, "L40");
+  EXPECT_EQ(LookUpPeak("NVIDIA L4", Precision::kBf16).device_model, "L4");
+  EXPECT_EQ(LookUpPeak("NVIDIA RTX PRO 6000 Blackwell Workstation Edition", Precision::kBf16)
+                .device_model,
+            "RTX PRO 6000 Blackwell");
+}
+
+TEST(PeakFlopsTest, ExplainsWhyThereIsNoPeak) {
+  const PeakLookup unknown = LookUpPeak("Some Future GPU", Precision::kBf16);
+  EXPECT_FALSE(unknown.tflops.has_value());
+  EXPECT_NE(unknown.problem.find("Some Future GPU"), std::string::npos);
+  EXPECT_NE(unknown.problem.find("--peak-tflops"), std::string::npos);
+  EXPECT_FALSE(LookUpPeak("", Precision::kBf16).tflops.has_value());
+  const PeakLookup no_bf16 = LookUpPeak("Tesla V100-SXM2-16GB", Precision::kBf16);
+  EXPECT_FALSE(no_bf16.tflops.has_value());
+  EXPECT_EQ(no_bf16.device_model, "V100 SXM2");
+  EXPECT_NE(no_bf16.problem.find("bf16"), std::string::npos);
+}
+
+TEST(PeakFlopsTest, ParsesPrecisionNames) {
+  EXPECT_EQ(ParsePrecision("BF16"), Precision::kBf16);
+  EXPECT_EQ(ParsePrecision("half"), Precision::kFp16);
+  EXPECT_EQ(ParsePrecision("fp8"), Precision::kFp8);
+  EXPECT_FALSE(ParsePrecision("int4").has_value());
+  for (const char* name : {"fp64", "fp32", "tf32", "bf16", "fp16", "fp8"}) {
+    EXPECT_STREQ(PrecisionName(*ParsePrecision(name)), name);
+  }
+  EXPECT_EQ(KnownPeakModels().size(), 14u);
+}
+
+}  // namespace
+}  // namespace flopscope

@@ -1,0 +1,118 @@
+#include "injector/cupti/cupti_api.h"
+
+#include <dlfcn.h>
+
+#include <vector>
+
+namespace flopscope::injector::cupti {
+namespace {
+
+#ifndef FLOPSCOPE_CUPTI_TOOLKIT_LIBRARY
+#define FLOPSCOPE_CUPTI_TOOLKIT_LIBRARY ""
+#endif
+
+// RTLD_LOCAL: CUPTI's symbols stay out of the job's global scope. RTLD_NOW: a library that lacks
+// what it needs fails here, in one place, rather than in the middle of a callback.
+void* Open(const std::string& path, std::string* why) {
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* message = dlerror();
+    *why = message != nullptr ? message : "dlopen failed";
+  }
+  return handle;
+}
+
+template <typename Fn>
+bool Resolve(void* handle, const char* name, Fn* slot, bool required, std::string* missing) {
+  *slot = reinterpret_cast<Fn>(dlsym(handle, name));
+  if (*slot == nullptr && required) {
+    if (!missing->empty()) *missing += ", ";
+    *missing += name;
+  }
+  return *slot != nullptr || !required;
+}
+
+bool ResolveAll(void* handle, CuptiApi* api, std::string* missing) {
+  bool ok = true;
+  ok &= Resolve(handle, "cuptiGetVersion", &api->get_version, true, missing);
+  ok &= Resolve(handle, "cuptiGetResultString", &api->get_result_string, true, missing);
+  ok &= Resolve(handle, "cuptiSubscribe_v2", &api->subscribe_v2, false, missing);
+  ok &= Resolve(handle, "cuptiSubscribe", &api->subscribe, true, missing);
+  ok &= Resolve(handle, "cuptiUnsubscribe", &api->unsubscribe, true, missing);
+  ok &= Resolve(handle, "cuptiEnableCallback", &api->enable_callback, true, missing);
+  ok &= Resolve(handle, "cuptiGetCallbackName", &api->get_callback_name, true, missing);
+  ok &= Resolve(handle, "cuptiActivityRegisterCallbacks", &api->activity_register_callbacks, true,
+                missing);
+  ok &= Resolve(handle, "cuptiActivityRegisterTimestampCallback",
+                &api->activity_register_timestamp_callback, false, missing);
+  ok &= Resolve(handle, "cuptiActivityEnable", &api->activity_enable, true, missing);
+  ok &= Resolve(handle, "cuptiActivityDisable", &api->activity_disable, true, missing);
+  ok &= Resolve(handle, "cuptiActivityFlushAll", &api->activity_flush_all, true, missing);
+  ok &=
+      Resolve(handle, "cuptiActivityGetNextRecord", &api->activity_get_next_record, true, missing);
+  ok &= Resolve(handle, "cuptiActivityGetNumDroppedRecords", &api->activity_get_num_dropped_records,
+                true, missing);
+  ok &= Resolve(handle, "cuptiFinalize", &api->finalize, true, missing);
+  ok &= Resolve(handle, "cuptiGetDeviceId", &api->get_device_id, true, missing);
+  ok &= Resolve(handle, "cuptiGetGraphNodeId", &api->get_graph_node_id, true, missing);
+  ok &= Resolve(handle, "cuptiDeviceGetChipName", &api->device_get_chip_name, true, missing);
+  return ok;
+}
+
+std::vector<std::string> Candidates(const std::string& explicit_path) {
+  if (!explicit_path.empty()) return {explicit_path};
+  std::vector<std::string> paths = {"libcupti.so.13"};
+  const std::string toolkit = FLOPSCOPE_CUPTI_TOOLKIT_LIBRARY;
+  if (!toolkit.empty()) paths.push_back(toolkit);
+  return paths;
+}
+
+}  // namespace
+
+bool CuptiApi::Complete() const {
+  return get_version && get_result_string && subscribe && unsubscribe && enable_callback &&
+         get_callback_name && activity_register_callbacks && activity_enable && activity_disable &&
+         activity_flush_all && activity_get_next_record && activity_get_num_dropped_records &&
+         finalize && get_device_id && get_graph_node_id && device_get_chip_name;
+}
+
+std::string CuptiApi::ResultText(CUptiResult result) const {
+  const char* text = nullptr;
+  if (get_result_string != nullptr && get_result_string(result, &text) == CUPTI_SUCCESS &&
+      text != nullptr) {
+    return text;
+  }
+  return "CUPTI error " + std::to_string(static_cast<int>(result));
+}
+
+bool LoadCupti(const std::string& explicit_path, LoadedCupti* out, std::string* error) {
+  std::string tried;
+  for (const std::string& path : Candidates(explicit_path)) {
+    std::string why;
+    void* handle = Open(path, &why);
+    if (handle == nullptr) {
+      tried += (tried.empty() ? "" : "; ") + why;
+      continue;
+    }
+    LoadedCupti loaded;
+    loaded.path = path;
+    std::string missing;
+    if (!ResolveAll(handle, &loaded.api, &missing)) {
+      *error = path + " lacks " + missing;
+      return false;
+    }
+    if (loaded.api.get_version(&loaded.version) != CUPTI_SUCCESS ||
+        loaded.version < kMinimumCuptiVersion) {
+      *error = path + " is CUPTI API version " + std::to_string(loaded.version) +
+               "; this injector parses the records of version " +
+               std::to_string(kMinimumCuptiVersion) + " or later (set FLOPSCOPE_CUPTI_PATH)";
+      return false;
+    }
+    *out = loaded;
+    return true;
+  }
+  *error = "libcupti not found (" + tried + "; set FLOPSCOPE_CUPTI_PATH)";
+  return false;
+}
+
+}  // namespace flopscope::injector::cupti

@@ -1,0 +1,78 @@
+#include "injector/cupti/testing/recording_sink.h"
+
+namespace flopscope::injector::cupti::testing {
+namespace {
+thread_local RangeContext t_context;
+}  // namespace
+
+void RecordingSink::SetThreadContext(RangeContext context) { t_context = context; }
+
+RangeContext RecordingSink::CurrentContext() noexcept { return t_context; }
+
+uint32_t RecordingSink::InternName(std::string_view mangled_name) noexcept {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto [it, added] =
+      names_.emplace(std::string(mangled_name), static_cast<uint32_t>(names_.size() + 1));
+  return it->second;
+}
+
+size_t RecordingSink::Enqueue(const KernelRecord* records, size_t count) noexcept {
+  std::lock_guard<std::mutex> lock(mutex_);
+  records_.insert(records_.end(), records, records + count);
+  return count;
+}
+
+void RecordingSink::Metadata(std::string_view key, std::string_view value) noexcept {
+  std::lock_guard<std::mutex> lock(mutex_);
+  metadata_.emplace_back(std::string(key), std::string(value));
+}
+
+void RecordingSink::CountDropped(uint64_t records) noexcept {
+  std::lock_guard<std::mutex> lock(mutex_);
+  dropped_ += records;
+}
+
+void RecordingSink::CountBufferFull(uint64_t records) noexcept {
+  std::lock_guard<std::mutex> lock(mutex_);
+  buffer_full_ += records;
+}
+
+void RecordingSink::Wake() noexcept {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++wakes_;
+}
+
+std::vector<KernelRecord> RecordingSink::records() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return records_;
+}
+
+std::vector<std::pair<std::string, std::string>> RecordingSink::metadata() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return metadata_;
+}
+
+std::string RecordingSink::NameOf(uint32_t id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& [name, name_id] : names_) {
+    if (name_id == id) return name;
+  }
+  return "";
+}
+
+uint64_t RecordingSink::dropped() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return dropped_;
+}
+
+uint64_t RecordingSink::buffer_full() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return buffer_full_;
+}
+
+uint64_t RecordingSink::wakes() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return wakes_;
+}
+
+}  // namespace flopscope::injector::cupti::testing

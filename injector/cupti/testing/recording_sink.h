@@ -1,0 +1,44 @@
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "injector/kernel_tracing.h"
+
+namespace flopscope::injector::cupti::testing {
+
+// A TraceSink that keeps everything it is given. The range "open" on a thread is whatever that
+// thread last passed to SetThreadContext. Thread-safe.
+class RecordingSink : public TraceSink {
+ public:
+  static void SetThreadContext(RangeContext context);
+
+  RangeContext CurrentContext() noexcept override;
+  uint32_t InternName(std::string_view mangled_name) noexcept override;
+  size_t Enqueue(const KernelRecord* records, size_t count) noexcept override;
+  void Metadata(std::string_view key, std::string_view value) noexcept override;
+  void CountDropped(uint64_t records) noexcept override;
+  void CountBufferFull(uint64_t records) noexcept override;
+  void Wake() noexcept override;
+
+  std::vector<KernelRecord> records();
+  std::vector<std::pair<std::string, std::string>> metadata();
+  std::string NameOf(uint32_t id);
+  uint64_t dropped();
+  uint64_t buffer_full();
+  uint64_t wakes();
+
+ private:
+  std::mutex mutex_;  // guards everything below
+  std::map<std::string, uint32_t> names_;
+  std::vector<KernelRecord> records_;
+  std::vector<std::pair<std::string, std::string>> metadata_;
+  uint64_t dropped_ = 0;
+  uint64_t buffer_full_ = 0;
+  uint64_t wakes_ = 0;
+};
+
+}  // namespace flopscope::injector::cupti::testing

@@ -1,0 +1,34 @@
+#pragma once
+
+#include <cupti.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "injector/identity.h"
+
+namespace flopscope::injector::cupti {
+
+// Settings of kernel tracing, from the environment; each malformed value is reported in
+// `warnings` and replaced by its default.
+struct TracerOptions {
+  bool enabled = true;                      // FLOPSCOPE_KERNELS=0 turns kernel tracing off
+  std::string cupti_path;                   // FLOPSCOPE_CUPTI_PATH: libcupti to use
+  uint64_t buffer_cap_bytes = 32ull << 20;  // FLOPSCOPE_CUPTI_BUFFER_MB (4..4096, default 32)
+  bool finalize_at_exit = true;  // FLOPSCOPE_CUPTI_FINALIZE=0 skips cuptiFinalize at exit
+  std::vector<std::string> warnings;
+};
+
+TracerOptions TracerOptionsFromEnvironment(const EnvLookup& env);
+
+// What the attach did, in the words `flopscope report` shows when a rank has no kernels.
+enum class AttachStep { kSubscribe, kEnableCallbacks, kRegisterBuffers, kEnableActivity };
+
+// One sentence naming the cause and the consequence, e.g. "CUPTI is held by another tool
+// (CUPTI for Nsight Systems): NVTX ranges only". `holder` is what cuptiSubscribe_v2 said holds
+// the subscriber (may be empty); `result_text` is CUPTI's name for `result`.
+std::string DescribeAttachFailure(AttachStep step, CUptiResult result,
+                                  const std::string& result_text, const std::string& holder);
+
+}  // namespace flopscope::injector::cupti

@@ -1,0 +1,35 @@
+#include "injector/kernel_api_sink.h"
+
+#include "injector/session.h"
+
+namespace flopscope::injector {
+
+RangeContext KernelApiSink::CurrentContext() noexcept { return CurrentRangeContext(); }
+
+uint32_t KernelApiSink::InternName(std::string_view mangled_name) noexcept {
+  return InternKernelName(mangled_name);
+}
+
+size_t KernelApiSink::Enqueue(const KernelRecord* records, size_t count) noexcept {
+  return EnqueueKernelRecords(records, count);
+}
+
+void KernelApiSink::Metadata(std::string_view key, std::string_view value) noexcept {
+  EnqueueMetadata(key, value);
+}
+
+void KernelApiSink::CountDropped(uint64_t records) noexcept { CountCuptiDropped(records); }
+
+void KernelApiSink::CountBufferFull(uint64_t records) noexcept {
+  if (Session* session = Session::Current()) {
+    session->losses().Add(LossCause::kBufferFull, records);
+  }
+}
+
+void KernelApiSink::Wake() noexcept {
+  Session* session = Session::Current();
+  if (session == nullptr) return;
+  if (Exporter* exporter = session->exporter()) exporter->Wake();
+}
+
+}  // namespace flopscope::injector

@@ -1,0 +1,215 @@
+"""Global module hooks: a range per module forward, and one per module backward.
+
+Forward: PyTorch's global forward pre/post hooks (every nn.Module, no per-model setup) push and
+pop the module's range on the thread running forward.
+
+Backward: PyTorch 1.13 has no global backward *pre* hook, and full backward hooks wrap inputs and
+outputs in an autograd Function, which breaks modules that later modify those tensors in place
+(`ReLU(inplace=True)` after a hooked module raises). So the package hooks gradients instead, which
+changes no tensor: a module's backward range opens when the gradient of its output is computed
+(hook on each output tensor) and closes when the gradient of its input is complete (hook on each
+input tensor). A tensor carries one `GradEvents` hook however many modules produce or consume it;
+it closes ranges before opening new ones, innermost first. Where no input gradient exists (token
+ids into an embedding) or the input is shared with other consumers, the range closes when the next
+module outside it starts its backward, or at the end of the backward pass.
+
+Gradient hooks run on the autograd engine's thread for the tensor's device; ThreadRanges keeps
+each range on the thread that opened it. Hooks never raise into PyTorch: an internal error turns
+the package off with one message (see Profiler.fail).
+"""
+
+import threading
+
+import torch
+
+from .thread_ranges import ThreadRanges
+
+_MAX_TENSORS = 16  # looked at per input / output structure: bounds the cost of huge tuples
+# Looked up once: these run twice per module call.
+_tracing = torch._C._get_tracing_state  # pylint: disable=protected-access
+_grad_enabled = torch.is_grad_enabled
+
+
+def _collect_grad_tensors(value, out, depth=0):
+    """Non-leaf tensors that require grad in `value` (tensor, tuple/list, dict), two levels deep.
+    Leaves (parameters, inputs the user made) are skipped: a hook there would outlive the step."""
+    if isinstance(value, torch.Tensor):
+        if value.requires_grad and value.grad_fn is not None:
+            out.append(value)
+        return
+    if depth >= 2 or len(out) >= _MAX_TENSORS:
+        return
+    if isinstance(value, (tuple, list)):
+        items = value[:_MAX_TENSORS]
+    elif isinstance(value, dict):
+        items = list(value.values())[:_MAX_TENSORS]
+    else:
+        return
+    for item in items:
+        _collect_grad_tensors(item, out, depth + 1)
+
+
+class GradEvents:
+    """The package's one gradient hook on a tensor: backward ranges to close (modules that took
+    the tensor as input) and to open (modules that produced it), in registration order."""
+
+    __slots__ = ("hooks", "closes", "opens")
+
+    def __init__(self, hooks):
+        self.hooks = hooks
+        self.closes = []
+        self.opens = []
+
+    def __call__(self, grad):
+        self.hooks.on_gradient(self)  # returns None: the gradient is left as it is
+
+
+class ModuleHooks:
+    """Installs the global hooks; `profiler` supplies the registry, phases, announcer, and the
+    failure switch."""
+
+    def __init__(self, backend, registry, phases, announcer, fail):
+        self._backend = backend
+        self._registry = registry
+        self._phases = phases
+        self._announcer = announcer
+        self._fail = fail
+        self.ranges = ThreadRanges(backend)
+        self._handles = []
+        self.active = False
+
+    def install(self):
+        module_api = torch.nn.modules.module
+        self._handles = [module_api.register_module_forward_pre_hook(self._forward_pre),
+                         module_api.register_module_forward_hook(self._forward_post)]
+        self.active = True
+
+    def uninstall(self):
+        self.active = False
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
+
+    # ---- forward ----
+
+    def _forward_pre(self, module, inputs):
+        if not self.active:
+            return None
+        try:
+            self._enter(module, inputs)
+        except Exception as error:  # pylint: disable=broad-except
+            self._fail(error)
+        return None
+
+    def _forward_post(self, module, inputs, output):
+        if not self.active:
+            return None
+        try:
+            self._exit(module, output)
+        except Exception as error:  # pylint: disable=broad-except
+            self._fail(error)
+        return None
+
+    def _enter(self, module, inputs):
+        if _tracing():
+            return
+        parent = self.ranges.top()
+        info = self._registry.info_for(module, inside_module=parent is not None)
+        if info.transparent:
+            if parent is None:  # DDP's own work before the model's forward is forward too
+                self._phases.root_forward_begin(_grad_enabled())
+            return
+        path, encoded = info.path_and_name(parent, self._backend.encode)
+        training = _grad_enabled()
+        if parent is None:
+            self._phases.root_forward_begin(training)
+        entry = self.ranges.push_forward(info, path, encoded, parent)
+        if training:
+            for tensor in self._grad_tensors(inputs):
+                closes = self._events(tensor).closes
+                if not closes or closes[-1] is not entry:  # the same tensor passed twice
+                    closes.append(entry)
+
+    def _exit(self, module, output):
+        if _tracing():
+            return
+        info = self._registry.get(module)
+        if info is None:
+            return
+        if info.transparent:
+            if self.ranges.top() is None:
+                self._phases.root_forward_end()
+            return
+        entry = self.ranges.pop_forward(info)
+        if entry is None:
+            return
+        self._announcer.module_seen(entry.path, info, module)
+        if _grad_enabled():
+            for tensor in self._grad_tensors(output):
+                self._events(tensor).opens.append(entry)
+        if entry.parent is None:
+            self._phases.root_forward_end()
+
+    @staticmethod
+    def _grad_tensors(value):
+        # The common shapes first: one tensor, or a tuple of tensors (a module's inputs).
+        if type(value) is torch.Tensor:
+            return (value,) if value.requires_grad and value.grad_fn is not None else ()
+        tensors = []
+        _collect_grad_tensors(value, tensors)
+        return tensors
+
+    def _events(self, tensor):
+        hooks = tensor._backward_hooks  # pylint: disable=protected-access
+        if hooks:
+            for hook in hooks.values():
+                if type(hook) is GradEvents and hook.hooks is self:
+                    return hook
+        events = GradEvents(self)
+        tensor.register_hook(events)
+        return events
+
+    # ---- backward (autograd thread) ----
+
+    def on_gradient(self, events):
+        if not self.active:
+            return
+        try:
+            self._queue_end_of_backward()
+            ranges = self.ranges
+            for entry in reversed(events.closes):
+                ranges.pop_backward(entry)
+            for entry in reversed(events.opens):
+                ranges.push_backward(entry)
+        except Exception as error:  # pylint: disable=broad-except
+            self._fail(error)
+
+    def _queue_end_of_backward(self):
+        """Asks the engine to call back when this backward pass is complete, once per pass and
+        thread, so the ranges this thread still has open close then (the root model's, whose
+        input needs no gradient)."""
+        state = self.ranges.state()
+        if state.end_queued:
+            return
+        state.end_queued = True
+
+        def end_of_backward():
+            state.end_queued = False
+            if state.thread_id != threading.get_ident():
+                # The engine finished the pass on another thread, which may not pop this
+                # thread's ranges: they close at this thread's next backward event.
+                state.stale = True
+                return
+            try:
+                self.ranges.close_backward()
+            except Exception as error:  # pylint: disable=broad-except
+                self._fail(error)
+
+        engine = torch.autograd.Variable._execution_engine  # pylint: disable=protected-access
+        engine.queue_callback(end_of_backward)
+
+    def end_backward_on_this_thread(self):
+        """Called when backward() returns on the thread that called it."""
+        state = self.ranges.state()
+        state.end_queued = False
+        self.ranges.close_backward()

@@ -1,0 +1,160 @@
+"""What each nn.Module is called in flopscope's module tree.
+
+A root model is the module whose forward runs while no module is open on the thread; its
+submodules are named by their qualified names from `root.named_modules()`. A module's range name
+is its qualified name relative to the enclosing open module, so the range path of
+`encoder.layers.0.self_attn` under a root `TinyLM` reads `TinyLM/encoder/layers.0/self_attn`
+(containers that never run, like ModuleList, leave no component of their own). Wrappers that only
+call an inner module (DDP, FSDP, DeepSpeed's engine, torch.compile) get no range: the inner module
+takes their place, so `DDP(model)` reports as `model`'s tree.
+
+Modules are looked up by id() on every call; each entry holds a weak reference, so an id reused
+after a module was freed is recognised and the entry is dropped when its module dies.
+"""
+
+import functools
+import weakref
+
+WRAPPER_CLASSES = frozenset({
+    "DistributedDataParallel", "DataParallel", "FullyShardedDataParallel", "DeepSpeedEngine",
+    "PipelineEngine", "Float16Module", "OptimizedModule",
+})
+WRAPPED_ATTRIBUTES = ("module", "_fsdp_wrapped_module", "_orig_mod")
+
+
+def wrapped_attribute(module):
+    """The attribute holding a wrapper's inner module, or None when `module` is no wrapper."""
+    if type(module).__name__ not in WRAPPER_CLASSES:
+        return None
+    children = dict(module.named_children())
+    return next((name for name in WRAPPED_ATTRIBUTES if name in children), None)
+
+
+def count_parameters(module):
+    """sum(p.numel()) over the module's parameters, submodules included (as DeepSpeed counts),
+    or None while a lazy module's parameters are not materialised. DeepSpeed ZeRO-3 keeps the
+    full size of a partitioned parameter in `ds_numel` (its numel() is then 0)."""
+    total = 0
+    try:
+        for parameter in module.parameters():
+            full = getattr(parameter, "ds_numel", None)
+            total += int(full) if full is not None else parameter.numel()
+    except (ValueError, RuntimeError):  # torch.nn.parameter.UninitializedParameter
+        return None
+    return total
+
+
+class ModuleTree:
+    """The qualified names of one root model."""
+
+    def __init__(self, root):
+        self.label = type(root).__name__
+
+
+class ModuleInfo:
+    """One module: where it sits (tree and qualified name) and its range names per parent."""
+
+    __slots__ = ("ref", "tree", "qualified_name", "class_name", "transparent", "_names",
+                 "_parameters")
+
+    def __init__(self, module, tree, qualified_name, transparent):
+        self.ref = None  # set by the registry
+        self.tree = tree
+        self.qualified_name = qualified_name  # "" for a tree's root; None outside any tree
+        self.class_name = type(module).__name__
+        self.transparent = transparent
+        self._names = {}  # parent path (None at the top) -> (path, encoded name)
+        self._parameters = None
+
+    def range_name(self, parent):
+        """This module's range name when `parent` (a ModuleInfo or None) is the open module."""
+        own = self.qualified_name
+        if own == "":
+            return self.tree.label
+        if own is None:
+            return self.class_name
+        if parent is not None and parent.tree is self.tree:
+            prefix = parent.qualified_name
+            if prefix == "":
+                return own
+            if prefix is not None and own.startswith(prefix) and own[len(prefix):][:1] == ".":
+                return own[len(prefix) + 1:]
+        # Called outside its parent's forward: the full qualified name keeps it recognisable.
+        return own
+
+    def path_and_name(self, parent_entry, encode):
+        """(range path, encoded range name) under the open range `parent_entry` (an object with
+        `.info` and `.path`, or None). Cached: a module almost always runs under one parent."""
+        key = None if parent_entry is None else parent_entry.path
+        cached = self._names.get(key)
+        if cached is None:
+            name = self.range_name(None if parent_entry is None else parent_entry.info)
+            path = name if parent_entry is None else f"{parent_entry.path}/{name}"
+            cached = (path, encode(name))
+            if len(self._names) < 64:  # bounded: a module called from ever new places
+                self._names[key] = cached
+        return cached
+
+    def parameter_count(self, module):
+        if self._parameters is None:
+            self._parameters = count_parameters(module)
+        return self._parameters
+
+
+class ModuleRegistry:
+    """id(module) -> ModuleInfo, filled a whole root model at a time."""
+
+    def __init__(self):
+        self._infos = {}
+
+    def __len__(self):
+        return len(self._infos)
+
+    def get(self, module):
+        info = self._infos.get(id(module))
+        if info is not None and info.ref() is module:
+            return info
+        return None
+
+    def info_for(self, module, inside_module):
+        """The module's info, registering it on first sight: with no module open
+        (`inside_module` false) as a wrapper or the root of a new tree, else as a module of no
+        known tree (named by its class)."""
+        info = self.get(module)
+        if info is not None:
+            return info
+        if wrapped_attribute(module) is not None:
+            return self._add(module, None, None, transparent=True)
+        if not inside_module:
+            self._add_tree(module)
+            return self.get(module)
+        return self._add(module, None, None, transparent=False)
+
+    def _add_tree(self, root):
+        tree = ModuleTree(root)
+        # (original qualified prefix, shown prefix) for each wrapper's inner module, so that
+        # `layers.0._fsdp_wrapped_module.attn` shows as `layers.0.attn`.
+        renames = []
+        for original, module in root.named_modules():
+            shown = original
+            for prefix, replacement in reversed(renames):
+                if original == prefix or original.startswith(prefix + "."):
+                    shown = replacement + original[len(prefix):]
+                    break
+            attribute = wrapped_attribute(module)
+            if attribute is not None and original != "":
+                renames.append((f"{original}.{attribute}", shown))
+            self._add(module, tree, shown, transparent=attribute is not None and original != "")
+
+    def _add(self, module, tree, qualified_name, transparent):
+        key = id(module)
+        info = ModuleInfo(module, tree, qualified_name, transparent)
+        info.ref = weakref.ref(module, functools.partial(self._forget, key))
+        self._infos[key] = info
+        return info
+
+    def _forget(self, key, dead_ref):
+        # A weakref callback: runs whenever the module is collected, on any thread.
+        info = self._infos.get(key)
+        if info is not None and info.ref is dead_ref:
+            del self._infos[key]

@@ -1,0 +1,125 @@
+"""The process-wide switch: builds the pieces, installs and removes every hook."""
+
+import atexit
+import os
+import sys
+import threading
+
+from .metadata_announcer import MetadataAnnouncer
+from .module_registry import ModuleRegistry
+from .nvtx_backend import NvtxUnavailable, load_backend, tool_attached
+from .parallel_layout import ParallelLayout
+
+
+def _warn(message):
+    print(f"flopscope_torch: {message}", file=sys.stderr, flush=True)
+
+
+class Profiler:
+    """One per process (see flopscope_torch.enable). Not thread-safe to enable/disable from two
+    threads at once; the hooks themselves run on any thread."""
+
+    def __init__(self):
+        self._lock = threading.Lock()  # enable/disable/fail may race (training vs autograd thread)
+        self.backend = None
+        self.announcer = None
+        self.phases = None
+        self.module_hooks = None
+        self.training_hooks = None
+        self.failed = False
+        self._layout_sources = {}
+        self._atexit_registered = False
+
+    @property
+    def enabled(self):
+        return self.module_hooks is not None and self.module_hooks.active
+
+    def enable(self, force=False, backend=None, environ=os.environ):
+        """Installs the hooks; returns whether they are on. Without an NVTX tool listening
+        (flopscope's injector, Nsight Systems) nothing would be recorded, so nothing is installed
+        unless `force`."""
+        with self._lock:
+            if self.enabled:
+                return True
+            if not force and backend is None and not tool_attached(environ):
+                return False
+            if backend is None:
+                try:
+                    backend = load_backend(environ)
+                except NvtxUnavailable as error:
+                    _warn(f"PyTorch hooks off: {error}")
+                    return False
+            self._build(backend)
+            self.module_hooks.install()
+            self.training_hooks.install()
+            self.failed = False
+            if not self._atexit_registered:
+                atexit.register(self._at_exit)
+                self._atexit_registered = True
+            return True
+
+    def disable(self):
+        """Removes the hooks and closes what is open on the calling thread."""
+        with self._lock:
+            self._teardown()
+
+    def fail(self, error):
+        """An internal error inside a hook: say it once, turn everything off, let the job go on."""
+        with self._lock:
+            if self.failed:
+                return
+            self.failed = True
+            _warn(f"internal error, PyTorch hooks turned off: {type(error).__name__}: {error}")
+            self._teardown()
+
+    def set_parallel_layout(self, layout):
+        self._layout_sources["explicit"] = layout
+        if self.enabled:
+            self.announcer.check_layout()
+
+    def _build(self, backend):
+        # Imported here: importing flopscope_torch must not import torch (sitecustomize runs it in
+        # every Python process of the job, most of which never touch torch).
+        from .module_hooks import ModuleHooks  # pylint: disable=import-outside-toplevel
+        from .phase_tracker import PhaseTracker  # pylint: disable=import-outside-toplevel
+        from .training_hooks import TrainingHooks  # pylint: disable=import-outside-toplevel
+
+        self.backend = backend
+        self.announcer = MetadataAnnouncer(backend, self._layout_sources)
+        registry = ModuleRegistry()
+        self.phases = PhaseTracker(backend, on_new_step=self.announcer.check_layout,
+                                   on_step_end=self._close_thread_ranges)
+        self.module_hooks = ModuleHooks(backend, registry, self.phases, self.announcer, self.fail)
+        self.training_hooks = TrainingHooks(self.phases, self.module_hooks, self.fail)
+
+    def _close_thread_ranges(self):
+        # At a step's end no module range of this thread should be open; any still open belongs
+        # to a forward that raised (its post hook never ran).
+        self.module_hooks.ranges.close_all()
+
+    def _teardown(self):
+        if self.module_hooks is None:
+            return
+        self.module_hooks.uninstall()
+        self.training_hooks.uninstall()
+        try:
+            self.module_hooks.ranges.close_all()
+            self.phases.close_all()
+        except Exception:  # pylint: disable=broad-except
+            pass  # closing is best effort; the injector counts what stays open
+
+    def _at_exit(self):
+        # The main thread's ranges close before the injector's exit flush counts them unclosed.
+        if self.enabled:
+            self.disable()
+
+
+def make_layout(tp, pp, dp, tp_rank, pp_rank, dp_rank, world_size, rank):
+    """A ParallelLayout from what set_parallel_layout was given (see there)."""
+    if None not in (dp, tp_rank, pp_rank, dp_rank):
+        layout = ParallelLayout(tp, pp, dp, tp_rank, pp_rank, dp_rank, "explicit")
+    else:
+        layout = ParallelLayout.from_sizes(tp, pp, world_size, rank, "explicit")
+    if not layout.is_consistent():
+        raise ValueError(f"inconsistent parallel layout: {layout.mark_text()}")
+    return layout

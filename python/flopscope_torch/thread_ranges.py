@@ -1,0 +1,153 @@
+"""Each thread's open module ranges, kept in step with that thread's NVTX stack.
+
+NVTX push/pop ranges belong to the thread that pushed them. Forward ranges are pushed and popped
+by the module hooks on the thread that runs forward. Backward ranges are pushed and popped on the
+thread that runs the autograd engine for them (the caller's thread on CPU, one engine thread per
+GPU), from gradient hooks. Every push and pop below goes through `ThreadRanges` of the calling
+thread, so a pop always closes a range this very thread opened; a request to close a range that
+lives on another thread is never turned into an NVTX pop here.
+
+Backward ranges follow the forward call they mirror: pushing one first reopens the ancestors of
+that forward call that are not open (so a backward path equals its forward path) and closes open
+backward ranges that are not its ancestors (a sibling whose end was never observed).
+"""
+
+import threading
+
+
+class Entry:
+    """One open range: the module, its range path, the encoded name pushed, the entry that was
+    open around it (forward ancestry) and whether it is a backward range."""
+
+    __slots__ = ("info", "path", "encoded", "parent", "backward")
+
+    def __init__(self, info, path, encoded, parent, backward):
+        self.info = info
+        self.path = path
+        self.encoded = encoded
+        self.parent = parent
+        self.backward = backward
+
+
+class ThreadState:
+    """One thread's bookkeeping (a plain object, so another thread can flag it): `entries`
+    mirrors the thread's NVTX default-domain stack as far as the package pushed it; `end_queued`
+    says an end-of-backward callback is pending for it; `stale` says a finished backward pass
+    left ranges here that the thread which finished it could not pop."""
+
+    __slots__ = ("thread_id", "entries", "end_queued", "stale")
+
+    def __init__(self):
+        self.thread_id = threading.get_ident()
+        self.entries = []
+        self.end_queued = False
+        self.stale = False
+
+
+class ThreadRanges:
+    """Push/pop of module ranges on the calling thread (see the module docstring)."""
+
+    def __init__(self, backend):
+        self._backend = backend
+        self._local = threading.local()
+
+    def state(self):
+        """The calling thread's ThreadState."""
+        try:
+            return self._local.state
+        except AttributeError:
+            self._local.state = ThreadState()
+            return self._local.state
+
+    def top(self):
+        entries = self.state().entries
+        return entries[-1] if entries else None
+
+    # ---- forward ----
+
+    def push_forward(self, info, path, encoded, parent):
+        entry = Entry(info, path, encoded, parent, False)
+        self._backend.push(encoded)
+        self.state().entries.append(entry)
+        return entry
+
+    def pop_forward(self, info):
+        """Closes the innermost forward range of `info` and any range left open above it (a
+        forward that raised skips its post hook); returns its entry, or None when it is not
+        open on this thread."""
+        entries = self.state().entries
+        for index in range(len(entries) - 1, -1, -1):
+            if entries[index].info is info and not entries[index].backward:
+                entry = entries[index]
+                self._pop_to(entries, index)
+                return entry
+        return None
+
+    # ---- backward ----
+
+    def push_backward(self, forward_entry):
+        """Opens the backward range of the forward call `forward_entry`."""
+        state = self.state()
+        if state.stale:
+            self.close_backward()
+        entries = state.entries
+        chain = []
+        ancestor = forward_entry.parent
+        while ancestor is not None and not ancestor.backward:
+            chain.append(ancestor)
+            ancestor = ancestor.parent
+        chain.reverse()
+        base = len(entries)
+        while base > 0 and entries[base - 1].backward:
+            base -= 1  # forward ranges below (a recomputing forward) are never touched
+        kept = 0
+        while (kept < len(chain) and base + kept < len(entries)
+               and entries[base + kept].path == chain[kept].path):
+            kept += 1
+        self._pop_to(entries, base + kept)
+        for ancestor in chain[kept:]:
+            self._push_backward_entry(entries, ancestor)
+        self._push_backward_entry(entries, forward_entry)
+
+    def pop_backward(self, forward_entry):
+        """Closes the backward range of `forward_entry`'s module and those opened inside it, when
+        it is open on this thread; otherwise does nothing (already closed, or another thread's)."""
+        entries = self.state().entries
+        path = forward_entry.path
+        for index in range(len(entries) - 1, -1, -1):
+            entry = entries[index]
+            if not entry.backward:
+                return
+            if entry.path == path:
+                self._pop_to(entries, index)
+                return
+
+    def close_backward(self):
+        """Closes every backward range open on this thread (the end of a backward pass)."""
+        state = self.state()
+        entries = state.entries
+        index = len(entries)
+        while index > 0 and entries[index - 1].backward:
+            index -= 1
+        self._pop_to(entries, index)
+        state.stale = False
+
+    def close_all(self):
+        """Closes every range the package opened on this thread."""
+        state = self.state()
+        self._pop_to(state.entries, 0)
+        state.stale = False
+
+    # ---- internals ----
+
+    def _push_backward_entry(self, entries, forward_entry):
+        parent = entries[-1] if entries else None
+        self._backend.push(forward_entry.encoded)
+        entries.append(Entry(forward_entry.info, forward_entry.path, forward_entry.encoded, parent,
+                             True))
+
+    def _pop_to(self, entries, size):
+        pop = self._backend.pop
+        while len(entries) > size:
+            pop()
+            entries.pop()
