@@ -210,6 +210,23 @@ std::string ClassFromName(const std::string& name) {
   return name.substr(0, dot);
 }
 
+absl::StatusOr<ProfileOptions> ParseProfileOptions(const std::optional<double>& peak_tflops,
+                                                   const std::string& precision) {
+  ProfileOptions profile;
+  if (peak_tflops) {
+    if (*peak_tflops <= 0) return absl::InvalidArgumentError("--peak-tflops must be above 0");
+    profile.peak_tflops = peak_tflops;
+  }
+  if (!precision.empty()) {
+    profile.precision = ParsePrecision(precision);
+    if (!profile.precision) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--precision '", precision, "' is not known (fp64 fp32 tf32 bf16 fp16 fp8)"));
+    }
+  }
+  return profile;
+}
+
 void DeriveRates(const ProfileOptions& options, Profile& profile) {
   const std::optional<double> fwd_flops = profile.fwd_flops_per_gpu.value;
   const std::optional<double> fwd = profile.fwd_latency_s.value;

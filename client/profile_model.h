@@ -27,6 +27,10 @@ struct ProfileOptions {
   std::optional<Precision> precision;  // overrides the announced/assumed dominant precision
 };
 
+// --peak-tflops and --precision as typed: INVALID_ARGUMENT for a peak <= 0 or an unknown precision.
+absl::StatusOr<ProfileOptions> ParseProfileOptions(const std::optional<double>& peak_tflops,
+                                                   const std::string& precision);
+
 // A figure and, when it has no value, why; `note` also labels estimates.
 struct Figure {
   std::optional<double> value;

@@ -37,21 +37,7 @@ std::vector<absl::StatusOr<Report>> FetchReports(const DaemonClient& daemon,
 }
 
 absl::StatusOr<ProfileOptions> ProfileOptionsOf(const RanksOptions& options) {
-  ProfileOptions profile;
-  if (options.peak_tflops) {
-    if (*options.peak_tflops <= 0) {
-      return absl::InvalidArgumentError("--peak-tflops must be above 0");
-    }
-    profile.peak_tflops = options.peak_tflops;
-  }
-  if (!options.precision.empty()) {
-    profile.precision = ParsePrecision(options.precision);
-    if (!profile.precision) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--precision '", options.precision, "' is not known (fp64 fp32 tf32 bf16 fp16 fp8)"));
-    }
-  }
-  return profile;
+  return ParseProfileOptions(options.peak_tflops, options.precision);
 }
 
 }  // namespace

@@ -8,23 +8,6 @@
 namespace flopscope::injector {
 namespace {
 
-// Reads an integer in [min, max]; keeps `fallback` (and says so) when the value is malformed.
-uint64_t ReadBounded(const EnvLookup& env, const char* name, uint64_t min, uint64_t max,
-                     uint64_t fallback, std::vector<std::string>* warnings) {
-  const char* text = env(name);
-  if (text == nullptr || *text == '\0') return fallback;
-  errno = 0;
-  char* end = nullptr;
-  const unsigned long long value = std::strtoull(text, &end, 10);
-  if (errno != 0 || *end != '\0' || *text == '-' || value < min || value > max) {
-    warnings->push_back(std::string("ignoring ") + name + "='" + text +
-                        "': expected an integer in [" + std::to_string(min) + ", " +
-                        std::to_string(max) + "], using " + std::to_string(fallback));
-    return fallback;
-  }
-  return value;
-}
-
 std::string ReadString(const EnvLookup& env, const char* name) {
   const char* text = env(name);
   return text == nullptr ? std::string() : std::string(text);
@@ -34,12 +17,12 @@ std::string ReadString(const EnvLookup& env, const char* name) {
 
 InjectorConfig ConfigFromEnvironment(const EnvLookup& env) {
   InjectorConfig config;
-  config.buffer_bytes =
-      ReadBounded(env, "FLOPSCOPE_BUFFER_MB", 1, 65536, config.buffer_bytes >> 20, &config.warnings)
-      << 20;
+  config.buffer_bytes = ReadBoundedEnv(env, "FLOPSCOPE_BUFFER_MB", 1, 65536,
+                                       config.buffer_bytes >> 20, &config.warnings)
+                        << 20;
   config.flush_ms = static_cast<uint32_t>(
-      ReadBounded(env, "FLOPSCOPE_FLUSH_MS", 1, 60000, config.flush_ms, &config.warnings));
-  config.exit_timeout_ms = static_cast<uint32_t>(ReadBounded(
+      ReadBoundedEnv(env, "FLOPSCOPE_FLUSH_MS", 1, 60000, config.flush_ms, &config.warnings));
+  config.exit_timeout_ms = static_cast<uint32_t>(ReadBoundedEnv(
       env, "FLOPSCOPE_EXIT_TIMEOUT_MS", 0, 600000, config.exit_timeout_ms, &config.warnings));
   // DefaultSocketPath() reads FLOPSCOPE_SOCKET from the real environment; honour the lookup.
   const std::string socket = ReadString(env, "FLOPSCOPE_SOCKET");
@@ -54,6 +37,22 @@ InjectorConfig ConfigFromEnvironment(const EnvLookup& env) {
                               "': expected auto or realtime, using auto");
   }
   return config;
+}
+
+uint64_t ReadBoundedEnv(const EnvLookup& env, const char* name, uint64_t min, uint64_t max,
+                        uint64_t fallback, std::vector<std::string>* warnings) {
+  const char* text = env(name);
+  if (text == nullptr || *text == '\0') return fallback;
+  errno = 0;
+  char* end = nullptr;
+  const unsigned long long value = std::strtoull(text, &end, 10);
+  if (errno != 0 || *end != '\0' || *text == '-' || value < min || value > max) {
+    warnings->push_back(std::string("ignoring ") + name + "='" + text +
+                        "': expected an integer in [" + std::to_string(min) + ", " +
+                        std::to_string(max) + "], using " + std::to_string(fallback));
+    return fallback;
+  }
+  return value;
 }
 
 }  // namespace flopscope::injector

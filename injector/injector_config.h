@@ -29,4 +29,9 @@ struct InjectorConfig {
 
 InjectorConfig ConfigFromEnvironment(const EnvLookup& env);
 
+// Reads the integer environment variable `name` in [min, max]; returns `fallback` when it is unset,
+// and also (with a line in `warnings`) when it is malformed or out of range.
+uint64_t ReadBoundedEnv(const EnvLookup& env, const char* name, uint64_t min, uint64_t max,
+                        uint64_t fallback, std::vector<std::string>* warnings);
+
 }  // namespace flopscope::injector

@@ -3,6 +3,8 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include "injector/injector_config.h"
+
 namespace flopscope::injector::cupti {
 namespace {
 
@@ -20,30 +22,14 @@ bool ReadSwitch(const EnvLookup& env, const char* name, bool fallback,
   return fallback;
 }
 
-uint64_t ReadMegabytes(const EnvLookup& env, const char* name, uint64_t min, uint64_t max,
-                       uint64_t fallback, std::vector<std::string>* warnings) {
-  const char* text = env(name);
-  if (text == nullptr || *text == '\0') return fallback;
-  errno = 0;
-  char* end = nullptr;
-  const unsigned long long value = std::strtoull(text, &end, 10);
-  if (errno != 0 || *end != '\0' || *text == '-' || value < min || value > max) {
-    warnings->push_back(std::string("ignoring ") + name + "='" + text +
-                        "': expected an integer in [" + std::to_string(min) + ", " +
-                        std::to_string(max) + "], using " + std::to_string(fallback));
-    return fallback;
-  }
-  return value;
-}
-
 }  // namespace
 
 TracerOptions TracerOptionsFromEnvironment(const EnvLookup& env) {
   TracerOptions options;
   options.enabled = ReadSwitch(env, "FLOPSCOPE_KERNELS", true, &options.warnings);
   if (const char* path = env("FLOPSCOPE_CUPTI_PATH")) options.cupti_path = path;
-  options.buffer_cap_bytes = ReadMegabytes(env, "FLOPSCOPE_CUPTI_BUFFER_MB", 4, 4096,
-                                           options.buffer_cap_bytes >> 20, &options.warnings)
+  options.buffer_cap_bytes = ReadBoundedEnv(env, "FLOPSCOPE_CUPTI_BUFFER_MB", 4, 4096,
+                                            options.buffer_cap_bytes >> 20, &options.warnings)
                              << 20;
   options.finalize_at_exit = ReadSwitch(env, "FLOPSCOPE_CUPTI_FINALIZE", true, &options.warnings);
   return options;
