@@ -77,9 +77,16 @@ double RawInsertRate(const std::string& path, uint64_t records, uint64_t batch_r
     (void)(*db)->Exec("BEGIN");
     for (uint64_t end = std::min(records, done + batch_rows); done < end; ++done) {
       const auto k = MakeKernel(done, 1, base);
-      const int64_t values[] = {1, static_cast<int64_t>(k.correlation_id), 0, 0, k.name_id, 0, 0,
-                                k.stream_id, k.start_ns, k.end_ns, k.grid_x, k.grid_y, k.grid_z,
-                                k.block_x, k.block_y, k.block_z, k.kind, 0, 0, 0};
+      const int64_t values[] = {1,          static_cast<int64_t>(k.correlation_id),
+                                0,          0,
+                                k.name_id,  0,
+                                0,          k.stream_id,
+                                k.start_ns, k.end_ns,
+                                k.grid_x,   k.grid_y,
+                                k.grid_z,   k.block_x,
+                                k.block_y,  k.block_z,
+                                k.kind,     0,
+                                0,          0};
       for (int c = 0; c < 20; ++c) (*insert)->BindInt(c + 1, values[c]);
       if (auto status = (*insert)->Run(); !status.ok()) {
         std::fprintf(stderr, "ingest: %s\n", status.ToString().c_str());
@@ -93,10 +100,10 @@ double RawInsertRate(const std::string& path, uint64_t records, uint64_t batch_r
 
 pid_t StartDaemon(const std::string& socket, const std::string& data_dir) {
   const std::string daemon = FLOPSCOPE_BENCH_DAEMON;
-  char* argv[] = {const_cast<char*>(daemon.c_str()), const_cast<char*>("--socket"),
-                  const_cast<char*>(socket.c_str()), const_cast<char*>("--data-dir"),
+  char* argv[] = {const_cast<char*>(daemon.c_str()),   const_cast<char*>("--socket"),
+                  const_cast<char*>(socket.c_str()),   const_cast<char*>("--data-dir"),
                   const_cast<char*>(data_dir.c_str()), const_cast<char*>("--log-level"),
-                  const_cast<char*>("warning"), nullptr};
+                  const_cast<char*>("warning"),        nullptr};
   pid_t pid = 0;
   if (posix_spawn(&pid, argv[0], nullptr, nullptr, argv, environ) != 0) {
     std::fprintf(stderr, "ingest: cannot start %s\n", argv[0]);
@@ -131,7 +138,8 @@ int main(int argc, char** argv) {
   fs::create_directories(dir);
   const double raw = RawInsertRate((dir / "raw.sqlite").string(), records, batch_rows);
   std::printf("raw prepared inserts : %10.0f rows/s  (%llu rows, %llu per transaction)\n", raw,
-              static_cast<unsigned long long>(records), static_cast<unsigned long long>(batch_rows));
+              static_cast<unsigned long long>(records),
+              static_cast<unsigned long long>(batch_rows));
 
   const std::string socket = (dir / "fs.sock").string();
   const pid_t daemon = StartDaemon(socket, (dir / "data").string());
@@ -162,10 +170,11 @@ int main(int argc, char** argv) {
   const uint64_t stored = StoredKernels((dir / "data/jobs/ingest/rank-00000.sqlite").string());
   const double e2e = static_cast<double>(stored) / e2e_seconds;
   std::printf("enqueue on the job's thread: %8.1f ns/record\n", enqueue_seconds * 1e9 / records);
-  std::printf("end to end (injector → gRPC → flopscoped → SQLite): %10.0f records/s "
-              "(%llu of %llu stored, %llu accepted)\n",
-              e2e, static_cast<unsigned long long>(stored),
-              static_cast<unsigned long long>(records), static_cast<unsigned long long>(accepted));
+  std::printf(
+      "end to end (injector → gRPC → flopscoped → SQLite): %10.0f records/s "
+      "(%llu of %llu stored, %llu accepted)\n",
+      e2e, static_cast<unsigned long long>(stored), static_cast<unsigned long long>(records),
+      static_cast<unsigned long long>(accepted));
   std::printf("ratio end-to-end / raw: %.2f (target >= 0.50); target >= 500000 records/s: %s\n",
               e2e / raw, e2e >= 500000 ? "met" : "NOT met");
   std::printf("ingest: records_per_s=%.0f raw_rows_per_s=%.0f ratio=%.2f\n", e2e, raw, e2e / raw);

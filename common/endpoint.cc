@@ -36,7 +36,8 @@ std::string GrpcTarget(const std::string& socket_or_target) {
   if (!socket_or_target.empty() && socket_or_target[0] == '/') return "unix:" + socket_or_target;
   if (StartsWith(socket_or_target, "./") || StartsWith(socket_or_target, "../")) {
     char cwd[4096];
-    if (getcwd(cwd, sizeof cwd) != nullptr) return "unix:" + std::string(cwd) + "/" + socket_or_target;
+    if (getcwd(cwd, sizeof cwd) != nullptr)
+      return "unix:" + std::string(cwd) + "/" + socket_or_target;
   }
   return socket_or_target;
 }

@@ -33,11 +33,16 @@ Options ParseOptions(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     const char* value = argv[i + 1];
-    if (flag == "--before") options.before = std::atoi(value);
-    else if (flag == "--after") options.after = std::atoi(value);
-    else if (flag == "--threads") options.threads = std::atoi(value);
-    else if (flag == "--timeout-ms") options.timeout_ms = std::atoi(value);
-    else if (flag == "--wait-file") options.wait_file = value;
+    if (flag == "--before")
+      options.before = std::atoi(value);
+    else if (flag == "--after")
+      options.after = std::atoi(value);
+    else if (flag == "--threads")
+      options.threads = std::atoi(value);
+    else if (flag == "--timeout-ms")
+      options.timeout_ms = std::atoi(value);
+    else if (flag == "--wait-file")
+      options.wait_file = value;
   }
   return options;
 }
