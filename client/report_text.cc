@@ -28,7 +28,10 @@ constexpr size_t kMaxKernelNameWidth = 90;
 // The metadata channel's per-module keys are shown in the tree, not the header; what the
 // injector says about GPUs (gpu.status, gpu.<i>.*, kernels.launch_not_seen) is in the rank lines.
 bool IsPerModuleKey(const std::string& key) {
-  return absl::StartsWith(key, "params ") || absl::StartsWith(key, "flops ");
+  for (const char* prefix : {"params ", "flops ", "macs ", "class "}) {
+    if (absl::StartsWith(key, prefix)) return true;
+  }
+  return false;
 }
 
 bool IsInjectorGpuKey(const std::string& key) {

@@ -31,12 +31,18 @@ std::vector<std::string> Cells(const std::string& line) {
 }
 
 TEST(RenderReportTextTest, HeaderNamesJobRanksFactsLossesAndWhyThereIsNoGpuData) {
-  const std::string text = RenderReportText(testing::CpuOnlyReport());
+  flopscope::v1::Report report = testing::CpuOnlyReport();
+  for (const char* key : {"class Net", "macs Net", "flops Net"}) {
+    auto* mark = report.add_metadata();
+    mark->set_key(key);
+    mark->set_value("1");
+  }
+  const std::string text = RenderReportText(report);
   EXPECT_EQ(Lines(text)[0], "flopscope report: job demo-job");
   EXPECT_EQ(LineStartingWith(text, "Ranks:"), "Ranks: 2");
   EXPECT_EQ(LineStartingWith(text, "  rank 0"), "  rank 0  host node-a  pid 101");
   EXPECT_EQ(LineStartingWith(text, "  rank 1"), "  rank 1  host node-b  pid 202");
-  // batch_size is shown; the per-module params key is not repeated in the header.
+  // batch_size is shown; per-module keys (params, flops, macs, class) are not in the header.
   EXPECT_EQ(LineStartingWith(text, "Announced:"), "Announced: batch_size=8");
   EXPECT_EQ(LineStartingWith(text, "Lost records:"),
             "Lost records: 3 (buffer_full 3: the injector's buffer was full)");

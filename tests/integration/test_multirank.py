@@ -40,8 +40,7 @@ class MultiRankTest(DaemonTestCase):
             self.assertTrue(self.daemon.rank_file("four", rank).exists())
         jobs = json.loads(client(["jobs", "--socket", str(self.daemon.socket), "--format",
                                   "json"]).stdout)
-        listed = jobs if isinstance(jobs, list) else jobs["jobs"]
-        four = [j for j in listed if j["job"] == "four" or j.get("job_id") == "four"]
+        four = [j for j in jobs["jobs"] if j["job"] == "four"]
         self.assertEqual(len(four), 1, jobs)
         self.assertEqual(four[0]["ranks"], 4)
 
