@@ -70,6 +70,9 @@ GrpcTransport::GrpcTransport(std::string target, uint64_t max_pending_bytes,
       initial_backoff_ms_(initial_backoff_ms),
       max_backoff_ms_(max_backoff_ms),
       hello_(std::move(hello)),
+      grpc_initialized_((grpc_init(), true)),
+      channel_(MakeChannel(target_, initial_backoff_ms_, max_backoff_ms_)),
+      stub_(v1::Collector::NewStub(channel_)),
       pending_(max_pending_bytes) {}
 
 GrpcTransport::~GrpcTransport() {
@@ -85,6 +88,7 @@ GrpcTransport::~GrpcTransport() {
   }
   lock.unlock();
   if (connection_thread_.joinable()) connection_thread_.join();
+  if (grpc_initialized_) grpc_shutdown();  // the channel and stub are destroyed after this body
 }
 
 std::shared_ptr<const v1::UpMessage> GrpcTransport::Encode(const fs_batch& batch, uint64_t seq,
@@ -188,14 +192,23 @@ void GrpcTransport::ConnectionLoop() {
 }
 
 bool GrpcTransport::RunStream(bool* retry_at_once) {
-  auto stub = v1::Collector::NewStub(MakeChannel(target_, initial_backoff_ms_, max_backoff_ms_));
+  // Our loop's backoff decides when to try again; the long-lived channel's own backoff (which
+  // may have grown while the daemon was away) must not delay an attempt further.
+  grpc::experimental::ChannelResetConnectionBackoff(channel_.get());
+  // Give the connection one backoff step to come up instead of failing at once on a channel still
+  // marked TRANSIENT_FAILURE from the previous attempt. (No deadline on the stream itself: it is
+  // meant to live as long as the process.)
+  if (!channel_->WaitForConnected(std::chrono::system_clock::now() +
+                                  std::chrono::milliseconds(initial_backoff_ms_ * 2))) {
+    return false;
+  }
   grpc::ClientContext context;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (stopping_) return false;
     active_context_ = &context;
   }
-  auto stream = stub->Stream(&context);
+  auto stream = stub_->Stream(&context);
   bool welcomed = false;
   bool must_cancel = false;
   v1::DownMessage first;

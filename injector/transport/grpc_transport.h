@@ -65,6 +65,15 @@ class GrpcTransport {
   const uint32_t initial_backoff_ms_;
   const uint32_t max_backoff_ms_;
   const v1::UpMessage hello_;
+  // Hazard (dlmopen): a thread that this namespace's libc creates on a reused thread stack frees
+  // the stack's dynamic-TLS blocks with this libc's free(), although ld.so allocated them with the
+  // job's malloc (glibc's get_cached_stack) — the job's heap is corrupted. So the transport must
+  // not churn threads. gRPC creates threads whenever it is (re)initialised and whenever a channel's
+  // event engine is rebuilt; one grpc_init reference and one channel, both held for the
+  // transport's whole life, keep reconnect attempts (a daemon that is away) from creating any.
+  const bool grpc_initialized_;
+  const std::shared_ptr<grpc::Channel> channel_;
+  const std::unique_ptr<v1::Collector::Stub> stub_;
 
   std::mutex submit_mutex_;  // see Submit
   // Guards everything below. Never held across a network call: writes copy a shared_ptr out
