@@ -9,7 +9,10 @@
 //    (OnBufferRequested / OnBufferCompleted: the real cuptiActivityGetNextRecord walk, name
 //    interning, the join) and Collect moving it into a session buffer (on CUPTI's and the
 //    exporter's threads in a job; timed here on one thread).
-// For comparison, an NVTX push+pop pair through the same session's range tracker.
+// For comparison, an NVTX push+pop pair through the same session's range tracker. The tracer
+// carries counter windows as in production (CounterCollector, scripted range profiler): the
+// launch figure is the cost outside windows, and a last phase times the launch callback inside
+// a window (the CPU bookkeeping only; kernel replay's GPU time is not part of it).
 //
 // Figures are the calling thread's CPU time (not inflated by other processes on a shared
 // machine), medians over rounds. The last line, `launch_overhead: ns_per_kernel=X`, is launch
@@ -25,7 +28,9 @@
 
 #include "injector/cupti/kernel_tracer.h"
 #include "injector/cupti/testing/activity_buffer_builder.h"
+#include "injector/cupti/testing/fake_counter_backend.h"
 #include "injector/cupti/testing/fake_cupti.h"
+#include "injector/cupti/testing/fake_range_profiler.h"
 #include "injector/kernel_api_sink.h"
 #include "injector/session.h"
 
@@ -33,10 +38,14 @@ namespace {
 
 using flopscope::injector::KernelApiSink;
 using flopscope::injector::Session;
+using flopscope::injector::cupti::CounterCollector;
+using flopscope::injector::cupti::CounterSettings;
 using flopscope::injector::cupti::KernelTracer;
 using flopscope::injector::cupti::TracerOptions;
 using flopscope::injector::cupti::testing::ActivityBufferBuilder;
+using flopscope::injector::cupti::testing::FakeCounterBackend;
 using flopscope::injector::cupti::testing::FakeCupti;
+using flopscope::injector::cupti::testing::FakeRangeProfiler;
 
 constexpr uint32_t kLaunchCbid = 307;        // cuLaunchKernel
 constexpr size_t kKernelsPerBuffer = 16384;  // 3.4 MiB of Kernel10 records: fits one buffer
@@ -55,14 +64,37 @@ double Median(std::vector<double> values) {
   return values.empty() ? 0.0 : values[values.size() / 2];
 }
 
+int g_context_storage = 0;  // stands for the CUcontext the launches run on
+const CUcontext kContext = reinterpret_cast<CUcontext>(&g_context_storage);
+
 void Launch(FakeCupti& fake, uint32_t correlation_id) {
   CUpti_CallbackData data{};
   data.functionName = "cuLaunchKernel";
+  data.symbolName = "_Z4gemmPfS_S_iii";
   data.correlationId = correlation_id;
+  data.context = kContext;
   data.callbackSite = CUPTI_API_ENTER;
   fake.callback(fake.userdata, CUPTI_CB_DOMAIN_DRIVER_API, kLaunchCbid, &data);
+  CUresult returned = CUDA_SUCCESS;
+  data.functionReturnValue = &returned;
   data.callbackSite = CUPTI_API_EXIT;
   fake.callback(fake.userdata, CUPTI_CB_DOMAIN_DRIVER_API, kLaunchCbid, &data);
+}
+
+// The launch callback inside a counter window (the GPU's replay excluded): per kernel, median.
+double LaunchInWindow(FakeCupti& fake, KernelTracer& tracer, uint32_t* next_id, long kernels,
+                      int rounds) {
+  std::vector<double> per_kernel;
+  for (int round = 1; round <= rounds; ++round) {  // every=1 counts steps 1, 2, ...
+    tracer.counter_windows()->OnStepBegin(round);
+    const int64_t start = ThreadCpuNs();
+    for (long i = 0; i < kernels; ++i) Launch(fake, (*next_id)++);
+    per_kernel.push_back(static_cast<double>(ThreadCpuNs() - start) / kernels);
+    tracer.counter_windows()->OnStepEnd(round);
+    Launch(fake, (*next_id)++);  // stops the profiler, as the next step's first launch would
+    tracer.Collect(false);       // evaluates the window's passes (outside the timing)
+  }
+  return Median(per_kernel);
 }
 
 // CUPTI's side of a buffer (filling it) is not ours to time: the records are laid out up front.
@@ -126,7 +158,16 @@ int main(int argc, char** argv) {
   KernelApiSink sink;
   TracerOptions options;
   options.buffer_cap_bytes = 64ull << 20;
-  KernelTracer tracer(&sink, options, fake.Api());
+  // As MakeKernelTracing builds it: counter windows ride on the tracer (every step counted when
+  // asked, none open meanwhile); the range profiler and Host API are scripted.
+  FakeRangeProfiler profiler;
+  CounterSettings settings;
+  std::string error;
+  if (!flopscope::injector::cupti::ParseCounterWindows("every=1", &settings, &error)) return 1;
+  KernelTracer tracer(&sink, options, fake.Api(),
+                      flopscope::injector::cupti::LaunchRing::kDefaultSlots,
+                      std::make_unique<CounterCollector>(&sink, settings, profiler.Api(),
+                                                         std::make_unique<FakeCounterBackend>()));
   if (!tracer.Attach().tracing) {
     std::fprintf(stderr, "launch_overhead: the tracer did not attach\n");
     return 1;
@@ -161,11 +202,21 @@ int main(int argc, char** argv) {
   }
   const auto counters = tracer.JoinCounters();
   const double launch = Median(launch_ns), record = Median(record_ns), nvtx = Median(nvtx_ns);
+  CUpti_ResourceData created{};
+  created.context = kContext;
+  fake.context_devices = {{&g_context_storage, 0}};
+  fake.chips = {{0, "GH100"}};
+  fake.callback(fake.userdata, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED,
+                &created);
+  const double in_window = LaunchInWindow(fake, tracer, &next_id, kernels, rounds);
   std::printf("launch_overhead: %d rounds x %ld kernels, thread CPU time, medians\n", rounds,
               kernels);
   std::printf("  NVTX push+pop pair (range tracker, for comparison): %8.1f ns\n", nvtx);
   std::printf("  launch callback, enter+exit (launching thread):      %8.1f ns per kernel\n",
               launch);
+  std::printf("    (counter windows supported, none open: one relaxed load of it)\n");
+  std::printf("  the same inside a counter window (CPU bookkeeping):  %8.1f ns per kernel\n",
+              in_window);
   std::printf("  activity record: parse, intern, join, enqueue:       %8.1f ns per kernel\n",
               record);
   std::printf("  joined to their launch range: %llu of %llu kernels\n",

@@ -37,6 +37,7 @@ DaemonClient::DaemonClient(const std::string& socket_or_target, absl::Duration r
   arguments.SetMaxReceiveMessageSize(kMaxReceiveBytes);
   channel_ = grpc::CreateCustomChannel(target_, grpc::InsecureChannelCredentials(), arguments);
   stub_ = flopscope::v1::Query::NewStub(channel_);
+  profiling_stub_ = flopscope::v1::Profiling::NewStub(channel_);
 }
 
 absl::Status DaemonClient::UnreachableError() const {
@@ -54,11 +55,12 @@ absl::Status DaemonClient::CheckReachable(absl::Duration timeout) const {
   return connected ? absl::OkStatus() : UnreachableError();
 }
 
-void DaemonClient::PrepareContext(grpc::ClientContext& context) const {
-  context.set_deadline(absl::ToChronoTime(absl::Now() + rpc_timeout_));
+void DaemonClient::PrepareContext(grpc::ClientContext& context, absl::Duration timeout) const {
+  context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
 }
 
-absl::Status DaemonClient::Translate(const grpc::Status& status, const char* method) const {
+absl::Status DaemonClient::Translate(const grpc::Status& status, const char* method,
+                                     absl::Duration timeout) const {
   switch (status.error_code()) {
     case grpc::StatusCode::OK:
       return absl::OkStatus();
@@ -71,7 +73,7 @@ absl::Status DaemonClient::Translate(const grpc::Status& status, const char* met
     case grpc::StatusCode::DEADLINE_EXCEEDED:
       return absl::DeadlineExceededError(absl::StrCat("flopscoped at ", target_, " did not answer ",
                                                       method, " within ",
-                                                      absl::FormatDuration(rpc_timeout_)));
+                                                      absl::FormatDuration(timeout)));
     default:
       return absl::Status(ToAbslCode(status.error_code()), status.error_message());
   }
@@ -105,6 +107,32 @@ absl::StatusOr<flopscope::v1::Report> DaemonClient::GetReport(
   PrepareContext(context);
   flopscope::v1::Report response;
   absl::Status status = Translate(stub_->GetReport(&context, request, &response), "GetReport");
+  if (!status.ok()) return status;
+  return response;
+}
+
+absl::Status DaemonClient::GetRankReports(
+    const flopscope::v1::ReportRequest& request,
+    const std::function<void(flopscope::v1::RankReport)>& on_rank) const {
+  grpc::ClientContext context;
+  PrepareContext(context);
+  std::unique_ptr<grpc::ClientReader<flopscope::v1::RankReport>> reader =
+      stub_->GetRankReports(&context, request);
+  flopscope::v1::RankReport answer;
+  while (reader->Read(&answer)) on_rank(std::move(answer));
+  return Translate(reader->Finish(), "GetRankReports");
+}
+
+absl::StatusOr<flopscope::v1::OpenCounterWindowResponse> DaemonClient::OpenCounterWindow(
+    const flopscope::v1::OpenCounterWindowRequest& request) const {
+  // The daemon waits up to timeout_ms (0: its 5 s default) for the processes before answering.
+  const uint32_t daemon_wait_ms = request.timeout_ms() == 0 ? 5000 : request.timeout_ms();
+  const absl::Duration timeout = rpc_timeout_ + absl::Milliseconds(daemon_wait_ms);
+  grpc::ClientContext context;
+  PrepareContext(context, timeout);
+  flopscope::v1::OpenCounterWindowResponse response;
+  absl::Status status = Translate(profiling_stub_->OpenCounterWindow(&context, request, &response),
+                                  "OpenCounterWindow", timeout);
   if (!status.ok()) return status;
   return response;
 }

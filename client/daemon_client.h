@@ -1,17 +1,19 @@
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "flopscope/v1/profiling.grpc.pb.h"
 #include "flopscope/v1/query.grpc.pb.h"
 
 namespace flopscope::client {
 
-// The one way the client talks to flopscoped: every Query RPC goes through here and comes back as
-// absl::StatusOr with a message fit for the user. A daemon that is not running gives
+// The one way the client talks to flopscoped: every Query and Profiling RPC goes through here and
+// comes back as absl::StatusOr with a message fit for the user. A daemon that is not running gives
 // UNAVAILABLE "cannot reach flopscoped at unix:/path (not running? start it with: flopscoped
 // --socket /path)"; the daemon's own errors (NOT_FOUND "job 'x' not found", ...) pass through
 // with their code and message.
@@ -29,6 +31,14 @@ class DaemonClient {
   absl::StatusOr<flopscope::v1::ListRanksResponse> ListRanks(const std::string& job_id) const;
   absl::StatusOr<flopscope::v1::Report> GetReport(
       const flopscope::v1::ReportRequest& request) const;
+  // Every rank's own report in one call (`flopscope ranks`), each handed to `on_rank` as it
+  // arrives, in rank order. The RPC timeout covers the whole stream.
+  absl::Status GetRankReports(const flopscope::v1::ReportRequest& request,
+                              const std::function<void(flopscope::v1::RankReport)>& on_rank) const;
+  // Waits for the daemon's own wait for the processes' replies (request.timeout_ms) on top of
+  // the usual RPC timeout.
+  absl::StatusOr<flopscope::v1::OpenCounterWindowResponse> OpenCounterWindow(
+      const flopscope::v1::OpenCounterWindowRequest& request) const;
 
   // Socket paths made absolute (and a "unix:" prefix dropped), so messages, the daemon started
   // from their suggestion and the job's FLOPSCOPE_SOCKET name the same file wherever they are
@@ -42,14 +52,20 @@ class DaemonClient {
   absl::Status UnreachableError() const;
 
  private:
-  absl::Status Translate(const grpc::Status& status, const char* method) const;
-  void PrepareContext(grpc::ClientContext& context) const;
+  absl::Status Translate(const grpc::Status& status, const char* method,
+                         absl::Duration timeout) const;
+  absl::Status Translate(const grpc::Status& status, const char* method) const {
+    return Translate(status, method, rpc_timeout_);
+  }
+  void PrepareContext(grpc::ClientContext& context, absl::Duration timeout) const;
+  void PrepareContext(grpc::ClientContext& context) const { PrepareContext(context, rpc_timeout_); }
 
   std::string socket_;  // as the user would pass it to `flopscoped --socket`
   std::string target_;  // as gRPC reads it
   absl::Duration rpc_timeout_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<flopscope::v1::Query::Stub> stub_;
+  std::unique_ptr<flopscope::v1::Profiling::Stub> profiling_stub_;
 };
 
 }  // namespace flopscope::client

@@ -4,6 +4,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
+#include "client/profile_flops.h"
 
 namespace flopscope::client {
 namespace {
@@ -92,6 +93,7 @@ Profile CombineModelReplica(const std::vector<Profile>& ranks, const ProfileOpti
   SumAndMean(ranks, &Profile::fwd_flops_per_gpu, out.fwd_flops_of_model, out.fwd_flops_per_gpu);
   Figure macs_sum;
   SumAndMean(ranks, &Profile::fwd_macs_per_gpu, macs_sum, out.fwd_macs_per_gpu);
+  CombineCountedFlops(ranks, out);
   out.fwd_latency_s = MaxOf(ranks, &Profile::fwd_latency_s);
   out.bwd_latency_s = MaxOf(ranks, &Profile::bwd_latency_s);
   out.step_latency_s = MaxOf(ranks, &Profile::step_latency_s);

@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "absl/time/clock.h"
+#include "client/counter_window_command.h"
+#include "client/counters_command.h"
 #include "client/environment.h"
 #include "client/injector_locator.h"
 #include "client/profile_commands.h"
@@ -31,7 +33,11 @@ struct CommandLine {
   CLI::App* import = nullptr;
   CLI::App* ranks = nullptr;
   CLI::App* diff = nullptr;
+  CLI::App* profile = nullptr;
+  CLI::App* counters = nullptr;
+  client::CountersOptions counters_options;
   client::DiffOptions diff_options;
+  client::CounterWindowOptions profile_options;
   client::RunOptions run_options;
   std::vector<std::string> run_command_for_help;
   client::JobsOptions jobs_options;
@@ -139,6 +145,66 @@ void AddDiff(CLI::App& app, CommandLine& line) {
   line.diff->add_option("-o,--output", options.output, "write to FILE instead of stdout");
 }
 
+void AddProfile(CLI::App& app, CommandLine& line) {
+  client::CounterWindowOptions& options = line.profile_options;
+  options.socket = flopscope::DefaultSocketPath();
+  line.profile = app.add_subcommand(
+      "profile",
+      "Count FLOPs with hardware counters over the next N steps of a running job's ranks; "
+      "prints which ranks accepted");
+  line.profile->add_option("JOB", options.job_id, "job id (see: flopscope jobs)")->required();
+  line.profile->add_option("--rank", options.ranks, "only this rank (repeatable; default: all)")
+      ->allow_extra_args(false)
+      ->check(CLI::NonNegativeNumber);
+  line.profile->add_option("--steps", options.steps, "how many steps to count")
+      ->required()
+      ->check(CLI::Range(1, 1000));
+  line.profile
+      ->add_option("--set", options.metric_set,
+                   "full (every precision and tensor source type) or cheap (fewer "
+                   "replay passes); default: the process's own")
+      ->check(CLI::IsMember({"full", "cheap"}));
+  line.profile
+      ->add_option("--timeout-ms", options.timeout_ms,
+                   "how long to wait for the processes' replies (default 5000)")
+      ->check(CLI::Range(1, 60000));
+  line.profile->add_option("--socket", options.socket, SocketHelp());
+}
+
+int Profile(const client::CounterWindowOptions& options) {
+  absl::StatusOr<int> exit_code = client::CounterWindowCommand(options, std::cout);
+  if (!exit_code.ok()) {
+    std::cerr << "flopscope profile: " << exit_code.status().message() << "\n";
+    return client::ExitCodeFor(exit_code.status());
+  }
+  return *exit_code;
+}
+
+void AddCounters(CLI::App& app, CommandLine& line) {
+  client::CountersOptions& options = line.counters_options;
+  line.counters = app.add_subcommand(
+      "counters",
+      "The hardware counters counted on a chip and their cost in replay passes, from CUPTI's "
+      "Profiler Host API (no GPU needed; libcupti: $FLOPSCOPE_CUPTI_PATH, else the toolkit's)");
+  line.counters->add_option("--chip", options.chip, "chip name, e.g. GH100 (see --list-chips)");
+  line.counters
+      ->add_option("--set", options.set, "full (default) or cheap (2 passes, no tensor FLOPs)")
+      ->check(CLI::IsMember({"full", "cheap"}));
+  line.counters->add_option("--format", options.format, "text or json")
+      ->check(CLI::IsMember({"text", "json"}));
+  line.counters->add_flag("--list-chips", options.list_chips,
+                          "list the chips this CUPTI supports and which have a metric set");
+}
+
+int Counters(client::CountersOptions options) {
+  options.cupti_path =
+      client::Environment::FromProcess().GetNonEmpty("FLOPSCOPE_CUPTI_PATH").value_or("");
+  absl::Status status = client::CountersCommand(options, std::cout);
+  if (status.ok()) return 0;
+  std::cerr << "flopscope counters: " << status.message() << "\n";
+  return client::ExitCodeFor(status);
+}
+
 void AddImport(CLI::App& app, CommandLine& line) {
   flopscope::importer::ImportOptions& options = line.import_options;
   options.socket = flopscope::DefaultSocketPath();
@@ -208,6 +274,8 @@ int main(int argc, char** argv) {
   AddImport(app, line);
   AddRanks(app, line);
   AddDiff(app, line);
+  AddProfile(app, line);
+  AddCounters(app, line);
 
   std::vector<std::string> args = SplitOffRunCommand({argv, argv + argc}, line);
   std::vector<char*> cli_argv;
@@ -223,5 +291,7 @@ int main(int argc, char** argv) {
   if (line.import->parsed()) return Import(line);
   if (line.ranks->parsed()) return Fail(client::RanksCommand(line.ranks_options));
   if (line.diff->parsed()) return Fail(client::DiffCommand(line.diff_options));
+  if (line.profile->parsed()) return Profile(line.profile_options);
+  if (line.counters->parsed()) return Counters(line.counters_options);
   return Fail(client::ReportCommand(line.report_options));
 }

@@ -1,10 +1,13 @@
 #include "client/profile_commands.h"
 
+#include <algorithm>
 #include <map>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "client/deepspeed_format.h"
 #include "client/diff_view.h"
 #include "client/group_profiles.h"
@@ -27,10 +30,15 @@ absl::StatusOr<ProfileOptions> ToProfileOptions(const ReportOptions& options) {
 }
 
 absl::StatusOr<Report> ReportOf(const DaemonClient& daemon, const std::string& job,
-                                const std::vector<int>& ranks) {
+                                const std::vector<int>& ranks,
+                                const std::optional<StepWindow>& steps = std::nullopt) {
   flopscope::v1::ReportRequest request;
   request.set_job_id(job);
   for (int rank : ranks) request.add_ranks(rank);
+  if (steps) {
+    request.set_first_step(steps->first);
+    if (steps->last) request.set_last_step(*steps->last);
+  }
   return daemon.GetReport(request);
 }
 
@@ -44,11 +52,12 @@ std::map<uint32_t, std::vector<int>> ReplicaRanks(const flopscope::v1::ListRanks
 }
 
 absl::StatusOr<Profile> ReplicaProfile(const DaemonClient& daemon, const ReportOptions& options,
-                                       const ProfileOptions& profile_options, uint32_t replica,
+                                       const ProfileOptions& profile_options,
+                                       const std::optional<StepWindow>& steps, uint32_t replica,
                                        const std::vector<int>& ranks) {
   std::vector<Profile> profiles;
   for (int rank : ranks) {
-    absl::StatusOr<Report> report = ReportOf(daemon, options.job_id, {rank});
+    absl::StatusOr<Report> report = ReportOf(daemon, options.job_id, {rank}, steps);
     if (!report.ok()) return report.status();
     profiles.push_back(BuildProfile(*report, profile_options));
   }
@@ -122,17 +131,46 @@ absl::StatusOr<int> ParseGroup(const std::string& group) {
       absl::StrCat("--group '", group, "' is not known (use mp:K for model replica K, or dp)"));
 }
 
+absl::StatusOr<std::optional<StepWindow>> ParseStepWindow(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  auto invalid = [&] {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--steps '", text, "' is not a step window (use A:B, A: or A; steps are numbered from 0)"));
+  };
+  const std::vector<std::string> parts = absl::StrSplit(text, ':');
+  if (parts.size() > 2) return invalid();
+  // Digits only: SimpleAtoi alone would also take signs and surrounding blanks.
+  auto step = [](const std::string& part, int64_t* value) {
+    return !part.empty() && std::all_of(part.begin(), part.end(), absl::ascii_isdigit) &&
+           absl::SimpleAtoi(part, value);
+  };
+  StepWindow window;
+  if (parts.size() == 1) {
+    if (!step(parts[0], &window.first)) return invalid();
+    window.last = window.first;
+    return window;
+  }
+  if (parts[0].empty() && parts[1].empty()) return invalid();
+  if (!parts[0].empty() && !step(parts[0], &window.first)) return invalid();
+  if (!parts[1].empty()) {
+    int64_t last = 0;
+    if (!step(parts[1], &last)) return invalid();
+    if (last < window.first) {
+      return absl::InvalidArgumentError(absl::StrCat("--steps '", text, "' ends before it starts"));
+    }
+    window.last = last;
+  }
+  return window;
+}
+
 absl::StatusOr<std::string> RenderProfileReport(const DaemonClient& daemon,
                                                 const ReportOptions& options) {
   absl::StatusOr<ProfileOptions> profile_options = ToProfileOptions(options);
   if (!profile_options.ok()) return profile_options.status();
-  if (!options.steps.empty()) {
-    return absl::InvalidArgumentError(
-        "--steps: the store keeps per-module totals over the whole run, not per step, so a "
-        "step window cannot be reported yet");
-  }
+  absl::StatusOr<std::optional<StepWindow>> steps = ParseStepWindow(options.steps);
+  if (!steps.ok()) return steps.status();
   if (options.group.empty()) {
-    absl::StatusOr<Report> report = ReportOf(daemon, options.job_id, options.ranks);
+    absl::StatusOr<Report> report = ReportOf(daemon, options.job_id, options.ranks, *steps);
     if (!report.ok()) return report.status();
     return Render(*report, BuildProfile(*report, *profile_options), options);
   }
@@ -151,9 +189,9 @@ absl::StatusOr<std::string> RenderProfileReport(const DaemonClient& daemon,
                                               *group, " (", replicas.size(), " replicas)"));
     }
     absl::StatusOr<Profile> profile =
-        ReplicaProfile(daemon, options, *profile_options, replica->first, replica->second);
+        ReplicaProfile(daemon, options, *profile_options, *steps, replica->first, replica->second);
     if (!profile.ok()) return profile.status();
-    absl::StatusOr<Report> report = ReportOf(daemon, options.job_id, replica->second);
+    absl::StatusOr<Report> report = ReportOf(daemon, options.job_id, replica->second, *steps);
     if (!report.ok()) return report.status();
     return Render(*report, *profile, options);
   }
@@ -161,7 +199,7 @@ absl::StatusOr<std::string> RenderProfileReport(const DaemonClient& daemon,
   std::vector<std::vector<int>> replica_ranks;
   for (const auto& [replica, members] : replicas) {
     absl::StatusOr<Profile> profile =
-        ReplicaProfile(daemon, options, *profile_options, replica, members);
+        ReplicaProfile(daemon, options, *profile_options, *steps, replica, members);
     if (!profile.ok()) return profile.status();
     profiles.push_back(*std::move(profile));
     replica_ranks.push_back(members);

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +16,7 @@ namespace flopscope::client {
 //   --group mp:K  the K-th model replica (ranks with dp_rank K): one report per rank, combined
 //                 by CombineModelReplica (sums, max latency);
 //   --group dp    every replica so combined, then the per-module spread across them.
+// --steps A:B narrows every figure to those steps (the daemon's medians per step).
 absl::StatusOr<std::string> RenderProfileReport(const DaemonClient& daemon,
                                                 const ReportOptions& options);
 
@@ -31,5 +34,13 @@ absl::Status DiffCommand(const DiffOptions& options);
 
 // "mp:3" -> 3; "dp" -> -1; anything else INVALID_ARGUMENT.
 absl::StatusOr<int> ParseGroup(const std::string& group);
+
+// `--steps`: "A:B" (steps A to B), "A:" (A to the last), ":B" (0 to B) or "A" (step A alone);
+// steps are numbered from 0. "" -> nullopt (the whole run); anything else INVALID_ARGUMENT.
+struct StepWindow {
+  int64_t first = 0;
+  std::optional<int64_t> last;
+};
+absl::StatusOr<std::optional<StepWindow>> ParseStepWindow(const std::string& text);
 
 }  // namespace flopscope::client

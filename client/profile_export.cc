@@ -27,6 +27,7 @@ std::vector<std::pair<const char*, const Figure*>> SummaryFigures(const Profile&
           {"fwd_macs_per_gpu", &profile.fwd_macs_per_gpu},
           {"fwd_flops_per_gpu", &profile.fwd_flops_per_gpu},
           {"fwd_flops_of_model", &profile.fwd_flops_of_model},
+          {"bwd_flops_per_gpu", &profile.bwd_flops_per_gpu},
           {"fwd_latency_s", &profile.fwd_latency_s},
           {"bwd_latency_s", &profile.bwd_latency_s},
           {"step_latency_s", &profile.step_latency_s},
@@ -38,9 +39,44 @@ std::vector<std::pair<const char*, const Figure*>> SummaryFigures(const Profile&
           {"mfu", &profile.mfu}};
 }
 
-std::optional<double> FlopsPerSecond(const ModuleRow& row) {
-  if (!row.flops || row.latency_s <= 0) return std::nullopt;
-  return *row.flops / row.latency_s;
+void WritePrecisions(const std::vector<PrecisionFlops>& precisions, JsonWriter& json) {
+  json.BeginArray();
+  for (const PrecisionFlops& entry : precisions) {
+    json.BeginObject();
+    json.Key("precision").String(entry.precision);
+    json.Key("flops").Double(entry.flops);
+    json.EndObject();
+  }
+  json.EndArray();
+}
+
+void WriteCountedSummary(const Profile& profile, JsonWriter& json) {
+  json.Key("counted_ranks").Int(profile.counted_ranks);
+  json.Key("flops_by_precision");
+  WritePrecisions(profile.flops_by_precision, json);
+  json.Key("fp16_convention").String(profile.fp16_convention);
+  json.Key("counter_windows").BeginArray();
+  for (const CountedWindow& window : profile.counter_windows) {
+    json.BeginObject();
+    json.Key("rank").Int(window.rank);
+    json.Key("first_step").Int(window.first_step);
+    json.Key("last_step").Int(window.last_step);
+    json.Key("metric_set").String(window.metric_set);
+    json.Key("passes").Uint(window.passes);
+    json.Key("kernels_counted").Uint(window.kernels_counted);
+    json.Key("ranges_unmatched").Uint(window.ranges_unmatched);
+    json.Key("status").String(window.status);
+    json.EndObject();
+  }
+  json.EndArray();
+}
+
+// The job's precisions, each a CSV column "flops:<precision>" of the modules' FLOPs.
+std::string PrecisionCell(const ModuleRow& row, const std::string& precision) {
+  for (const PrecisionFlops& entry : row.flops_by_precision) {
+    if (entry.precision == precision) return absl::StrFormat("%.17g", entry.flops);
+  }
+  return "";
 }
 
 std::string CsvField(const std::string& text) {
@@ -80,6 +116,17 @@ void WriteProfileJson(const Profile& profile, JsonWriter& json) {
   }
   json.Key("precision").String(profile.precision);
   json.Key("flops_source").String(profile.flops_source);
+  WriteCountedSummary(profile, json);
+  json.Key("latency_basis").String(profile.latency_basis);
+  json.Key("step_window").BeginObject();
+  json.Key("requested").Bool(profile.step_scope.window);
+  json.Key("first").Int(profile.step_scope.first_step);
+  json.Key("last").Int(profile.step_scope.last_step);
+  json.Key("uncounted").Uint(profile.step_scope.uncounted_steps);
+  json.Key("counted").BeginArray();
+  for (int64_t step : profile.step_scope.counted_steps) json.Int(step);
+  json.EndArray();
+  json.EndObject();
   json.Key("summary").BeginObject();
   for (const auto& [name, figure] : SummaryFigures(profile)) {
     json.Key(name).BeginObject();
@@ -103,8 +150,17 @@ void WriteProfileJson(const Profile& profile, JsonWriter& json) {
     OptionalDouble(row.flops, json);
     json.Key("flops_announced").Bool(row.flops_announced);
     json.Key("latency_s").Double(row.latency_s);
+    json.Key("latency_min_s");
+    OptionalDouble(row.latency_min_s, json);
+    json.Key("latency_max_s");
+    OptionalDouble(row.latency_max_s, json);
     json.Key("flops_per_s");
-    OptionalDouble(FlopsPerSecond(row), json);
+    OptionalDouble(row.flops_per_s.value, json);
+    json.Key("flops_per_s_note").String(row.flops_per_s.note);
+    json.Key("flops_by_precision");
+    WritePrecisions(row.flops_by_precision, json);
+    json.Key("counted_steps").Uint(row.counted_steps);
+    json.Key("counted_kernels").Uint(row.counted_kernels);
     json.EndObject();
   }
   json.EndArray();
@@ -122,19 +178,31 @@ std::string RenderProfileCsv(const Profile& profile) {
     total_latency += row.latency_s;
   }
   std::string out =
-      "path,class,depth,params,params_pct,macs,macs_pct,latency_s,latency_pct,flops,flops_per_s\n";
+      "path,class,depth,params,params_pct,macs,macs_pct,latency_s,latency_pct,flops,flops_per_s,"
+      "latency_min_s,latency_max_s,counted_steps,counted_kernels";
+  for (const PrecisionFlops& entry : profile.flops_by_precision) {
+    absl::StrAppend(&out, ",", CsvField("flops:" + entry.precision));
+  }
+  out += "\n";
   for (const ModuleRow& row : profile.modules) {
-    const std::vector<std::string> cells = {CsvField(row.path),
-                                            CsvField(row.class_name),
-                                            absl::StrCat(row.depth),
-                                            CsvNumber(row.params),
-                                            CsvNumber(Share(row.params, total_params)),
-                                            CsvNumber(row.macs),
-                                            CsvNumber(Share(row.macs, total_macs)),
-                                            CsvNumber(row.latency_s),
-                                            CsvNumber(Share(row.latency_s, total_latency)),
-                                            CsvNumber(row.flops),
-                                            CsvNumber(FlopsPerSecond(row))};
+    std::vector<std::string> cells = {CsvField(row.path),
+                                      CsvField(row.class_name),
+                                      absl::StrCat(row.depth),
+                                      CsvNumber(row.params),
+                                      CsvNumber(Share(row.params, total_params)),
+                                      CsvNumber(row.macs),
+                                      CsvNumber(Share(row.macs, total_macs)),
+                                      CsvNumber(row.latency_s),
+                                      CsvNumber(Share(row.latency_s, total_latency)),
+                                      CsvNumber(row.flops),
+                                      CsvNumber(row.flops_per_s.value),
+                                      CsvNumber(row.latency_min_s),
+                                      CsvNumber(row.latency_max_s),
+                                      absl::StrCat(row.counted_steps),
+                                      absl::StrCat(row.counted_kernels)};
+    for (const PrecisionFlops& entry : profile.flops_by_precision) {
+      cells.push_back(PrecisionCell(row, entry.precision));
+    }
     absl::StrAppend(&out, absl::StrJoin(cells, ","), "\n");
   }
   return out;

@@ -61,15 +61,16 @@ TEST(ProfileExportTest, CsvHasOneRowPerModuleWithShares) {
   ASSERT_EQ(lines.size(), 3u) << csv;
   EXPECT_EQ(lines[0],
             "path,class,depth,params,params_pct,macs,macs_pct,latency_s,latency_pct,flops,"
-            "flops_per_s");
+            "flops_per_s,latency_min_s,latency_max_s,counted_steps,counted_kernels");
+  // No step window: no min and max per step.
   EXPECT_EQ(lines[1],
             "Net,Net,0,400,100,4000000000,100,0.0040000000000000001,100,8000000000,"
-            "2000000000000");
+            "2000000000000,,,0,0");
   // The quoted path and class hold a comma; the rest splits plainly.
   const std::string quoted = "\"Net/odd, \"\"name\"\"\",\"odd, \"\"name\"\"\",";
   ASSERT_EQ(lines[2].substr(0, quoted.size()), quoted);
   std::vector<std::string> rest = absl::StrSplit(lines[2].substr(quoted.size()), ',');
-  ASSERT_EQ(rest.size(), 9u);
+  ASSERT_EQ(rest.size(), 13u);
   EXPECT_EQ(rest[1], "100");  // params
   EXPECT_EQ(rest[2], "25");   // % params
   EXPECT_EQ(rest[4], "25");   // % MACs

@@ -9,6 +9,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "client/profile_flops.h"
 
 namespace flopscope::client {
 namespace {
@@ -56,15 +58,82 @@ Announced ReadMetadata(const Report& report) {
 
 const PhaseStats* FindPhase(const Report& report, const std::string& name) {
   for (const PhaseStats& phase : report.phases()) {
-    if (phase.name() == name && phase.calls() > 0) return &phase;
+    if (phase.name() == name) return &phase;
   }
   return nullptr;
 }
 
-Figure PhaseMean(const Report& report, const std::string& name) {
+// A phase's latency per step: the daemon's median over the uncounted steps, or the mean per
+// occurrence from a daemon that sends no median.
+Figure PhaseLatency(const Report& report, const std::string& name) {
   const PhaseStats* phase = FindPhase(report, name);
   if (phase == nullptr) return {std::nullopt, absl::StrCat("no '", name, "' phase marked")};
+  if (phase->calls() == 0) {
+    return {std::nullopt, absl::StrCat("every '", name, "' ran in a counted step")};
+  }
+  if (phase->median_ns() > 0) return {static_cast<double>(phase->median_ns()) / 1e9, ""};
   return {static_cast<double>(phase->cpu_time_ns()) / phase->calls() / 1e9, ""};
+}
+
+bool PhasesHaveMedians(const Report& report) {
+  return std::any_of(report.phases().begin(), report.phases().end(),
+                     [](const PhaseStats& phase) { return phase.median_ns() > 0; });
+}
+
+StepScope StepScopeOf(const Report& report) {
+  StepScope scope;
+  if (!report.has_steps()) {
+    // A daemon that sends no step window: the `step` phase's uncounted occurrences.
+    const PhaseStats* step = FindPhase(report, "step");
+    scope.uncounted_steps = step == nullptr ? 0 : step->calls();
+    return scope;
+  }
+  scope.window = report.steps().requested();
+  scope.first_step = report.steps().first_step();
+  scope.last_step = report.steps().last_step();
+  scope.uncounted_steps = report.steps().uncounted_steps();
+  scope.counted_steps.assign(report.steps().counted_steps().begin(),
+                             report.steps().counted_steps().end());
+  return scope;
+}
+
+// "3-4" for steps {3, 4}, "3, 7" for {3, 7}.
+std::string StepList(const std::vector<int64_t>& steps) {
+  std::vector<std::string> runs;
+  for (size_t i = 0; i < steps.size();) {
+    size_t end = i;
+    while (end + 1 < steps.size() && steps[end + 1] == steps[end] + 1) ++end;
+    runs.push_back(end == i ? absl::StrCat(steps[i]) : absl::StrCat(steps[i], "-", steps[end]));
+    i = end + 1;
+  }
+  return absl::StrJoin(runs, ", ");
+}
+
+// Which figures are medians and over which steps, for the summary's "Latencies:" line.
+std::string LatencyBasis(const Report& report, const Profile& profile) {
+  const StepScope& scope = profile.step_scope;
+  const std::string ranks = profile.ranks > 1 ? absl::StrCat(" of ", profile.ranks, " ranks") : "";
+  std::string basis;
+  if (scope.window) {
+    basis =
+        absl::StrCat("medians per step over the ", scope.uncounted_steps, " uncounted steps", ranks,
+                     " (modules: min and max in the detailed "
+                     "profile)");
+  } else if (!PhasesHaveMedians(report)) {
+    basis = "means (the daemon sent no medians)";
+  } else if (profile.steps == 0) {
+    basis = "fwd/bwd/step: medians per occurrence (no step marked); modules: totals over the run";
+  } else {
+    basis = absl::StrCat("fwd/bwd/step/iter: medians per step over the ", scope.uncounted_steps,
+                         " uncounted steps", ranks,
+                         "; modules: their total over those steps / steps (--steps A:B for "
+                         "medians)");
+  }
+  if (!scope.counted_steps.empty()) {
+    absl::StrAppend(&basis,
+                    "; counted steps left out (replay-slowed): ", StepList(scope.counted_steps));
+  }
+  return basis;
 }
 
 // Ranks of the lowest data-parallel replica included: the daemon sums params over them.
@@ -103,7 +172,7 @@ void FillLayout(const Report& report, Profile& profile) {
 }
 
 ModuleRow RowFor(const ModuleStats& module, const Announced& announced, double divisor,
-                 int params_divisor) {
+                 int params_divisor, bool step_window, int counted_ranks) {
   ModuleRow row;
   row.path = module.path();
   row.name = module.name();
@@ -113,7 +182,7 @@ ModuleRow RowFor(const ModuleStats& module, const Announced& announced, double d
       named != announced.class_by_path.end() ? named->second : ClassFromName(module.name());
   if (module.has_params()) row.params = static_cast<double>(module.params()) / params_divisor;
   if (module.has_flops()) {
-    row.flops = module.flops() / divisor;
+    SetCountedFlops(module, counted_ranks, row);  // per counted step already
   } else if (auto flops = announced.flops_by_path.find(module.path());
              flops != announced.flops_by_path.end()) {
     row.flops = flops->second;
@@ -129,6 +198,16 @@ ModuleRow RowFor(const ModuleStats& module, const Announced& announced, double d
   const double time_ns =
       static_cast<double>(module.has_gpu_time_ns() ? module.gpu_time_ns() : module.cpu_time_ns());
   row.latency_s = time_ns / divisor / 1e9;
+  if (step_window) {
+    // The daemon's median per step over the window (per GPU: the ranks' steps are pooled).
+    const flopscope::v1::StepLatency& step = module.step_latency();
+    row.latency_s = static_cast<double>(step.median_ns()) / 1e9;
+    if (module.has_step_latency()) {
+      row.latency_is_gpu = step.gpu();
+      row.latency_min_s = static_cast<double>(step.min_ns()) / 1e9;
+      row.latency_max_s = static_cast<double>(step.max_ns()) / 1e9;
+    }
+  }
   row.kernels = module.kernels();
   return row;
 }
@@ -157,6 +236,7 @@ void FillSummaryFigures(const Report& report, Profile& profile) {
   profile.fwd_macs_per_gpu.value =
       SumOverRoots(profile.modules, [](const ModuleRow& row) { return row.macs; });
   if (!profile.fwd_macs_per_gpu.value) profile.fwd_macs_per_gpu.note = profile.flops_source;
+  MeasurePhaseFlops(report, profile);
 
   const char* model_note =
       whole_replicas || profile.mp_size == 1 ? "" : "estimate: per GPU x mp_size, as DeepSpeed";
@@ -169,15 +249,15 @@ void FillSummaryFigures(const Report& report, Profile& profile) {
     }
   }
 
-  profile.fwd_latency_s = PhaseMean(report, "forward");
-  if (!profile.fwd_latency_s.value) {
+  profile.fwd_latency_s = PhaseLatency(report, "forward");
+  if (FindPhase(report, "forward") == nullptr) {
     std::optional<double> roots =
         SumOverRoots(profile.modules, [](const ModuleRow& row) { return row.latency_s; });
     if (roots) profile.fwd_latency_s = {roots, "top-level modules (no 'forward' phase marked)"};
   }
-  profile.bwd_latency_s = PhaseMean(report, "backward");
-  profile.step_latency_s = PhaseMean(report, "optimizer");
-  profile.iter_latency_s = PhaseMean(report, "step");
+  profile.bwd_latency_s = PhaseLatency(report, "backward");
+  profile.step_latency_s = PhaseLatency(report, "optimizer");
+  profile.iter_latency_s = PhaseLatency(report, "step");
   if (!profile.iter_latency_s.value && profile.fwd_latency_s.value && profile.bwd_latency_s.value) {
     profile.iter_latency_s = {*profile.fwd_latency_s.value + *profile.bwd_latency_s.value +
                                   profile.step_latency_s.value.value_or(0),
@@ -238,18 +318,21 @@ void DeriveRates(const ProfileOptions& options, Profile& profile) {
     return {*flops / *seconds, ""};
   };
   const std::string no_flops = profile.fwd_flops_per_gpu.note;
+  EstimateBwdFlops(profile);
+  const Figure& bwd_flops = profile.bwd_flops_per_gpu;
+  const bool measured = bwd_flops.note == kMeasuredBackward;
   profile.fwd_flops_per_s = rate(fwd_flops, fwd, no_flops);
-  profile.bwd_flops_per_s =
-      rate(fwd_flops ? std::optional<double>(2 * *fwd_flops) : std::nullopt, bwd, no_flops);
-  if (profile.bwd_flops_per_s.value) {
-    profile.bwd_flops_per_s.note = "estimate: bwd flops = 2 x fwd flops, as DeepSpeed";
-  }
+  profile.bwd_flops_per_s = rate(bwd_flops.value, bwd, no_flops);
+  if (profile.bwd_flops_per_s.value) profile.bwd_flops_per_s.note = bwd_flops.note;
   profile.fwd_bwd_flops_per_s =
-      rate(fwd_flops ? std::optional<double>(3 * *fwd_flops) : std::nullopt,
+      rate(fwd_flops && bwd_flops.value ? std::optional<double>(*fwd_flops + *bwd_flops.value)
+                                        : std::nullopt,
            fwd && bwd ? std::optional<double>(*fwd + *bwd) : std::nullopt, no_flops);
   if (profile.fwd_bwd_flops_per_s.value) {
-    profile.fwd_bwd_flops_per_s.note = "estimate: bwd flops = 2 x fwd flops";
+    profile.fwd_bwd_flops_per_s.note =
+        measured ? "measured bwd flops" : "estimate: bwd flops = 2 x fwd flops";
   }
+  DeriveModuleRates(profile);
 
   const std::optional<double> iter = profile.iter_latency_s.value;
   if (!profile.batch_size) {
@@ -263,9 +346,14 @@ void DeriveRates(const ProfileOptions& options, Profile& profile) {
 
   Precision precision = Precision::kBf16;
   std::string precision_note = "assumed bf16 (announce precision=<p> or pass --precision)";
+  const std::string dominant =
+      profile.flops_by_precision.empty() ? "" : profile.flops_by_precision.front().precision;
   if (options.precision) {
     precision = *options.precision;
     precision_note = "";
+  } else if (std::optional<Precision> counted = PeakPrecisionOf(dominant)) {
+    precision = *counted;
+    precision_note = absl::StrCat("the dominant counted precision (", dominant, ")");
   } else if (std::optional<Precision> announced = ParsePrecision(profile.precision)) {
     precision = *announced;
     precision_note = "";
@@ -301,13 +389,21 @@ Profile BuildProfile(const Report& report, const ProfileOptions& options,
   const Announced announced = ReadMetadata(report);
   profile.batch_size = announced.batch_size;
   profile.precision = announced.precision;
+  profile.step_scope = StepScopeOf(report);
   const PhaseStats* step = FindPhase(report, "step");
-  profile.steps = step == nullptr ? 0 : step->calls() / profile.ranks;
+  // Uncounted steps: the daemon keeps counted ones out of the module totals too.
+  profile.steps = report.has_steps() ? profile.step_scope.uncounted_steps / profile.ranks
+                  : step == nullptr  ? 0
+                                     : step->calls() / profile.ranks;
   const double divisor = static_cast<double>(profile.ranks) * std::max<uint64_t>(profile.steps, 1);
   const int params_divisor = RanksOfFirstReplica(report);
+  const int counted_ranks = CountedRanks(report);
   for (const ModuleStats& module : report.modules()) {
-    profile.modules.push_back(RowFor(module, announced, divisor, params_divisor));
+    profile.modules.push_back(RowFor(module, announced, divisor, params_divisor,
+                                     profile.step_scope.window, counted_ranks));
   }
+  FillCountedSummary(report, profile);
+  profile.latency_basis = LatencyBasis(report, profile);
   profile.flops_source = FlopsSource(profile.modules, report);
   FillSummaryFigures(report, profile);
   if (model_figures_measured) {

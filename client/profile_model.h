@@ -15,12 +15,22 @@ namespace flopscope::client {
 // daemon's Report: pure arithmetic, so every figure is pinned by unit tests.
 //
 // Per step: a module's latency is its time over the run divided by the steps of one rank (the
-// `step` phase's calls over the ranks included; 1 when no step was marked); GPU time when the
-// module has GPU records, else CPU time (push to pop). FLOPs per step likewise; MACs = FLOPs / 2
+// uncounted steps over the ranks included; 1 when no step was marked); GPU time when the
+// module has GPU records, else CPU time (push to pop). With a step window (`--steps A:B`) it is
+// instead the median per step over the window's uncounted steps (GPU busy time, else CPU time),
+// min and max alongside. The summary's fwd / bwd / step / iter latencies are the phases' medians
+// per step over the uncounted steps. FLOPs per step likewise; MACs = FLOPs / 2
 // (DeepSpeed's convention). A module with no counted FLOPs takes the FLOPs its framework
 // announced (`flops <path>=<n>` metadata, per step), flagged as announced. `class <path>=<Name>`
 // names a module's class for the aggregated profile.
 // Per GPU: a report over several ranks is averaged over them (times and FLOPs are sums there).
+//
+// Counted FLOPs (DESIGN: FLOPs; profile_flops.h): the daemon sends FLOPs per counted step summed
+// over ranks; per GPU they are divided by the ranks that counted. A module's achieved FLOPS is
+// its FLOPs per step over its latency per step (uncounted steps). The summary's fwd / bwd FLOPs
+// are measured from the counted `forward` / `backward` phases when there are such, else fwd is
+// the top-level modules' FLOPs and bwd DeepSpeed's 2 x fwd estimate, each labelled. MFU is taken
+// against the peak of the dominant counted precision unless --precision says otherwise.
 
 struct ProfileOptions {
   std::optional<double> peak_tflops;   // overrides the peak table
@@ -37,6 +47,25 @@ struct Figure {
   std::string note;
 };
 
+// Counted FLOPs of one precision per step and GPU: "fp64", "fp32", "fp16" (CUDA cores) or
+// "tensor:<source>" (tensor cores, by source type).
+struct PrecisionFlops {
+  std::string precision;
+  double flops = 0;
+};
+
+// One counter window of one rank (the daemon's Report.counter_windows).
+struct CountedWindow {
+  int32_t rank = 0;
+  int64_t first_step = -1;  // both -1: the process marked no steps
+  int64_t last_step = -1;
+  std::string metric_set;
+  uint32_t passes = 0;
+  uint64_t kernels_counted = 0;
+  uint64_t ranges_unmatched = 0;
+  std::string status;  // "" when fine, else why counting failed
+};
+
 struct ModuleRow {
   std::string path;
   std::string name;
@@ -50,7 +79,24 @@ struct ModuleRow {
   std::optional<double> macs;
   double latency_s = 0;  // per step
   bool latency_is_gpu = false;
+  // With a step window: the fastest and the slowest step (absent: it did not run in the window).
+  std::optional<double> latency_min_s;
+  std::optional<double> latency_max_s;
   uint64_t kernels = 0;
+  // Counted FLOPs per step and GPU by precision, largest first; empty when not counted.
+  std::vector<PrecisionFlops> flops_by_precision;
+  uint32_t counted_steps = 0;  // summed over ranks
+  uint64_t counted_kernels = 0;
+  Figure flops_per_s;  // achieved: flops / latency per step; absent with the reason
+};
+
+// The steps the latencies come from (the daemon's Report.steps).
+struct StepScope {
+  bool window = false;  // --steps A:B
+  int64_t first_step = 0;
+  int64_t last_step = -1;
+  uint64_t uncounted_steps = 0;        // summed over the ranks included
+  std::vector<int64_t> counted_steps;  // counter windows: left out of every latency
 };
 
 struct Profile {
@@ -60,10 +106,13 @@ struct Profile {
   int world_size = 1;
   int dp_size = 1;
   int mp_size = 1;
-  uint64_t steps = 0;  // per rank; 0 when no `step` range was marked
+  uint64_t steps = 0;  // uncounted, per rank; 0 when no `step` range was marked
+  StepScope step_scope;
+  std::string latency_basis;  // how the latencies were taken: medians or means, over which steps
   std::optional<int64_t> batch_size;
   Figure params_per_gpu, params_of_model;
   Figure fwd_macs_per_gpu, fwd_flops_per_gpu, fwd_flops_of_model;
+  Figure bwd_flops_per_gpu;  // measured (backward phase) or DeepSpeed's 2 x fwd estimate
   Figure fwd_latency_s, bwd_latency_s, step_latency_s, iter_latency_s;
   Figure fwd_flops_per_s, bwd_flops_per_s, fwd_bwd_flops_per_s;
   Figure samples_per_s, mfu;
@@ -71,6 +120,13 @@ struct Profile {
   std::string precision;           // the precision MFU is measured against
   std::string flops_source;        // "counted", "announced", or why there are none
   std::vector<ModuleRow> modules;  // depth-first, as the Report
+  // Counted FLOPs: the ranks they come from (per GPU divides by it), the whole job's FLOPs per
+  // step and GPU by precision (largest first; the dominant one leads), the counter windows and
+  // the FP16 convention of every fp16 figure.
+  int counted_ranks = 0;
+  std::vector<PrecisionFlops> flops_by_precision;
+  std::vector<CountedWindow> counter_windows;
+  std::string fp16_convention;
 };
 
 // `model_figures_measured`: params/FLOPs of the model are the report's own (the report covers a

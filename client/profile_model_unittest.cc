@@ -1,6 +1,7 @@
 #include "client/profile_model.h"
 
 #include <string>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -127,6 +128,7 @@ Report BertLargeReport() {
     stats->set_cpu_time_ns(ns);
     stats->set_min_ns(ns);
     stats->set_max_ns(ns);
+    stats->set_median_ns(ns);
   };
   phase("forward", 76'674'000);
   phase("backward", 108'020'000);
@@ -181,6 +183,83 @@ TEST(ProfileModelTest, UnknownFiguresAreMarkedWithTheReasonNotZero) {
       BuildProfile(known_flops, {.peak_tflops = 204.0, .precision = std::nullopt});
   ASSERT_TRUE(overridden.mfu.value.has_value());
   EXPECT_NEAR(*overridden.mfu.value, 0.5, 1e-4);
+}
+
+TEST(ProfileModelTest, SummaryLatenciesAreMediansOfTheUncountedSteps) {
+  Report report = BertLargeReport();
+  // Three uncounted forwards of 70, 76.67 and 90 ms (mean 78.89 ms); steps 3 and 4 counted.
+  flopscope::v1::PhaseStats* forward = report.mutable_phases(0);
+  forward->set_calls(3);
+  forward->set_cpu_time_ns(70'000'000 + 76'670'000 + 90'000'000);
+  forward->set_median_ns(76'670'000);
+  for (int i = 1; i < report.phases_size(); ++i) report.mutable_phases(i)->set_calls(3);
+  report.mutable_steps()->set_last_step(5);
+  report.mutable_steps()->set_uncounted_steps(3);
+  report.mutable_steps()->add_counted_steps(3);
+  report.mutable_steps()->add_counted_steps(4);
+  const Profile profile = BuildProfile(report, {});
+  ASSERT_TRUE(profile.fwd_latency_s.value.has_value());
+  EXPECT_DOUBLE_EQ(*profile.fwd_latency_s.value, 0.07667);
+  EXPECT_EQ(profile.steps, 3u);
+  EXPECT_EQ(profile.step_scope.counted_steps, (std::vector<int64_t>{3, 4}));
+  const std::string text = RenderSummary(profile);
+  EXPECT_TRUE(absl::StrContains(text, "Profile Summary over 3 steps (rank 0):\n")) << text;
+  EXPECT_TRUE(absl::StrContains(
+      text,
+      "Latencies: fwd/bwd/step/iter: medians per step over the 3 uncounted steps; modules: their "
+      "total over those steps / steps (--steps A:B for medians); counted steps left out "
+      "(replay-slowed): 3-4\n"))
+      << text;
+
+  // A daemon that sends no median: the mean, said as such.
+  for (auto& phase : *report.mutable_phases()) phase.set_median_ns(0);
+  const Profile means = BuildProfile(report, {});
+  EXPECT_NEAR(*means.fwd_latency_s.value, 0.078890, 1e-6);
+  EXPECT_TRUE(absl::StrContains(means.latency_basis, "means")) << means.latency_basis;
+  // Every forward counted: no latency, and why.
+  forward->set_calls(0);
+  const Profile none = BuildProfile(report, {});
+  EXPECT_FALSE(none.fwd_latency_s.value.has_value());
+  EXPECT_EQ(none.fwd_latency_s.note, "every 'forward' ran in a counted step");
+}
+
+TEST(ProfileModelTest, AStepWindowGivesModulesTheirMedianWithMinAndMax) {
+  Report report = BertLargeReport();
+  ModuleStats* top = report.mutable_modules(0);
+  top->set_gpu_time_ns(900'000'000);  // the whole run: not what a window shows
+  top->set_kernels(40);
+  flopscope::v1::StepLatency* step = top->mutable_step_latency();
+  step->set_samples(4);
+  step->set_median_ns(76'000'000);
+  step->set_min_ns(75'000'000);
+  step->set_max_ns(81'500'000);
+  step->set_gpu(true);
+  ModuleStats* idle = report.add_modules();  // ran only outside the window
+  idle->set_path("BertForPreTrainingPreLN/pooler");
+  idle->set_name("pooler");
+  idle->set_depth(1);
+  idle->set_cpu_time_ns(5'000'000);
+  report.mutable_steps()->set_requested(true);
+  report.mutable_steps()->set_first_step(2);
+  report.mutable_steps()->set_last_step(5);
+  report.mutable_steps()->set_uncounted_steps(4);
+  const Profile profile = BuildProfile(report, {});
+  ASSERT_EQ(profile.modules.size(), 2u);
+  const ModuleRow& row = profile.modules[0];
+  EXPECT_DOUBLE_EQ(row.latency_s, 0.076);
+  EXPECT_TRUE(row.latency_is_gpu);
+  EXPECT_DOUBLE_EQ(*row.latency_min_s, 0.075);
+  EXPECT_DOUBLE_EQ(*row.latency_max_s, 0.0815);
+  EXPECT_EQ(profile.modules[1].latency_s, 0);
+  EXPECT_FALSE(profile.modules[1].latency_max_s.has_value());
+  const std::string text = RenderProfileText(profile, {});
+  EXPECT_TRUE(absl::StrContains(text, "Profile Summary over steps 2-5 (rank 0):\n")) << text;
+  EXPECT_TRUE(absl::StrContains(text, "Latencies: medians per step over the 4 uncounted steps"))
+      << text;
+  EXPECT_TRUE(absl::StrContains(text, "76 ms = 100% latency, ")) << text;
+  EXPECT_TRUE(absl::StrContains(text, ", step min 75 ms max 81.5 ms\n")) << text;
+  EXPECT_TRUE(absl::StrContains(text, "GPU busy time per step, the median over the window"))
+      << text;
 }
 
 TEST(ProfileModelTest, ClassNamesFallBackToTheNameWithoutItsIndex) {

@@ -8,12 +8,15 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "client/deepspeed_format.h"
+#include "client/profile_flops.h"
+#include "client/text_table.h"
 
 namespace flopscope::client {
 namespace {
 
 constexpr char kUnattributed[] = "<unattributed>";
 constexpr int kLabelWidth = 70;
+constexpr size_t kPrecisionColumns = 6;  // top-level modules in the precision table
 
 std::string Rule(const std::string& title) {
   const int width = 86;
@@ -99,7 +102,14 @@ std::string Percent(double part, std::optional<double> total) {
   return RoundedG(share) + "%";
 }
 
-std::string ModuleFigures(const ModuleRow& row, const Totals& totals) {
+// "- FLOPS", with the reason when some other module has FLOPs (else the header says why).
+std::string ModuleRate(const ModuleRow& row, bool any_flops) {
+  if (row.flops_per_s.value) return FlopsToString(*row.flops_per_s.value);
+  if (!any_flops || row.flops_per_s.note.empty()) return "- FLOPS";
+  return absl::StrCat("- FLOPS (", row.flops_per_s.note, ")");
+}
+
+std::string ModuleFigures(const ModuleRow& row, const Totals& totals, bool any_flops) {
   std::vector<std::string> parts;
   parts.push_back(row.params ? absl::StrCat(ParamsToString(*row.params), " = ",
                                             Percent(*row.params, totals.params), " Params")
@@ -109,9 +119,12 @@ std::string ModuleFigures(const ModuleRow& row, const Totals& totals) {
                            : "- MACs");
   parts.push_back(absl::StrCat(DurationToString(row.latency_s), " = ",
                                Percent(row.latency_s, totals.latency_s), " latency"));
-  parts.push_back(row.flops && row.latency_s > 0 ? FlopsToString(*row.flops / row.latency_s)
-                                                 : "- FLOPS");
+  parts.push_back(ModuleRate(row, any_flops));
   if (row.flops_announced) parts.push_back("announced flops");
+  if (row.latency_min_s && row.latency_max_s) {
+    parts.push_back(absl::StrCat("step min ", DurationToString(*row.latency_min_s), " max ",
+                                 DurationToString(*row.latency_max_s)));
+  }
   return absl::StrJoin(parts, ", ");
 }
 
@@ -125,9 +138,13 @@ std::string ModuleHead(const ModuleRow& row) {
 
 std::string RenderSummary(const Profile& profile) {
   std::string out = Rule("flopscope Flops Profile (DeepSpeed layout)");
-  absl::StrAppend(&out, "Profile Summary over ",
-                  profile.steps > 0 ? absl::StrCat(profile.steps, " steps") : "the whole run", " (",
-                  profile.scope, "):\n");
+  const StepScope& steps = profile.step_scope;
+  const std::string over = steps.window
+                               ? absl::StrCat("steps ", steps.first_step, "-", steps.last_step)
+                           : profile.steps > 0 ? absl::StrCat(profile.steps, " steps")
+                                               : "the whole run";
+  absl::StrAppend(&out, "Profile Summary over ", over, " (", profile.scope, "):\n");
+  absl::StrAppend(&out, "Latencies: ", profile.latency_basis, "\n");
   absl::StrAppend(
       &out,
       "Notations:\n"
@@ -150,14 +167,21 @@ std::string RenderSummary(const Profile& profile) {
   absl::StrAppend(&out, Line("fwd flops per GPU: ", Shown(profile.fwd_flops_per_gpu, Number)));
   absl::StrAppend(&out, Line("fwd flops of model = fwd flops per GPU * mp_size: ",
                              Shown(profile.fwd_flops_of_model, Number)));
+  absl::StrAppend(&out, Line("bwd flops per GPU: ", Shown(profile.bwd_flops_per_gpu, Number)));
   absl::StrAppend(&out, Line("fwd latency: ", Shown(profile.fwd_latency_s, Duration)));
   absl::StrAppend(&out, Line("bwd latency: ", Shown(profile.bwd_latency_s, Duration)));
   absl::StrAppend(&out, Line("fwd FLOPS per GPU = fwd flops per GPU / fwd latency: ",
                              Shown(profile.fwd_flops_per_s, Flops)));
-  absl::StrAppend(&out, Line("bwd FLOPS per GPU = 2 * fwd flops per GPU / bwd latency: ",
-                             Shown(profile.bwd_flops_per_s, Flops)));
-  absl::StrAppend(&out, Line("fwd+bwd FLOPS per GPU = 3 * fwd flops per GPU / (fwd+bwd latency): ",
-                             Shown(profile.fwd_bwd_flops_per_s, Flops)));
+  const bool bwd_measured = profile.bwd_flops_per_gpu.note == kMeasuredBackward;
+  absl::StrAppend(&out,
+                  Line(bwd_measured ? "bwd FLOPS per GPU = bwd flops per GPU / bwd latency: "
+                                    : "bwd FLOPS per GPU = 2 * fwd flops per GPU / bwd latency: ",
+                       Shown(profile.bwd_flops_per_s, Flops)));
+  absl::StrAppend(
+      &out,
+      Line(bwd_measured ? "fwd+bwd FLOPS per GPU = (fwd + bwd flops) / (fwd+bwd latency): "
+                        : "fwd+bwd FLOPS per GPU = 3 * fwd flops per GPU / (fwd+bwd latency): ",
+           Shown(profile.fwd_bwd_flops_per_s, Flops)));
   absl::StrAppend(&out, Line("step latency: ", Shown(profile.step_latency_s, Duration)));
   absl::StrAppend(&out, Line("iter latency: ", Shown(profile.iter_latency_s, Duration)));
   absl::StrAppend(&out, Line("samples/second: ",
@@ -167,6 +191,46 @@ std::string RenderSummary(const Profile& profile) {
   absl::StrAppend(
       &out, Line("device: ", profile.device.empty() ? "-  (no GPU recorded)" : profile.device));
   absl::StrAppend(&out, Line("flops: ", profile.flops_source));
+  absl::StrAppend(&out, RenderCountedFlops(profile));
+  return out;
+}
+
+std::string RenderCountedFlops(const Profile& profile) {
+  std::string out;
+  if (!profile.counter_windows.empty()) {
+    absl::StrAppend(&out, Line("counted steps: ", CountedStepsLine(profile.counter_windows)));
+  }
+  if (profile.flops_by_precision.empty()) return out;
+  absl::StrAppend(&out, Line("fp16 convention: ", profile.fp16_convention.empty()
+                                                      ? "-  (not stated by the daemon)"
+                                                      : profile.fp16_convention));
+  // The whole job, then each top-level module with counted FLOPs (at most kPrecisionColumns).
+  std::vector<const ModuleRow*> tops;
+  for (const ModuleRow& row : profile.modules) {
+    if ((row.depth == 0 || row.path == kUnattributed) && !row.flops_by_precision.empty() &&
+        tops.size() < kPrecisionColumns) {
+      tops.push_back(&row);
+    }
+  }
+  std::vector<std::string> headers = {"precision", "job", "share"};
+  for (const ModuleRow* row : tops) headers.push_back(row->name.empty() ? row->path : row->name);
+  TextTable table(std::move(headers));
+  double total = 0;
+  for (const PrecisionFlops& entry : profile.flops_by_precision) total += entry.flops;
+  for (const PrecisionFlops& entry : profile.flops_by_precision) {
+    std::vector<std::string> cells = {entry.precision, NumberToString(entry.flops),
+                                      Percent(entry.flops, total)};
+    for (const ModuleRow* row : tops) {
+      auto found =
+          std::find_if(row->flops_by_precision.begin(), row->flops_by_precision.end(),
+                       [&](const PrecisionFlops& p) { return p.precision == entry.precision; });
+      cells.push_back(found == row->flops_by_precision.end() ? "-" : NumberToString(found->flops));
+    }
+    table.AddRow(std::move(cells));
+  }
+  absl::StrAppend(&out, "\nCounted flops by precision, per GPU and step (from ",
+                  profile.counted_ranks, profile.counted_ranks == 1 ? " rank" : " ranks",
+                  "; the dominant precision first):\n", table.Render("  "));
   return out;
 }
 
@@ -219,11 +283,15 @@ std::string RenderDetailed(const Profile& profile, const ProfileTextOptions& opt
                   "Note: latency is ",
                   std::any_of(profile.modules.begin(), profile.modules.end(),
                               [](const ModuleRow& row) { return row.latency_is_gpu; })
-                      ? "GPU time"
+                      ? (profile.step_scope.window ? "GPU busy time" : "GPU time")
                       : "CPU time, push to pop (no GPU records)",
-                  " per step; MACs announced, else flops / 2; flops: ", profile.flops_source,
-                  ".\n\n");
+                  profile.step_scope.window
+                      ? " per step, the median over the window (step min and max last)"
+                      : " per step",
+                  "; MACs announced, else flops / 2; flops: ", profile.flops_source, ".\n\n");
   const Totals totals = RootTotals(profile);
+  const bool any_flops = std::any_of(profile.modules.begin(), profile.modules.end(),
+                                     [](const ModuleRow& row) { return row.flops.has_value(); });
   std::vector<uint32_t> open;  // depths of the modules whose ")" is still to come
   auto close_to = [&](uint32_t depth) {
     while (!open.empty() && open.back() >= depth) {
@@ -241,10 +309,11 @@ std::string RenderDetailed(const Profile& profile, const ProfileTextOptions& opt
     const std::string indent(2 * row.depth, ' ');
     if (has_children) {
       absl::StrAppend(&out, indent, ModuleHead(row), "(\n", indent, "  ",
-                      ModuleFigures(row, totals), "\n");
+                      ModuleFigures(row, totals, any_flops), "\n");
       open.push_back(row.depth);
     } else {
-      absl::StrAppend(&out, indent, ModuleHead(row), "(", ModuleFigures(row, totals), ")\n");
+      absl::StrAppend(&out, indent, ModuleHead(row), "(", ModuleFigures(row, totals, any_flops),
+                      ")\n");
     }
   }
   close_to(0);

@@ -22,4 +22,9 @@ std::string RenderSummary(const Profile& profile);
 std::string RenderAggregated(const Profile& profile, const ProfileTextOptions& options);
 std::string RenderDetailed(const Profile& profile, const ProfileTextOptions& options);
 
+// The summary's counted-FLOPs part: which steps were counted on which ranks, the FP16
+// convention, and the FLOPs by precision per GPU and step for the whole job and each top-level
+// module. Empty when there are no counter windows and no counted FLOPs.
+std::string RenderCountedFlops(const Profile& profile);
+
 }  // namespace flopscope::client

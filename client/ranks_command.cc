@@ -1,9 +1,6 @@
 #include "client/ranks_command.h"
 
-#include <algorithm>
-#include <atomic>
-#include <thread>
-
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "common/job_id.h"
 
@@ -11,30 +8,6 @@ namespace flopscope::client {
 namespace {
 
 using flopscope::v1::ListRanksResponse;
-using flopscope::v1::Report;
-
-// The report of each rank, by position in `ranks`. Workers claim positions from a shared atomic
-// counter and each writes only the slot it claimed, so no lock is needed; the joins publish
-// the slots to this thread. DaemonClient's stub is safe to call from several threads.
-std::vector<absl::StatusOr<Report>> FetchReports(const DaemonClient& daemon,
-                                                 const ListRanksResponse& ranks, int parallel) {
-  const int count = ranks.ranks_size();
-  std::vector<absl::StatusOr<Report>> reports(count, absl::UnknownError("not fetched"));
-  std::atomic<int> next{0};
-  auto work = [&] {
-    for (int i = next.fetch_add(1); i < count; i = next.fetch_add(1)) {
-      flopscope::v1::ReportRequest request;
-      request.set_job_id(ranks.ranks(i).job_id());
-      request.add_ranks(ranks.ranks(i).rank());
-      reports[i] = daemon.GetReport(request);
-    }
-  };
-  std::vector<std::thread> workers;
-  for (int i = 1; i < std::min(parallel, count); ++i) workers.emplace_back(work);
-  work();
-  for (std::thread& worker : workers) worker.join();
-  return reports;
-}
 
 absl::StatusOr<ProfileOptions> ProfileOptionsOf(const RanksOptions& options) {
   return ParseProfileOptions(options.peak_tflops, options.precision);
@@ -42,29 +15,31 @@ absl::StatusOr<ProfileOptions> ProfileOptionsOf(const RanksOptions& options) {
 
 }  // namespace
 
-absl::StatusOr<std::vector<RankFigures>> FetchRankFigures(const DaemonClient& daemon,
-                                                          const ListRanksResponse& ranks,
-                                                          const ProfileOptions& profile_options,
-                                                          const StragglerOptions& straggler_options,
-                                                          int parallel_requests) {
-  std::vector<absl::StatusOr<Report>> reports =
-      FetchReports(daemon, ranks, std::max(parallel_requests, 1));
-  std::vector<Profile> profiles;
-  std::vector<std::string> problems;
-  for (absl::StatusOr<Report>& report : reports) {
-    // A rank whose file cannot be read loses its figures, not the listing: that is when the
-    // listing is most needed. A daemon that stopped answering fails the command.
-    if (!report.ok() &&
-        (absl::IsUnavailable(report.status()) || absl::IsDeadlineExceeded(report.status()))) {
-      return report.status();
-    }
-    profiles.push_back(report.ok() ? BuildProfile(*report, profile_options) : Profile{});
-    problems.push_back(report.ok() ? "" : std::string(report.status().message()));
+absl::StatusOr<std::vector<RankFigures>> FetchRankFigures(
+    const DaemonClient& daemon, const ListRanksResponse& ranks,
+    const ProfileOptions& profile_options, const StragglerOptions& straggler_options) {
+  const int count = ranks.ranks_size();
+  absl::flat_hash_map<int32_t, int> position;  // rank -> index in `ranks`
+  for (int i = 0; i < count; ++i) position[ranks.ranks(i).rank()] = i;
+  std::vector<Profile> profiles(count);
+  std::vector<std::string> problems(count, "the daemon sent no report for it");
+  if (count > 0) {
+    flopscope::v1::ReportRequest request;
+    request.set_job_id(ranks.ranks(0).job_id());
+    // Each report becomes a profile as it arrives: only one rank's report is held at a time.
+    absl::Status status = daemon.GetRankReports(request, [&](flopscope::v1::RankReport answer) {
+      auto it = position.find(answer.rank());
+      if (it == position.end()) return;  // a rank that joined after the listing
+      problems[it->second] = answer.problem();
+      if (answer.has_report())
+        profiles[it->second] = BuildProfile(answer.report(), profile_options);
+    });
+    if (!status.ok()) return status;
   }
   std::vector<std::optional<Straggler>> stragglers = FindStragglers(profiles, straggler_options);
   std::vector<RankFigures> figures;
   figures.reserve(profiles.size());
-  for (size_t i = 0; i < profiles.size(); ++i) {
+  for (int i = 0; i < count; ++i) {
     figures.push_back({std::move(profiles[i]), std::move(stragglers[i]), std::move(problems[i])});
   }
   return figures;

@@ -10,16 +10,16 @@
 
 namespace flopscope::client {
 
-// The body of `flopscope ranks JOB`: the daemon's rank list, one report per rank (fetched
-// `parallel_requests` at a time: a job of 1024 ranks must list in well under a second), each
-// turned into a Profile, and the stragglers among them.
+// The body of `flopscope ranks JOB`: the daemon's rank list and every rank's own report, both in
+// one request each however many ranks the job has (GetRankReports streams the reports), each
+// report turned into a Profile as it arrives, and the stragglers among them.
 
-// One RankFigures per rank of `ranks`, in order. A rank whose report fails gets empty figures
-// and the reason (RankFigures::problem); UNAVAILABLE or DEADLINE_EXCEEDED fails the whole call.
+// One RankFigures per rank of `ranks`, in order. A rank the daemon could not read (or did not
+// answer for) gets empty figures and the reason (RankFigures::problem); a failed request fails
+// the whole call.
 absl::StatusOr<std::vector<RankFigures>> FetchRankFigures(
     const DaemonClient& daemon, const flopscope::v1::ListRanksResponse& ranks,
-    const ProfileOptions& profile_options, const StragglerOptions& straggler_options,
-    int parallel_requests = 8);
+    const ProfileOptions& profile_options, const StragglerOptions& straggler_options);
 
 // The whole listing in options.format (text or json).
 absl::StatusOr<std::string> RenderRanksListing(const DaemonClient& daemon,

@@ -85,7 +85,7 @@ std::vector<RankFigures> TwoRankFigures() {
     auto* module = report.add_modules();
     module->set_path("model");
     module->set_name("model");
-    module->set_flops(1e15);  // over the 10 steps
+    module->set_flops(1e14);  // per counted step
     module->set_gpu_time_ns(std::llround((rank == 0 ? 0.8 : 1.2) * 10 * 1e9));
     figures.push_back(
         {BuildProfile(report, {.peak_tflops = 1000, .precision = std::nullopt}), std::nullopt, ""});

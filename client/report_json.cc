@@ -59,6 +59,37 @@ void WriteRank(const RankInfo& rank, JsonWriter& json) {
   json.EndObject();
 }
 
+void WritePrecisions(
+    const google::protobuf::RepeatedPtrField<flopscope::v1::PrecisionFlops>& precisions,
+    JsonWriter& json) {
+  json.BeginArray();
+  for (const flopscope::v1::PrecisionFlops& entry : precisions) {
+    json.BeginObject();
+    json.Key("precision").String(entry.precision());
+    json.Key("flops").Double(entry.flops());
+    json.EndObject();
+  }
+  json.EndArray();
+}
+
+void WriteCounterWindow(const flopscope::v1::RankCounterWindow& entry, JsonWriter& json) {
+  const flopscope::v1::CounterWindowRecord& window = entry.window();
+  json.BeginObject();
+  json.Key("rank").Int(entry.rank());
+  json.Key("first_step").Int(window.first_step());
+  json.Key("last_step").Int(window.last_step());
+  json.Key("trigger").String(window.trigger());
+  json.Key("metric_set").String(window.metric_set());
+  json.Key("chip").String(window.chip());
+  json.Key("passes").Uint(window.passes());
+  json.Key("kernels_counted").Uint(window.kernels_counted());
+  json.Key("ranges_unmatched").Uint(window.ranges_unmatched());
+  json.Key("start_ns").Int(window.start_ns());
+  json.Key("end_ns").Int(window.end_ns());
+  json.Key("status").String(window.status());
+  json.EndObject();
+}
+
 void WriteModule(const ModuleStats& module, JsonWriter& json) {
   json.BeginObject();
   json.Key("path").String(module.path());
@@ -105,6 +136,10 @@ void WriteModule(const ModuleStats& module, JsonWriter& json) {
   } else {
     json.Null();
   }
+  json.Key("flops_by_precision");
+  WritePrecisions(module.flops_by_precision(), json);
+  json.Key("counted_steps").Uint(module.counted_steps());
+  json.Key("counted_kernels").Uint(module.counted_kernels());
   json.EndObject();
 }
 
@@ -130,6 +165,15 @@ void WritePhase(const PhaseStats& phase, JsonWriter& json) {
   json.Key("cpu_time_ns").Int(phase.cpu_time_ns());
   json.Key("min_ns").Int(phase.min_ns());
   json.Key("max_ns").Int(phase.max_ns());
+  json.Key("median_ns").Int(phase.median_ns());
+  json.Key("flops");
+  if (phase.has_flops()) {
+    json.Double(phase.flops());
+  } else {
+    json.Null();
+  }
+  json.Key("flops_by_precision");
+  WritePrecisions(phase.flops_by_precision(), json);
   json.EndObject();
 }
 
@@ -155,6 +199,10 @@ std::string RenderReportJson(const flopscope::v1::Report& report,
   json.EndArray();
   json.Key("losses");
   WriteLosses(report.losses(), json);
+  json.Key("counter_windows").BeginArray();
+  for (const auto& window : report.counter_windows()) WriteCounterWindow(window, json);
+  json.EndArray();
+  json.Key("fp16_convention").String(report.fp16_convention());
   if (!report.top_kernels_of().empty()) {
     json.Key("top_kernels_of").String(report.top_kernels_of());
     json.Key("top_kernels").BeginArray();

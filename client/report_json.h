@@ -19,14 +19,23 @@ namespace flopscope::client {
 //     "modules": [{"path": "A/b", "calls": n, "cpu_time_ns": n, "gpu_time_ns": n|null,
 //                  "kernels": n, "gpu_span_ns": n|null, "gpu_busy_ns": n|null,
 //                  "memcpy": {"count": n, "time_ns": n, "bytes": n}, "memset": {...},
-//                  "flops": x|null, "params": n|null}],   // depth-first
-//     "phases": [{"name": "step", "calls": n, "cpu_time_ns": n, "min_ns": n, "max_ns": n}],
+//                  "flops": x|null, "params": n|null,
+//                  "flops_by_precision": [{"precision": "fp32", "flops": x}],
+//                  "counted_steps": n, "counted_kernels": n}],   // depth-first
+//     "phases": [{"name": "step", "calls": n, "cpu_time_ns": n, "min_ns": n, "max_ns": n,
+//                 "median_ns": n, "flops": x|null, "flops_by_precision": [...]}],
 //     "losses": {"<cause>": n},   // summed over the included ranks
+//     "counter_windows": [{"rank": n, "first_step": n, "last_step": n, "trigger": "",
+//                          "metric_set": "", "chip": "", "passes": n, "kernels_counted": n,
+//                          "ranges_unmatched": n, "start_ns": n, "end_ns": n, "status": ""}],
+//     "fp16_convention": "",
 //     "top_kernels_of": "A/b",    // these two only with `--kernels`
 //     "top_kernels": [{"name": "_Z...", "demangled": "...", "kind": "kernel"|"memcpy"|"memset",
 //                      "count": n, "total_ns": n, "min_ns": n, "max_ns": n, "bytes": n}]
 //   }
-// gpu_time_ns and kernels count kernels only; memory copies and sets are apart.
+// gpu_time_ns and kernels count kernels only; memory copies and sets are apart. `flops` (modules
+// and phases) is counted FLOPs per counted step summed over the ranks, split by precision
+// largest first ("fp64", "fp32", "fp16", "tensor:<source>").
 // null marks what the daemon does not know (the proto's optional fields left unset); `kernels`
 // has no such state in the proto and is always a number. Causes are LossCauseName()s
 // ("buffer_full", ...). Integers are exact (int64/uint64 as JSON integers).

@@ -22,17 +22,19 @@ std::map<std::string, std::string> Parse(const flopscope::v1::Report& report) {
 
 TEST(RenderReportJsonTest, HasExactlyTheContractedTopLevelKeys) {
   PARSE_OR_SKIP(flat, testing::CpuOnlyReport());
-  EXPECT_EQ(flat.at("#"), "5");
+  EXPECT_EQ(flat.at("#"), "7");
   EXPECT_EQ(flat.at("job"), "\"demo-job\"");
   EXPECT_EQ(flat.at("ranks#"), "2");
   EXPECT_EQ(flat.at("modules#"), "4");
   EXPECT_EQ(flat.at("phases#"), "2");
   EXPECT_EQ(flat.at("losses#"), "1");
+  EXPECT_EQ(flat.at("counter_windows#"), "0");
+  EXPECT_EQ(flat.at("fp16_convention"), "\"\"");
 }
 
 TEST(RenderReportJsonTest, ModulesCarryEveryFieldWithNullWhereUnknown) {
   PARSE_OR_SKIP(flat, testing::CpuOnlyReport());
-  EXPECT_EQ(flat.at("modules[0]#"), "11");
+  EXPECT_EQ(flat.at("modules[0]#"), "14");
   EXPECT_EQ(flat.at("modules[0].path"), "\"Net\"");
   EXPECT_EQ(flat.at("modules[0].calls"), "4");
   EXPECT_EQ(flat.at("modules[0].cpu_time_ns"), "8000000");
@@ -44,6 +46,9 @@ TEST(RenderReportJsonTest, ModulesCarryEveryFieldWithNullWhereUnknown) {
   EXPECT_EQ(flat.at("modules[0].memset.bytes"), "0");
   EXPECT_EQ(flat.at("modules[0].flops"), "null");
   EXPECT_EQ(flat.at("modules[0].params"), "1250000");
+  EXPECT_EQ(flat.at("modules[0].flops_by_precision#"), "0");
+  EXPECT_EQ(flat.at("modules[0].counted_steps"), "0");
+  EXPECT_EQ(flat.at("modules[0].counted_kernels"), "0");
   // Depth-first order as the daemon sent it; the escaped name decodes back to the original.
   EXPECT_EQ(flat.at("modules[1].path"), "\"Net/encoder\"");
   EXPECT_EQ(flat.at("modules[2].path"), "\"Net/encoder/attn \\\"q\\\"\\\\\"");
@@ -106,7 +111,9 @@ TEST(RenderReportJsonTest, RanksPhasesAndLosses) {
   EXPECT_EQ(flat.at("ranks[0].gpu_status"), "\"no CUDA driver: NVTX ranges only\"");
   EXPECT_EQ(flat.at("ranks[0].losses.buffer_full"), "3");
   EXPECT_EQ(flat.at("ranks[1].losses#"), "0");
-  EXPECT_EQ(flat.at("phases[0]#"), "5");
+  EXPECT_EQ(flat.at("phases[0]#"), "8");
+  EXPECT_EQ(flat.at("phases[0].flops"), "null");
+  EXPECT_EQ(flat.at("phases[0].flops_by_precision#"), "0");
   EXPECT_EQ(flat.at("phases[0].name"), "\"step\"");
   EXPECT_EQ(flat.at("phases[0].calls"), "2");
   EXPECT_EQ(flat.at("phases[0].cpu_time_ns"), "9000000");
@@ -114,6 +121,58 @@ TEST(RenderReportJsonTest, RanksPhasesAndLosses) {
   EXPECT_EQ(flat.at("phases[0].max_ns"), "5000000");
   EXPECT_EQ(flat.at("phases[1].name"), "\"forward\"");
   EXPECT_EQ(flat.at("losses.buffer_full"), "3");
+}
+
+TEST(RenderReportJsonTest, CountedFlopsPhasesWindowsAndTheFp16Convention) {
+  flopscope::v1::Report report = testing::GpuReport();
+  flopscope::v1::ModuleStats& net = *report.mutable_modules(0);
+  net.set_counted_steps(3);
+  net.set_counted_kernels(12);
+  for (const auto& [precision, flops] :
+       {std::pair<const char*, double>{"tensor:bf16_dst_fp32", 2e12}, {"fp32", 5e11}}) {
+    flopscope::v1::PrecisionFlops* entry = net.add_flops_by_precision();
+    entry->set_precision(precision);
+    entry->set_flops(flops);
+  }
+  flopscope::v1::PhaseStats& forward = *report.mutable_phases(1);
+  forward.set_flops(1.5e12);
+  forward.set_median_ns(1'500'000);
+  *forward.add_flops_by_precision() = net.flops_by_precision(1);
+  flopscope::v1::RankCounterWindow* entry = report.add_counter_windows();
+  entry->set_rank(1);
+  flopscope::v1::CounterWindowRecord* window = entry->mutable_window();
+  window->set_first_step(3);
+  window->set_last_step(4);
+  window->set_trigger("env: steps=3-4");
+  window->set_metric_set("full");
+  window->set_chip("GH100");
+  window->set_passes(3);
+  window->set_kernels_counted(12);
+  window->set_ranges_unmatched(1);
+  window->set_status("");
+  report.set_fp16_convention("ncu-packed-half");
+  PARSE_OR_SKIP(flat, report);
+  EXPECT_EQ(flat.at("modules[0].counted_steps"), "3");
+  EXPECT_EQ(flat.at("modules[0].counted_kernels"), "12");
+  EXPECT_EQ(flat.at("modules[0].flops_by_precision#"), "2");
+  EXPECT_EQ(flat.at("modules[0].flops_by_precision[0].precision"), "\"tensor:bf16_dst_fp32\"");
+  EXPECT_EQ(flat.at("modules[0].flops_by_precision[0].flops"), "2000000000000.0");
+  EXPECT_EQ(flat.at("modules[0].flops_by_precision[1].precision"), "\"fp32\"");
+  EXPECT_EQ(flat.at("phases[1].flops"), "1500000000000.0");
+  EXPECT_EQ(flat.at("phases[1].median_ns"), "1500000");
+  EXPECT_EQ(flat.at("phases[1].flops_by_precision[0].flops"), "500000000000.0");
+  EXPECT_EQ(flat.at("phases[0].flops"), "null");
+  EXPECT_EQ(flat.at("counter_windows#"), "1");
+  EXPECT_EQ(flat.at("counter_windows[0]#"), "12");
+  EXPECT_EQ(flat.at("counter_windows[0].rank"), "1");
+  EXPECT_EQ(flat.at("counter_windows[0].first_step"), "3");
+  EXPECT_EQ(flat.at("counter_windows[0].last_step"), "4");
+  EXPECT_EQ(flat.at("counter_windows[0].trigger"), "\"env: steps=3-4\"");
+  EXPECT_EQ(flat.at("counter_windows[0].chip"), "\"GH100\"");
+  EXPECT_EQ(flat.at("counter_windows[0].passes"), "3");
+  EXPECT_EQ(flat.at("counter_windows[0].ranges_unmatched"), "1");
+  EXPECT_EQ(flat.at("counter_windows[0].status"), "\"\"");
+  EXPECT_EQ(flat.at("fp16_convention"), "\"ncu-packed-half\"");
 }
 
 TEST(RenderReportJsonTest, RepeatedLossCausesAreSummedAndUnknownCausesNamed) {
@@ -134,7 +193,7 @@ TEST(RenderReportJsonTest, EmptyReportIsStillTheSameShape) {
   flopscope::v1::Report report;
   report.set_job_id("empty");
   PARSE_OR_SKIP(flat, report);
-  EXPECT_EQ(flat.at("#"), "5");
+  EXPECT_EQ(flat.at("#"), "7");
   EXPECT_EQ(flat.at("modules#"), "0");
   EXPECT_EQ(flat.at("losses#"), "0");
 }

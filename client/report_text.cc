@@ -1,6 +1,7 @@
 #include "client/report_text.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "client/human_format.h"
 #include "client/loss_cause_names.h"
+#include "client/profile_flops.h"
 #include "client/text_table.h"
 
 namespace flopscope::client {
@@ -132,6 +134,17 @@ std::string AnnouncedSection(const Report& report) {
   return absl::StrCat("Announced: ", absl::StrJoin(facts, ", "), "\n");
 }
 
+// Which steps counter windows covered where, and the convention of every fp16 figure.
+std::string CountersSection(const Report& report) {
+  if (report.counter_windows().empty()) return "";
+  std::string out =
+      absl::StrCat("Counted steps: ", CountedStepsLine(CountedWindowsOf(report)), "\n");
+  if (!report.fp16_convention().empty()) {
+    absl::StrAppend(&out, "FP16 convention: ", report.fp16_convention(), "\n");
+  }
+  return out;
+}
+
 std::string Header(const Report& report) {
   std::string out = absl::StrCat("flopscope report: job ", report.job_id(), "\n");
   absl::StrAppend(&out, "Ranks: ", report.ranks_size(), "\n");
@@ -140,6 +153,7 @@ std::string Header(const Report& report) {
   out += LossesSection(report);
   out += NoGpuRecordsSection(report);
   out += LaunchNotSeenSection(report);
+  out += CountersSection(report);
   return out;
 }
 
@@ -171,7 +185,7 @@ std::string ModulesSection(const Report& report) {
   if (show_gpu) headers.push_back("GPU time");
   if (show_span) headers.insert(headers.end(), {"GPU span", "GPU busy"});
   if (show_gpu) headers.push_back("kernels");
-  if (show_flops) headers.push_back("FLOPs");
+  if (show_flops) headers.push_back("FLOPs/step");
   if (show_params) headers.push_back("params");
   TextTable table(headers);
   for (const ModuleStats& module : report.modules()) {
@@ -200,6 +214,11 @@ std::string ModulesSection(const Report& report) {
     legend = show_span ? "GPU time: kernel durations summed; span: first kernel start to last "
                          "end, per call; busy: time some kernel ran, per call\n"
                        : "GPU time: kernel durations summed\n";
+  }
+  if (show_flops) {
+    legend +=
+        "FLOPs/step: counted FLOPs per counted step, summed over the ranks; counted steps "
+        "are left out of every time\n";
   }
   return absl::StrCat("\nModules (figures include children, summed over ", report.ranks_size(),
                       report.ranks_size() == 1 ? " rank" : " ranks", ")\n", legend, table.Render());
@@ -250,17 +269,62 @@ std::string TopKernelsSection(const Report& report) {
                       " (children included; share of the listed total)\n", table.Render());
 }
 
+// Counted FLOPs by precision for the whole job (top-level modules and <unattributed>) and each
+// of those rows, per counted step summed over the ranks, largest first.
+std::string PrecisionSection(const Report& report) {
+  std::vector<const ModuleStats*> tops;
+  std::map<std::string, double> job;
+  for (const ModuleStats& module : report.modules()) {
+    if (module.depth() != 0 || module.flops_by_precision().empty()) continue;
+    tops.push_back(&module);
+    for (const auto& entry : module.flops_by_precision()) job[entry.precision()] += entry.flops();
+  }
+  if (job.empty()) return "";
+  std::vector<std::pair<std::string, double>> sorted(job.begin(), job.end());
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  double total = 0;
+  for (const auto& [precision, flops] : sorted) total += flops;
+  std::vector<std::string> headers = {"precision", "job", "share"};
+  for (const ModuleStats* module : tops) headers.push_back(module->path());
+  TextTable table(std::move(headers));
+  for (const auto& [precision, flops] : sorted) {
+    std::vector<std::string> row = {precision, FormatCount(flops),
+                                    absl::StrFormat("%.1f%%", 100 * flops / total)};
+    for (const ModuleStats* module : tops) {
+      std::string cell = kUnknown;
+      for (const auto& entry : module->flops_by_precision()) {
+        if (entry.precision() == precision) cell = FormatCount(entry.flops());
+      }
+      row.push_back(std::move(cell));
+    }
+    table.AddRow(std::move(row));
+  }
+  return absl::StrCat("\nCounted FLOPs per counted step by precision (summed over the ranks)\n",
+                      table.Render());
+}
+
 std::string PhasesSection(const Report& report) {
   if (report.phases().empty()) {
     return "\nSteps and phases: none recorded (no `step` range in the flopscope NVTX domain)\n";
   }
-  TextTable table({"phase", "calls", "CPU total", "mean", "min", "max"});
+  const bool show_flops = std::any_of(report.phases().begin(), report.phases().end(),
+                                      [](const PhaseStats& phase) { return phase.has_flops(); });
+  std::vector<std::string> headers = {"phase", "calls", "CPU total", "mean", "min", "max"};
+  if (show_flops) headers.push_back("FLOPs/step");
+  TextTable table(std::move(headers));
   for (const PhaseStats& phase : report.phases()) {
-    table.AddRow({phase.name(), absl::StrCat(phase.calls()), FormatDuration(phase.cpu_time_ns()),
-                  phase.calls() == 0
-                      ? kUnknown
-                      : FormatDuration(phase.cpu_time_ns() / static_cast<int64_t>(phase.calls())),
-                  FormatDuration(phase.min_ns()), FormatDuration(phase.max_ns())});
+    std::vector<std::string> row = {
+        phase.name(),
+        absl::StrCat(phase.calls()),
+        FormatDuration(phase.cpu_time_ns()),
+        phase.calls() == 0
+            ? kUnknown
+            : FormatDuration(phase.cpu_time_ns() / static_cast<int64_t>(phase.calls())),
+        FormatDuration(phase.min_ns()),
+        FormatDuration(phase.max_ns())};
+    if (show_flops) row.push_back(phase.has_flops() ? FormatCount(phase.flops()) : kUnknown);
+    table.AddRow(std::move(row));
   }
   return absl::StrCat("\nSteps and phases\n", table.Render());
 }
@@ -277,8 +341,8 @@ std::string RenderTopKernelsText(const Report& report) {
 }
 
 std::string RenderReportText(const Report& report) {
-  return Header(report) + ModulesSection(report) + MemorySection(report) +
-         TopKernelsSection(report) + PhasesSection(report);
+  return Header(report) + ModulesSection(report) + PrecisionSection(report) +
+         MemorySection(report) + TopKernelsSection(report) + PhasesSection(report);
 }
 
 }  // namespace flopscope::client

@@ -81,13 +81,56 @@ TEST(RenderReportTextTest, GpuColumnsAppearWithGpuRecords) {
   EXPECT_EQ(LineStartingWith(text, "No GPU records"), "");
   EXPECT_EQ(Cells(LineStartingWith(text, "module")),
             (std::vector<std::string>{"module", "calls", "CPU total", "CPU/call", "GPU time",
-                                      "kernels", "FLOPs", "params"}));
+                                      "kernels", "FLOPs/step", "params"}));
   EXPECT_EQ(Cells(LineStartingWith(text, "Net ")),
             (std::vector<std::string>{"Net", "4", "8.00 ms", "2.00 ms", "7.00 ms", "40", "2.50 T",
                                       "1.25 M"}));
   EXPECT_EQ(
       Cells(LineStartingWith(text, "  head ")),
       (std::vector<std::string>{"head", "4", "1.00 ms", "250 us", "900 us", "10", "-", "250 K"}));
+}
+
+TEST(RenderReportTextTest, CountedStepsConventionAndPhaseFlops) {
+  flopscope::v1::Report report = testing::GpuReport();
+  for (int32_t rank : {0, 1}) {
+    flopscope::v1::RankCounterWindow* entry = report.add_counter_windows();
+    entry->set_rank(rank);
+    entry->mutable_window()->set_first_step(3);
+    entry->mutable_window()->set_last_step(4);
+    entry->mutable_window()->set_metric_set("full");
+    entry->mutable_window()->set_passes(3);
+    entry->mutable_window()->set_ranges_unmatched(rank);
+  }
+  report.set_fp16_convention("ncu-packed-half: fp16 = 2*hadd + 2*hmul + 4*hfma");
+  report.mutable_phases(1)->set_flops(1.5e12);
+  const std::string text = RenderReportText(report);
+  EXPECT_EQ(LineStartingWith(text, "Counted steps:"),
+            "Counted steps: steps 3-4 on ranks 0-1 (set full, 3 passes, 1 unmatched)");
+  EXPECT_EQ(LineStartingWith(text, "FP16 convention:"),
+            "FP16 convention: ncu-packed-half: fp16 = 2*hadd + 2*hmul + 4*hfma");
+  EXPECT_NE(LineStartingWith(text, "FLOPs/step: counted FLOPs per counted step"), "");
+  EXPECT_EQ(Cells(LineStartingWith(text, "phase")),
+            (std::vector<std::string>{"phase", "calls", "CPU total", "mean", "min", "max",
+                                      "FLOPs/step"}));
+  EXPECT_EQ(Cells(LineStartingWith(text, "forward ")).back(), "1.50 T");
+  EXPECT_EQ(Cells(LineStartingWith(text, "step ")).back(), "-");
+  // Counted FLOPs by precision: the job, then each top-level row.
+  flopscope::v1::PrecisionFlops* fp32 = report.mutable_modules(0)->add_flops_by_precision();
+  fp32->set_precision("fp32");
+  fp32->set_flops(5e11);
+  flopscope::v1::PrecisionFlops* bf16 = report.mutable_modules(0)->add_flops_by_precision();
+  bf16->set_precision("tensor:bf16_dst_fp32");
+  bf16->set_flops(2e12);
+  const std::string with_precisions = RenderReportText(report);
+  EXPECT_NE(LineStartingWith(with_precisions, "Counted FLOPs per counted step by precision"), "");
+  EXPECT_EQ(Cells(LineStartingWith(with_precisions, "precision")),
+            (std::vector<std::string>{"precision", "job", "share", "Net"}));
+  EXPECT_EQ(Cells(LineStartingWith(with_precisions, "tensor:bf16_dst_fp32")),
+            (std::vector<std::string>{"tensor:bf16_dst_fp32", "2.00 T", "80.0%", "2.00 T"}));
+  EXPECT_EQ(Cells(LineStartingWith(with_precisions, "fp32")),
+            (std::vector<std::string>{"fp32", "500 G", "20.0%", "500 G"}));
+  // No windows: no such lines.
+  EXPECT_EQ(LineStartingWith(RenderReportText(testing::GpuReport()), "Counted steps:"), "");
 }
 
 TEST(RenderReportTextTest, DifferentGpuReasonsAreListedPerRank) {
@@ -147,7 +190,7 @@ TEST(RenderReportTextTest, SpanAndBusyColumnsFollowGpuTime) {
   const std::string text = RenderReportText(KernelReport());
   EXPECT_EQ(Cells(LineStartingWith(text, "module")),
             (std::vector<std::string>{"module", "calls", "CPU total", "CPU/call", "GPU time",
-                                      "GPU span", "GPU busy", "kernels", "FLOPs", "params"}));
+                                      "GPU span", "GPU busy", "kernels", "FLOPs/step", "params"}));
   EXPECT_EQ(Cells(LineStartingWith(text, "Net ")),
             (std::vector<std::string>{"Net", "4", "8.00 ms", "2.00 ms", "7.00 ms", "8.00 ms",
                                       "7.00 ms", "40", "2.50 T", "1.25 M"}));

@@ -26,7 +26,9 @@ std::string_view InstructionOp(std::string_view metric) {
 CudaCoreFlops CudaCoreFlopsFrom(const CudaCoreInstructions& n) {
   CudaCoreFlops flops;
   flops.fp64 = n.dadd + n.dmul + 2 * n.dfma;
-  flops.fp32 = n.fadd + n.fmul + 2 * n.ffma;
+  // The packed weights are the lane-consistent ones (cupti.md §1.1): NCU 2025.4's rule line for
+  // them lacks a x2 on FMUL2 and weighs FFMA2 inconsistently, so it is not followed.
+  flops.fp32 = n.fadd + n.fmul + 2 * n.ffma + 2 * n.fadd2 + 2 * n.fmul2 + 4 * n.ffma2;
   flops.fp16 = 2 * n.hadd + 2 * n.hmul + 4 * n.hfma;  // kFp16Convention
   return flops;
 }
@@ -53,6 +55,12 @@ bool AccumulateInstructionCounter(std::string_view metric, double value,
     field = &counts->hmul;
   else if (op == "hfma")
     field = &counts->hfma;
+  else if (op == "fadd2")
+    field = &counts->fadd2;
+  else if (op == "fmul2")
+    field = &counts->fmul2;
+  else if (op == "ffma2")
+    field = &counts->ffma2;
   if (field == nullptr) return false;
   *field += value;
   return true;

@@ -16,12 +16,6 @@ MemoryTotals* MemoryOf(SelfStats& stats, v1::ActivityKind kind) {
 
 }  // namespace
 
-double TotalFlops(const v1::FlopCounters& flops) {
-  double total = flops.fp64() + flops.fp32() + flops.fp16();
-  for (const v1::FlopCounters::Tensor& tensor : flops.tensor()) total += tensor.flops();
-  return total;
-}
-
 uint64_t OccurrenceKey(const v1::KernelRecord& kernel) {
   if (kernel.kind() == v1::ACTIVITY_KIND_MEMCPY || kernel.kind() == v1::ACTIVITY_KIND_MEMSET) {
     return 0;
@@ -40,6 +34,7 @@ void BatchRollup::Reset() {
 }
 
 void BatchRollup::Add(const v1::RangeEvent& range) {
+  if (range.counted()) return;
   SelfStats& stats = by_path_[range.path_id()];
   const int64_t duration = range.end_ns() - range.start_ns();
   stats.min_ns = stats.calls == 0 ? duration : std::min(stats.min_ns, duration);
@@ -48,7 +43,9 @@ void BatchRollup::Add(const v1::RangeEvent& range) {
   stats.cpu_time_ns += duration;
 }
 
-void BatchRollup::Add(const v1::KernelRecord& kernel) { AddTo(by_path_[kernel.path_id()], kernel); }
+void BatchRollup::Add(const v1::KernelRecord& kernel) {
+  if (!kernel.counted()) AddTo(by_path_[kernel.path_id()], kernel);
+}
 
 void BatchRollup::AddTo(SelfStats& stats, const v1::KernelRecord& kernel) {
   const int64_t duration = kernel.end_ns() - kernel.start_ns();
@@ -60,10 +57,6 @@ void BatchRollup::AddTo(SelfStats& stats, const v1::KernelRecord& kernel) {
     ++stats.kernels;
     stats.gpu_time_ns += duration;
   }
-  if (kernel.has_flops()) {
-    stats.flops += TotalFlops(kernel.flops());
-    stats.has_flops = true;
-  }
 }
 
 void BatchRollup::AddBatch(const v1::Batch& batch) {
@@ -73,6 +66,7 @@ void BatchRollup::AddBatch(const v1::Batch& batch) {
   SelfStats* current = nullptr;
   uint64_t current_path = 0;
   for (const v1::KernelRecord& kernel : batch.kernels()) {
+    if (kernel.counted()) continue;
     if (current == nullptr || kernel.path_id() != current_path) {
       current_path = kernel.path_id();
       current = &by_path_[current_path];

@@ -1,6 +1,7 @@
 #include "daemon/batch_validator.h"
 
 #include <cmath>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "daemon/text_checks.h"
@@ -32,6 +33,8 @@ absl::Status BatchValidator::Validate(const v1::Batch& batch, SessionDefinitions
   if (status.ok()) status = CheckPaths(batch);
   if (status.ok()) status = CheckRanges(batch);
   if (status.ok()) status = CheckKernels(batch);
+  if (status.ok()) status = CheckKernelFlops(batch);
+  if (status.ok()) status = CheckWindows(batch);
   if (status.ok()) status = CheckMetadata(batch);
   if (status.ok()) status = CheckLosses(batch);
   return status;
@@ -40,7 +43,7 @@ absl::Status BatchValidator::Validate(const v1::Batch& batch, SessionDefinitions
 absl::Status BatchValidator::CheckCounts(const v1::Batch& batch) const {
   const size_t records = static_cast<size_t>(batch.strings_size()) + batch.paths_size() +
                          batch.ranges_size() + batch.kernels_size() + batch.metadata_size() +
-                         batch.losses_size();
+                         batch.losses_size() + batch.kernel_flops_size() + batch.windows_size();
   if (records > kMaxRecordsPerBatch) {
     return absl::InvalidArgumentError(absl::StrCat("batch seq ", seq_, ": holds ", records,
                                                    " records (at most ", kMaxRecordsPerBatch,
@@ -157,10 +160,35 @@ absl::Status BatchValidator::CheckKernels(const v1::Batch& batch) {
     }
     if (std::string p = IntervalProblem(kernel.start_ns(), kernel.end_ns()); !p.empty())
       return Reject("kernels", i, p);
-    if (kernel.has_flops()) {
-      if (absl::Status s = CheckFlops(kernel.flops()); !s.ok()) {
-        return Reject("kernels", i, absl::StrCat("flops: ", s.message()));
-      }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BatchValidator::CheckKernelFlops(const v1::Batch& batch) {
+  // Correlation ids are not checked for repeats: the kernels of one CUDA graph launch share the
+  // launch's id, and each has counters of its own.
+  for (int i = 0; i < batch.kernel_flops_size(); ++i) {
+    const v1::KernelFlops& counted = batch.kernel_flops(i);
+    if (FindPath(counted.path_id()) == nullptr) {
+      return Reject("kernel_flops", i,
+                    absl::StrCat("path_id ", counted.path_id(), " is not defined"));
+    }
+    if (FindPath(counted.phase_path_id()) == nullptr) {
+      return Reject("kernel_flops", i,
+                    absl::StrCat("phase_path_id ", counted.phase_path_id(), " is not defined"));
+    }
+    if (counted.name_id() != 0 && !IsStringDefined(counted.name_id())) {
+      return Reject("kernel_flops", i,
+                    absl::StrCat("name_id ", counted.name_id(), " is not defined"));
+    }
+    if (counted.counted_step() < -1 || counted.counted_step() > kMaxStepOrdinal) {
+      return Reject("kernel_flops", i,
+                    absl::StrCat("counted_step ", counted.counted_step(), " is outside [-1, ",
+                                 kMaxStepOrdinal, "]"));
+    }
+    if (!counted.has_flops()) return Reject("kernel_flops", i, "flops is missing");
+    if (absl::Status s = CheckFlops(counted.flops()); !s.ok()) {
+      return Reject("kernel_flops", i, absl::StrCat("flops: ", s.message()));
     }
   }
   return absl::OkStatus();
@@ -195,6 +223,46 @@ absl::Status BatchValidator::CheckFlops(const v1::FlopCounters& flops) const {
     }
   }
   return absl::OkStatus();
+}
+
+absl::Status BatchValidator::CheckWindows(const v1::Batch& batch) const {
+  for (int i = 0; i < batch.windows_size(); ++i) {
+    if (std::string p = WindowProblem(batch.windows(i)); !p.empty()) return Reject("windows", i, p);
+  }
+  return absl::OkStatus();
+}
+
+std::string BatchValidator::WindowProblem(const v1::CounterWindowRecord& window) const {
+  const int64_t first = window.first_step();
+  const int64_t last = window.last_step();
+  const bool no_steps = first == -1 && last == -1;
+  if (!no_steps) {
+    if (first < 0 || last < first || last > kMaxStepOrdinal) {
+      return absl::StrCat("steps ", first, "-", last,
+                          " are not a step range (0 <= first <= last, or both -1)");
+    }
+    if (last - first >= kMaxWindowSteps) {
+      return absl::StrCat("steps ", first, "-", last, " span more than ", kMaxWindowSteps,
+                          " steps");
+    }
+  }
+  if (std::string p = IntervalProblem(window.start_ns(), window.end_ns()); !p.empty()) return p;
+  const std::pair<const char*, const std::string*> texts[] = {{"trigger", &window.trigger()},
+                                                              {"metric_set", &window.metric_set()},
+                                                              {"chip", &window.chip()},
+                                                              {"status", &window.status()}};
+  for (const auto& [field, text] : texts) {
+    if (std::string p = TextProblem(*text, kMaxNameBytes, EmptyText::kAllowed); !p.empty())
+      return FieldProblem(field, p);
+  }
+  if (window.passes() > kMaxReplayPasses) {
+    return absl::StrCat("passes ", window.passes(), " exceeds ", kMaxReplayPasses);
+  }
+  if (window.kernels_counted() >= kMaxWindowCount || window.ranges_unmatched() >= kMaxWindowCount) {
+    return absl::StrCat("kernels_counted ", window.kernels_counted(), " or ranges_unmatched ",
+                        window.ranges_unmatched(), " is not below ", kMaxWindowCount);
+  }
+  return "";
 }
 
 absl::Status BatchValidator::CheckMetadata(const v1::Batch& batch) const {

@@ -23,6 +23,14 @@ inline constexpr size_t kMaxPathsPerSession = 1 << 20;
 inline constexpr size_t kMaxStringsPerSession = 1 << 20;
 inline constexpr int kMaxTensorSourcesPerKernel = 64;
 inline constexpr int kMaxRawCountersPerKernel = 1024;
+// Step ordinals (KernelFlops.counted_step, window steps) count a process's steps from 0: far below
+// this, which keeps step arithmetic clear of overflow.
+inline constexpr int64_t kMaxStepOrdinal = int64_t{1} << 40;
+// A window's steps are stored one row each (counted_steps): a window spans at most this many.
+inline constexpr int64_t kMaxWindowSteps = 10'000;
+inline constexpr uint32_t kMaxReplayPasses = 1000;
+// Window counts (kernels counted, ranges unmatched) stay exact in SQLite's signed integers.
+inline constexpr uint64_t kMaxWindowCount = uint64_t{1} << 48;
 // Timestamps are Unix-epoch nanoseconds; anything before 2000-01-01 is a unit or clock mistake.
 inline constexpr int64_t kEarliestTimestampNs = 946'684'800LL * 1'000'000'000LL;
 
@@ -34,6 +42,14 @@ inline constexpr int64_t kEarliestTimestampNs = 946'684'800LL * 1'000'000'000LL;
 // redefined with different content; nesting depth <= 256; names non-empty, UTF-8, without NUL;
 // end_ns >= start_ns, both within [2000-01-01, now + 1 day]; range events and kernels reference
 // defined paths and strings (kernels may use path 0, the root); enums hold known values.
+// Counted FLOPs (kernel_flops): path_id and phase_path_id defined or 0, name_id defined or 0,
+// counted_step in [-1, kMaxStepOrdinal], counters present with finite FLOPs >= 0, at most
+// kMaxTensorSourcesPerKernel tensor sources and kMaxRawCountersPerKernel raw counters (named,
+// finite). Windows: steps both
+// -1 (no step marks) or 0 <= first <= last with at most kMaxWindowSteps steps, a plausible
+// [start_ns, end_ns], texts like names (may be empty), passes <= kMaxReplayPasses, counts below
+// kMaxWindowCount. The `counted` flags of range events and kernels need no check: either value
+// is valid, and storage keeps flagged records out of the rollups.
 //
 // A failure is INVALID_ARGUMENT naming the batch seq, the record and the problem, e.g.
 //   "batch seq 7: kernels[12]: path_id 99 is not defined".
@@ -51,7 +67,10 @@ class BatchValidator {
   absl::Status CheckPaths(const v1::Batch& batch);
   absl::Status CheckRanges(const v1::Batch& batch);
   absl::Status CheckKernels(const v1::Batch& batch);
+  absl::Status CheckKernelFlops(const v1::Batch& batch);
   absl::Status CheckFlops(const v1::FlopCounters& flops) const;
+  absl::Status CheckWindows(const v1::Batch& batch) const;
+  std::string WindowProblem(const v1::CounterWindowRecord& window) const;
   absl::Status CheckMetadata(const v1::Batch& batch) const;
   absl::Status CheckLosses(const v1::Batch& batch) const;
 

@@ -12,10 +12,12 @@ namespace flopscope::daemon {
 namespace {
 
 using fixtures::AddKernel;
+using fixtures::AddKernelFlops;
 using fixtures::AddMetadata;
 using fixtures::AddPath;
 using fixtures::AddRange;
 using fixtures::AddString;
+using fixtures::AddWindow;
 using fixtures::BaseNs;
 using ::testing::HasSubstr;
 
@@ -246,20 +248,145 @@ TEST_F(BatchValidatorTest, KernelCanUseDefinitionsFromTheSameBatch) {
 
 TEST_F(BatchValidatorTest, FlopCounterRules) {
   KnowModelAndGemm();
-  v1::FlopCounters* flops = AddKernel(batch_, 1, 1, 0, 10)->mutable_flops();
+  v1::FlopCounters* flops = AddKernelFlops(batch_, 1, 1, 0)->mutable_flops();
   flops->set_fp32(1e9);
   flops->add_tensor()->set_source("bf16_dst_fp32");
   EXPECT_TRUE(Validate().ok());
 
   flops->set_fp16(-1);
-  ExpectRejected({"kernels[0]", "flops: counts must be finite and >= 0"});
+  ExpectRejected({"kernel_flops[0]", "flops: counts must be finite and >= 0"});
 
   flops->set_fp16(std::numeric_limits<double>::quiet_NaN());
-  ExpectRejected({"kernels[0]", "finite"});
+  ExpectRejected({"kernel_flops[0]", "finite"});
 
   flops->set_fp16(0);
+  flops->mutable_tensor(0)->set_flops(std::numeric_limits<double>::infinity());
+  ExpectRejected({"kernel_flops[0]", "tensor flops must be finite and >= 0"});
+
+  flops->mutable_tensor(0)->set_flops(1);
   flops->add_tensor();  // no source
-  ExpectRejected({"kernels[0]", "tensor source is empty"});
+  ExpectRejected({"kernel_flops[0]", "tensor source is empty"});
+}
+
+TEST_F(BatchValidatorTest, RawCountersAreBoundedNamedAndFinite) {
+  KnowModelAndGemm();
+  v1::FlopCounters* flops = AddKernelFlops(batch_, 1, 1, 0)->mutable_flops();
+  v1::FlopCounters::Raw* raw = flops->add_raw();
+  raw->set_metric("smsp__sass_thread_inst_executed_op_ffma_pred_on.sum");
+  raw->set_value(12);
+  EXPECT_TRUE(Validate().ok());
+
+  raw->set_value(std::numeric_limits<double>::quiet_NaN());
+  ExpectRejected({"kernel_flops[0]", "raw counter values must be finite"});
+
+  raw->set_value(1);
+  raw->set_metric("");
+  ExpectRejected({"kernel_flops[0]", "raw metric is empty"});
+
+  raw->set_metric("m");
+  while (flops->raw_size() <= kMaxRawCountersPerKernel) *flops->add_raw() = *raw;
+  ExpectRejected({"kernel_flops[0]", "too many entries"});
+}
+
+TEST_F(BatchValidatorTest, KernelFlopsReferenceDefinedPathsPhasesAndNames) {
+  KnowModelAndGemm();
+  known_.AddPath(2, 0, 0, "flopscope", "step");
+  AddKernelFlops(batch_, 1, 1, 4, 2);
+  AddKernelFlops(batch_, 0, 0, -1, 0);  // unattributed, name unknown, no step, no phase
+  EXPECT_TRUE(Validate().ok()) << Validate();
+
+  batch_.mutable_kernel_flops(1)->set_path_id(9);
+  ExpectRejected({"batch seq 7: kernel_flops[1]: path_id 9 is not defined"});
+
+  batch_.mutable_kernel_flops(1)->set_path_id(0);
+  batch_.mutable_kernel_flops(1)->set_phase_path_id(5);
+  ExpectRejected({"kernel_flops[1]: phase_path_id 5 is not defined"});
+
+  batch_.mutable_kernel_flops(1)->set_phase_path_id(0);
+  batch_.mutable_kernel_flops(1)->set_name_id(3);
+  ExpectRejected({"kernel_flops[1]: name_id 3 is not defined"});
+
+  batch_.mutable_kernel_flops(1)->set_name_id(0);
+  batch_.mutable_kernel_flops(1)->set_counted_step(-2);
+  ExpectRejected({"kernel_flops[1]: counted_step -2 is outside [-1, "});
+
+  batch_.mutable_kernel_flops(1)->set_counted_step(kMaxStepOrdinal + 1);
+  ExpectRejected({"kernel_flops[1]: counted_step"});
+
+  batch_.mutable_kernel_flops(1)->set_counted_step(0);
+  batch_.mutable_kernel_flops(1)->clear_flops();
+  ExpectRejected({"kernel_flops[1]: flops is missing"});
+}
+
+TEST_F(BatchValidatorTest, KernelFlopsMayUseDefinitionsOfTheSameBatch) {
+  AddString(batch_, 4, "relu");
+  AddPath(batch_, 8, 0, "mlp");
+  AddPath(batch_, 9, 0, "forward", "flopscope");
+  AddKernelFlops(batch_, 8, 4, 0, 9);
+  EXPECT_TRUE(Validate().ok()) << Validate();
+}
+
+TEST_F(BatchValidatorTest, WindowRules) {
+  AddWindow(batch_, 3, 4);
+  AddWindow(batch_, -1, -1);  // a process without step marks
+  EXPECT_TRUE(Validate().ok()) << Validate();
+
+  v1::CounterWindowRecord* window = batch_.mutable_windows(1);
+  window->set_first_step(-1);
+  window->set_last_step(2);
+  ExpectRejected({"windows[1]", "steps -1-2 are not a step range"});
+
+  window->set_first_step(5);
+  window->set_last_step(4);
+  ExpectRejected({"windows[1]", "not a step range"});
+
+  window->set_first_step(0);
+  window->set_last_step(kMaxWindowSteps);
+  ExpectRejected({"windows[1]", "span more than 10000 steps"});
+
+  window->set_last_step(kMaxWindowSteps - 1);
+  EXPECT_TRUE(Validate().ok());
+
+  window->set_end_ns(window->start_ns() - 1);
+  ExpectRejected({"windows[1]", "end_ns", "is before start_ns"});
+
+  window->set_end_ns(window->start_ns());
+  window->set_start_ns(5);  // not epoch nanoseconds
+  ExpectRejected({"windows[1]", "start_ns 5 is outside"});
+
+  *window = *batch_.mutable_windows(0);
+  window->set_status(std::string(kMaxNameBytes + 1, 's'));
+  ExpectRejected({"windows[1]", "status is 4097 bytes long"});
+
+  window->set_status("hardware busy (DCGM?)");
+  window->set_chip("\xff");
+  ExpectRejected({"windows[1]", "chip is not valid UTF-8"});
+
+  window->set_chip("GH100");
+  window->set_passes(kMaxReplayPasses + 1);
+  ExpectRejected({"windows[1]", "passes 1001 exceeds 1000"});
+
+  window->set_passes(2);
+  window->set_kernels_counted(kMaxWindowCount);
+  ExpectRejected({"windows[1]", "kernels_counted"});
+
+  window->set_kernels_counted(12);
+  EXPECT_TRUE(Validate().ok());
+}
+
+TEST_F(BatchValidatorTest, CountedFlagsAreAcceptedEitherWay) {
+  KnowModelAndGemm();
+  AddRange(batch_, 1, 0, 100)->set_counted(true);
+  AddKernel(batch_, 1, 1, 10, 20)->set_counted(true);
+  AddKernel(batch_, 1, 1, 40, 20);
+  EXPECT_TRUE(Validate().ok()) << Validate();
+}
+
+TEST_F(BatchValidatorTest, CountedRecordsCountTowardsTheBatchLimit) {
+  KnowModelAndGemm();
+  for (size_t i = 0; i < kMaxRecordsPerBatch; ++i) batch_.add_kernel_flops();
+  AddWindow(batch_, 0, 0);
+  ExpectRejected({"holds 1000001 records"});
 }
 
 TEST_F(BatchValidatorTest, MetadataRules) {

@@ -3,12 +3,11 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "daemon/flops_json.h"
 
 namespace flopscope::daemon {
 namespace {
 
-constexpr int kKernelColumns = 20;
+constexpr int kKernelColumns = 21;
 // Rows per multi-row kernel INSERT: fewer sqlite3_step calls per row, well under SQLite's limit
 // of 32766 parameters per statement.
 constexpr int kKernelRowsPerInsert = 32;
@@ -17,14 +16,14 @@ std::string KernelInsertSql(int rows) {
   std::string sql =
       "INSERT INTO kernels(sid, correlation_id, path_id, range_instance_id, name_id, device_id, "
       "context_id, stream_id, start_ns, end_ns, grid_x, grid_y, grid_z, block_x, block_y, "
-      "block_z, kind, bytes, graph_id, graph_node_id) VALUES ";
+      "block_z, kind, bytes, graph_id, graph_node_id, counted) VALUES ";
   for (int row = 0; row < rows; ++row) {
-    absl::StrAppend(&sql, row == 0 ? "" : ",", "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    absl::StrAppend(&sql, row == 0 ? "" : ",", "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   }
   return sql;
 }
 
-// Binds one kernel row at parameters first..first+19, in the column order of KernelInsertSql.
+// Binds one kernel row at parameters first..first+20, in the column order of KernelInsertSql.
 void BindKernel(SqliteStatement& stmt, int first, int64_t sid, const v1::KernelRecord& k) {
   stmt.BindInt(first, sid);
   stmt.BindUint(first + 1, k.correlation_id());
@@ -46,6 +45,7 @@ void BindKernel(SqliteStatement& stmt, int first, int64_t sid, const v1::KernelR
   stmt.BindUint(first + 17, k.bytes());
   stmt.BindUint(first + 18, k.graph_id());
   stmt.BindUint(first + 19, k.graph_node_id());
+  stmt.BindInt(first + 20, k.counted() ? 1 : 0);
 }
 
 }  // namespace
@@ -62,26 +62,23 @@ absl::StatusOr<std::unique_ptr<BatchWriter>> BatchWriter::Prepare(SqliteDb& db) 
        "INSERT OR IGNORE INTO range_paths(sid, id, parent_id, domain, name) VALUES(?,?,?,?,?)"},
       {&writer->insert_range_,
        "INSERT INTO range_events(sid, path_id, instance_id, parent_instance_id, thread_id, "
-       "start_ns, end_ns, kind) VALUES(?,?,?,?,?,?,?,?)"},
+       "start_ns, end_ns, kind, counted) VALUES(?,?,?,?,?,?,?,?,?)"},
       {&writer->insert_kernel_, KernelInsertSql(1)},
       {&writer->insert_kernel_many_, KernelInsertSql(kKernelRowsPerInsert)},
-      {&writer->insert_kernel_flops_,
-       "INSERT INTO kernel_flops(sid, correlation_id, fp64, fp32, fp16, tensor, raw, "
-       "counted_step) VALUES(?,?,?,?,?,?,?,?)"},
       {&writer->insert_metadata_, "INSERT INTO metadata(sid, time_ns, key, value) VALUES(?,?,?,?)"},
       // Loss counts are cumulative per session: keep the largest seen, so resends never add up.
       {&writer->upsert_loss_,
        "INSERT INTO losses(sid, cause, records) VALUES(?,?,?) ON CONFLICT(sid, cause) DO UPDATE "
        "SET records = MAX(records, excluded.records)"},
-      // SQLite's scalar MIN/MAX return NULL when an argument is NULL, hence the COALESCEs.
+      // SQLite's scalar MIN/MAX return NULL when an argument is NULL, hence the COALESCEs. The
+      // flops and counted_kernels columns are CountedWriter's.
       {&writer->upsert_module_stats_,
        "INSERT INTO module_stats(sid, path_id, calls, cpu_time_ns, min_ns, max_ns, kernels, "
-       "gpu_time_ns, flops) VALUES(?,?,?,?,?,?,?,?,?) ON CONFLICT(sid, path_id) DO UPDATE SET "
+       "gpu_time_ns) VALUES(?,?,?,?,?,?,?,?) ON CONFLICT(sid, path_id) DO UPDATE SET "
        "calls = calls + excluded.calls, cpu_time_ns = cpu_time_ns + excluded.cpu_time_ns, "
        "min_ns = COALESCE(MIN(min_ns, excluded.min_ns), min_ns, excluded.min_ns), "
        "max_ns = COALESCE(MAX(max_ns, excluded.max_ns), max_ns, excluded.max_ns), "
-       "kernels = kernels + excluded.kernels, gpu_time_ns = gpu_time_ns + excluded.gpu_time_ns, "
-       "flops = COALESCE(flops + excluded.flops, flops, excluded.flops)"},
+       "kernels = kernels + excluded.kernels, gpu_time_ns = gpu_time_ns + excluded.gpu_time_ns"},
       {&writer->upsert_memory_stats_,
        "INSERT INTO memory_stats(sid, path_id, kind, count, time_ns, bytes) VALUES(?,?,?,?,?,?) "
        "ON CONFLICT(sid, path_id, kind) DO UPDATE SET count = count + excluded.count, "
@@ -106,6 +103,9 @@ absl::StatusOr<std::unique_ptr<BatchWriter>> BatchWriter::Prepare(SqliteDb& db) 
     if (!stmt.ok()) return stmt.status();
     *entry.slot = *std::move(stmt);
   }
+  absl::StatusOr<std::unique_ptr<CountedWriter>> counted = CountedWriter::Prepare(db);
+  if (!counted.ok()) return counted.status();
+  writer->counted_ = *std::move(counted);
   return writer;
 }
 
@@ -118,6 +118,7 @@ absl::Status BatchWriter::Write(int64_t sid, const v1::Batch& batch,
   if (status.ok()) status = WriteMetadata(sid, batch);
   if (status.ok()) status = WriteLosses(sid, batch);
   if (status.ok()) status = WriteModuleStats(sid, batch);
+  if (status.ok()) status = counted_->Write(sid, batch);
   if (status.ok()) status = UpdateSession(sid, batch, now_ns);
   return status;
 }
@@ -158,6 +159,7 @@ absl::Status BatchWriter::WriteRanges(int64_t sid, const v1::Batch& batch) {
     insert_range_->BindInt(6, range.start_ns());
     insert_range_->BindInt(7, range.end_ns());
     insert_range_->BindInt(8, range.kind());
+    insert_range_->BindInt(9, range.counted() ? 1 : 0);
     if (absl::Status s = insert_range_->Run(); !s.ok()) return s;
   }
   return absl::OkStatus();
@@ -176,27 +178,7 @@ absl::Status BatchWriter::WriteKernels(int64_t sid, const v1::Batch& batch) {
     BindKernel(*insert_kernel_, 1, sid, batch.kernels(next));
     if (absl::Status s = insert_kernel_->Run(); !s.ok()) return s;
   }
-  for (const v1::KernelRecord& kernel : batch.kernels()) {
-    if (!kernel.has_flops()) continue;
-    if (absl::Status s = WriteKernelFlops(sid, kernel); !s.ok()) return s;
-  }
   return absl::OkStatus();
-}
-
-absl::Status BatchWriter::WriteKernelFlops(int64_t sid, const v1::KernelRecord& kernel) {
-  const v1::FlopCounters& flops = kernel.flops();
-  // Only kernels profiled in counter windows get here; these strings are not on the hot path.
-  const std::string tensor_json = TensorFlopsJson(flops);
-  const std::string raw = flops.SerializeAsString();
-  insert_kernel_flops_->BindInt(1, sid);
-  insert_kernel_flops_->BindUint(2, kernel.correlation_id());
-  insert_kernel_flops_->BindDouble(3, flops.fp64());
-  insert_kernel_flops_->BindDouble(4, flops.fp32());
-  insert_kernel_flops_->BindDouble(5, flops.fp16());
-  insert_kernel_flops_->BindText(6, tensor_json);
-  insert_kernel_flops_->BindBlob(7, raw);
-  insert_kernel_flops_->BindInt(8, flops.counted_step());
-  return insert_kernel_flops_->Run();
 }
 
 absl::Status BatchWriter::WriteMetadata(int64_t sid, const v1::Batch& batch) {
@@ -237,11 +219,6 @@ absl::Status BatchWriter::WriteModuleStats(int64_t sid, const v1::Batch& batch) 
     }
     stmt.BindUint(7, stats.kernels);
     stmt.BindInt(8, stats.gpu_time_ns);
-    if (stats.has_flops) {
-      stmt.BindDouble(9, stats.flops);
-    } else {
-      stmt.BindNull(9);
-    }
     if (absl::Status s = stmt.Run(); !s.ok()) return s;
     if (stats.copies.count > 0) {
       absl::Status s = WriteMemoryStats(sid, path_id, v1::ACTIVITY_KIND_MEMCPY, stats.copies);

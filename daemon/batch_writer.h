@@ -6,6 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "daemon/batch_rollup.h"
+#include "daemon/counted_writer.h"
 #include "daemon/session_definitions.h"
 #include "daemon/sqlite_db.h"
 #include "daemon/sqlite_statement.h"
@@ -14,8 +15,9 @@
 namespace flopscope::daemon {
 
 // Writes the rows of one validated batch into a rank database, inside a transaction its caller
-// (RankStore) opened: records, the module_stats / memory_stats / instance_stats rollups, losses
-// and the session's progress. All
+// (RankStore) opened: records, the module_stats / memory_stats / instance_stats rollups (counted
+// records stored but left out of them), counted FLOPs and windows (CountedWriter), losses and the
+// session's progress. All
 // statements are prepared once, integers are bound directly and text is bound without copying,
 // so the per-row cost is a bind and a step (kernels go in multi-row INSERTs).
 //
@@ -34,7 +36,6 @@ class BatchWriter {
   absl::Status WritePaths(int64_t sid, const v1::Batch& batch, const SessionDefinitions& known);
   absl::Status WriteRanges(int64_t sid, const v1::Batch& batch);
   absl::Status WriteKernels(int64_t sid, const v1::Batch& batch);
-  absl::Status WriteKernelFlops(int64_t sid, const v1::KernelRecord& kernel);
   absl::Status WriteMetadata(int64_t sid, const v1::Batch& batch);
   absl::Status WriteLosses(int64_t sid, const v1::Batch& batch);
   absl::Status WriteModuleStats(int64_t sid, const v1::Batch& batch);
@@ -48,13 +49,13 @@ class BatchWriter {
   std::unique_ptr<SqliteStatement> insert_range_;
   std::unique_ptr<SqliteStatement> insert_kernel_;       // one row
   std::unique_ptr<SqliteStatement> insert_kernel_many_;  // kKernelRowsPerInsert rows
-  std::unique_ptr<SqliteStatement> insert_kernel_flops_;
   std::unique_ptr<SqliteStatement> insert_metadata_;
   std::unique_ptr<SqliteStatement> upsert_loss_;
   std::unique_ptr<SqliteStatement> upsert_module_stats_;
   std::unique_ptr<SqliteStatement> upsert_memory_stats_;
   std::unique_ptr<SqliteStatement> upsert_instance_stats_;
   std::unique_ptr<SqliteStatement> update_session_;
+  std::unique_ptr<CountedWriter> counted_;
   BatchRollup rollup_;
 };
 

@@ -61,8 +61,17 @@ grpc::Status CollectorService::Stream(grpc::ServerContext* context, ServerStream
   v1::DownMessage welcome;
   welcome.mutable_welcome()->set_committed_seq(connection->committed_seq);
   welcome.mutable_welcome()->set_daemon_version(kVersion);
-  grpc::Status status = ClientGone();
-  if (stream->Write(welcome)) status = ServeBatches(context, stream, *connection);
+  // Written before the stream is listed, so nothing else can be writing yet.
+  if (!stream->Write(welcome)) {
+    LogDisconnect(hello, ClientGone());
+    return ClientGone();
+  }
+  connection->live = sessions_->Register(
+      SessionKey{hello.job_id(), hello.rank(), hello.session_id()},
+      [stream](const v1::DownMessage& message) { return stream->Write(message); });
+  // Runs before `disconnected`; after it nothing writes on `stream`, which dies with this call.
+  absl::Cleanup delisted = [&] { sessions_->Unregister(connection->live); };
+  const grpc::Status status = ServeBatches(context, stream, *connection);
   LogDisconnect(hello, status);
   return status;
 }
@@ -94,7 +103,7 @@ absl::StatusOr<CollectorService::Connection> CollectorService::Connect(
   if (!listed.ok()) LogWarning("catalog: ", listed.message());
   LogInfo("connected ", Describe(hello), " (host ", hello.host(), " pid ", hello.pid(),
           "), committed seq ", session->committed_seq);
-  return Connection{hello, *std::move(store), session->sid, session->committed_seq};
+  return Connection{hello, *std::move(store), session->sid, session->committed_seq, nullptr};
 }
 
 void CollectorService::LogDisconnect(const v1::SessionHello& hello, const grpc::Status& status) {
@@ -116,12 +125,10 @@ grpc::Status CollectorService::ServeBatches(grpc::ServerContext* context, Server
   while (stream->Read(&message)) {
     switch (message.msg_case()) {
       case v1::UpMessage::kBatch:
-        if (grpc::Status s = StoreBatch(context, stream, connection, message.batch()); !s.ok())
-          return s;
+        if (grpc::Status s = StoreBatch(context, connection, message.batch()); !s.ok()) return s;
         break;
       case v1::UpMessage::kControlReply:
-        LogDebug("control reply ", message.control_reply().id(), " from ",
-                 Describe(connection.hello));
+        DeliverControlReply(connection, message.control_reply());
         break;
       case v1::UpMessage::kHello:
       case v1::UpMessage::MSG_NOT_SET:
@@ -132,6 +139,14 @@ grpc::Status CollectorService::ServeBatches(grpc::ServerContext* context, Server
   }
   if (context->IsCancelled()) return ClientGone();
   return grpc::Status::OK;
+}
+
+void CollectorService::DeliverControlReply(const Connection& connection,
+                                           const v1::ControlReply& reply) {
+  if (sessions_->DeliverReply(*connection.live, reply)) return;
+  // Late (its requester gave up) or never asked of this stream: nothing waits for it.
+  LogDebug("dropped control reply ", reply.id(), " from ", Describe(connection.hello),
+           ": no request of that id is waiting on this stream");
 }
 
 void CollectorService::RecordAnnouncedLayout(const Connection& connection, const v1::Batch& batch) {
@@ -151,7 +166,7 @@ void CollectorService::RecordAnnouncedLayout(const Connection& connection, const
   }
 }
 
-grpc::Status CollectorService::StoreBatch(grpc::ServerContext* context, ServerStream* stream,
+grpc::Status CollectorService::StoreBatch(grpc::ServerContext* context,
                                           const Connection& connection, const v1::Batch& batch) {
   CommitOutcome outcome;
   const absl::Status status = connection.store->Commit(connection.sid, batch, &outcome);
@@ -174,7 +189,7 @@ grpc::Status CollectorService::StoreBatch(grpc::ServerContext* context, ServerSt
   }
   v1::DownMessage ack;
   ack.mutable_ack()->set_committed_seq(outcome.committed_seq);
-  if (!stream->Write(ack)) return ClientGone();
+  if (!connection.live->Write(ack)) return ClientGone();
   return grpc::Status::OK;
 }
 

@@ -8,6 +8,7 @@
 #include "absl/status/statusor.h"
 #include "daemon/catalog.h"
 #include "daemon/rank_store.h"
+#include "daemon/session_registry.h"
 #include "daemon/store_registry.h"
 #include "flopscope/v1/collector.grpc.pb.h"
 
@@ -22,11 +23,15 @@ inline constexpr char kRejectedSeqKey[] = "flopscope-rejected-seq";
 // commits and answers Ack{committed_seq}. Duplicates are acknowledged without being written. A
 // bad batch ends the stream with INVALID_ARGUMENT, the validator's message and trailing metadata
 // `flopscope-rejected-seq: <seq>`; nothing of it is stored and every other stream carries on.
+// After its Welcome a stream is listed in the SessionRegistry until it ends, so that Controls can
+// be sent down it; the ControlReplies it reads go back to the registry.
 //
-// Thread-safe: streams share only the StoreRegistry and the Catalog, both thread-safe.
+// Thread-safe: streams share only the StoreRegistry, the Catalog and the SessionRegistry, all
+// thread-safe.
 class CollectorService final : public v1::Collector::Service {
  public:
-  CollectorService(StoreRegistry* stores, Catalog* catalog) : stores_(stores), catalog_(catalog) {}
+  CollectorService(StoreRegistry* stores, Catalog* catalog, SessionRegistry* sessions)
+      : stores_(stores), catalog_(catalog), sessions_(sessions) {}
 
   grpc::Status Stream(grpc::ServerContext* context,
                       grpc::ServerReaderWriter<v1::DownMessage, v1::UpMessage>* stream) override;
@@ -39,6 +44,8 @@ class CollectorService final : public v1::Collector::Service {
     std::shared_ptr<RankStore> store;  // held for the stream's life, shared with its rank's
     int64_t sid;
     uint64_t committed_seq;
+    // Every write after the Welcome goes through it: Controls share the stream (LiveSession).
+    std::shared_ptr<LiveSession> live;
   };
 
   static grpc::Status ReadHello(ServerStream* stream, v1::UpMessage* first);
@@ -46,14 +53,16 @@ class CollectorService final : public v1::Collector::Service {
   absl::StatusOr<Connection> Connect(const v1::SessionHello& hello);
   grpc::Status ServeBatches(grpc::ServerContext* context, ServerStream* stream,
                             const Connection& connection);
+  void DeliverControlReply(const Connection& connection, const v1::ControlReply& reply);
   // A `parallel` mark in the batch becomes the rank's layout in the catalog.
   void RecordAnnouncedLayout(const Connection& connection, const v1::Batch& batch);
-  grpc::Status StoreBatch(grpc::ServerContext* context, ServerStream* stream,
-                          const Connection& connection, const v1::Batch& batch);
+  grpc::Status StoreBatch(grpc::ServerContext* context, const Connection& connection,
+                          const v1::Batch& batch);
   static void LogDisconnect(const v1::SessionHello& hello, const grpc::Status& status);
 
   StoreRegistry* stores_;
   Catalog* catalog_;
+  SessionRegistry* sessions_;
 };
 
 }  // namespace flopscope::daemon

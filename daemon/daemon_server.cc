@@ -25,9 +25,12 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(const DaemonOp
   if (!catalog.ok()) return catalog.status();
   daemon->catalog_ = *std::move(catalog);
   daemon->stores_ = std::make_unique<StoreRegistry>(options.data_dir);
-  daemon->collector_ =
-      std::make_unique<CollectorService>(daemon->stores_.get(), daemon->catalog_.get());
+  daemon->sessions_ = std::make_unique<SessionRegistry>();
+  daemon->collector_ = std::make_unique<CollectorService>(
+      daemon->stores_.get(), daemon->catalog_.get(), daemon->sessions_.get());
   daemon->query_ = std::make_unique<QueryService>(options.data_dir, daemon->catalog_.get());
+  daemon->profiling_ =
+      std::make_unique<ProfilingService>(daemon->catalog_.get(), daemon->sessions_.get());
   if (absl::Status s = daemon->Listen(); !s.ok()) return s;
   LogUnprefixed(LogLevel::kInfo,
                 absl::StrCat("flopscoped ", kVersion, " serving ", daemon->target(),
@@ -46,6 +49,7 @@ absl::Status DaemonServer::Listen() {
   builder.SetMaxReceiveMessageSize(options_.max_receive_message_bytes);
   builder.RegisterService(collector_.get());
   builder.RegisterService(query_.get());
+  builder.RegisterService(profiling_.get());
   // gRPC creates the socket file inside BuildAndStart with the process umask: narrow it for that
   // call so the socket is never world-accessible, not even for an instant. umask is
   // process-wide; files other threads create meanwhile only come out more private.

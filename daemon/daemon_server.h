@@ -11,14 +11,16 @@
 #include "daemon/catalog.h"
 #include "daemon/collector_service.h"
 #include "daemon/daemon_options.h"
+#include "daemon/profiling_service.h"
 #include "daemon/query_service.h"
+#include "daemon/session_registry.h"
 #include "daemon/store_registry.h"
 
 namespace flopscope::daemon {
 
-// The whole daemon in-process: catalog, stores, the Collector and Query services on a unix
-// socket (mode 0660) and optionally loopback TCP. main() runs one; tests and bench/ start their
-// own on a temporary socket:
+// The whole daemon in-process: catalog, stores, the Collector, Query and Profiling services on a
+// unix socket (mode 0660) and optionally loopback TCP. main() runs one; tests and bench/ start
+// their own on a temporary socket:
 //   auto server = DaemonServer::Start(options);   // options.data_dir, options.socket_path
 //   grpc::CreateChannel((*server)->target(), grpc::InsecureChannelCredentials());
 class DaemonServer {
@@ -38,6 +40,7 @@ class DaemonServer {
   const std::string& tcp_target() const { return tcp_target_; }
   const DaemonOptions& options() const { return options_; }
   QueryService& query_service() { return *query_; }
+  SessionRegistry& sessions() { return *sessions_; }
 
  private:
   explicit DaemonServer(DaemonOptions options) : options_(std::move(options)) {}
@@ -47,8 +50,10 @@ class DaemonServer {
   std::string tcp_target_;
   std::unique_ptr<Catalog> catalog_;
   std::unique_ptr<StoreRegistry> stores_;
+  std::unique_ptr<SessionRegistry> sessions_;
   std::unique_ptr<CollectorService> collector_;
   std::unique_ptr<QueryService> query_;
+  std::unique_ptr<ProfilingService> profiling_;
   absl::Mutex mu_;
   std::unique_ptr<grpc::Server> server_ ABSL_GUARDED_BY(mu_);  // null once shut down
 };

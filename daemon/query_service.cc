@@ -8,6 +8,7 @@
 #include "daemon/data_layout.h"
 #include "daemon/grpc_status.h"
 #include "daemon/logger.h"
+#include "daemon/ordered_reads.h"
 #include "daemon/rank_reader.h"
 #include "daemon/report_builder.h"
 
@@ -54,6 +55,19 @@ grpc::Status QueryService::GetReport(grpc::ServerContext*, const v1::ReportReque
   return grpc::Status::OK;
 }
 
+grpc::Status QueryService::GetRankReports(grpc::ServerContext* context,
+                                          const v1::ReportRequest* request,
+                                          grpc::ServerWriter<v1::RankReport>* writer) {
+  absl::Status status = ForEachRankReport(*request, [&](v1::RankReport report) {
+    // A cancelled call (the client gave up) stops the reading too.
+    return !context->IsCancelled() && writer->Write(report);
+  });
+  if (!status.ok()) {
+    LogDebug("rank reports for job '", request->job_id(), "': ", status.message());
+  }
+  return ToGrpcStatus(status);
+}
+
 absl::StatusOr<std::vector<v1::RankInfo>> QueryService::RanksOf(const std::string& job_id) {
   if (std::string problem = JobIdProblem(job_id); !problem.empty()) {
     return absl::InvalidArgumentError(problem);
@@ -65,41 +79,143 @@ absl::StatusOr<std::vector<v1::RankInfo>> QueryService::RanksOf(const std::strin
   return ranks;
 }
 
-absl::StatusOr<v1::Report> QueryService::BuildReport(const v1::ReportRequest& request) {
+absl::StatusOr<std::vector<v1::RankInfo>> QueryService::WantedRanks(
+    const v1::ReportRequest& request) {
   absl::StatusOr<std::vector<v1::RankInfo>> ranks = RanksOf(request.job_id());
-  if (!ranks.ok()) return ranks.status();
-  std::vector<int32_t> known;
-  for (const v1::RankInfo& rank : *ranks) known.push_back(rank.rank());
+  if (!ranks.ok() || request.ranks().empty()) return ranks;
   const std::set<int32_t> wanted(request.ranks().begin(), request.ranks().end());
+  std::vector<int32_t> known;
+  std::vector<v1::RankInfo> chosen;
+  for (v1::RankInfo& rank : *ranks) {
+    known.push_back(rank.rank());
+    if (wanted.contains(rank.rank())) chosen.push_back(std::move(rank));
+  }
   for (int32_t rank : wanted) {
     if (std::find(known.begin(), known.end(), rank) == known.end()) {
       return absl::NotFoundError(absl::StrCat("job '", request.job_id(), "' has no rank ", rank,
                                               " (ranks: ", FormatRankList(known), ")"));
     }
   }
+  return chosen;
+}
+
+absl::StatusOr<RankSnapshot> QueryService::ReadRank(const std::string& job_id, int32_t rank,
+                                                    const RankReadOptions& options) {
+  absl::StatusOr<std::unique_ptr<SqliteDb>> db =
+      readers_.Take(RankFilePath(data_dir_, job_id, rank));
+  absl::StatusOr<RankSnapshot> snapshot =
+      db.ok() ? RankReader::Read(**db, options) : absl::StatusOr<RankSnapshot>(db.status());
+  if (snapshot.ok()) readers_.GiveBack(*std::move(db));
+  if (!snapshot.ok()) {
+    return absl::Status(snapshot.status().code(), absl::StrCat("job '", job_id, "' rank ", rank,
+                                                               ": ", snapshot.status().message()));
+  }
+  return snapshot;
+}
+
+void QueryService::ReadRanks(
+    const std::string& job_id, const std::vector<v1::RankInfo>& ranks,
+    const RankReadOptions& options,
+    const std::function<bool(size_t, absl::StatusOr<RankSnapshot>)>& consume) {
+  const size_t threads = ReportReadThreads();
+  ReadInOrder(
+      ranks.size(), threads, 2 * threads,
+      [&](size_t index) { return ReadRank(job_id, ranks[index].rank(), options); }, consume);
+}
+
+absl::StatusOr<v1::Report> QueryService::BuildReport(const v1::ReportRequest& request) {
+  absl::StatusOr<std::optional<StepWindowRequest>> window = StepWindowOf(request);
+  if (!window.ok()) return window.status();
+  absl::StatusOr<std::vector<v1::RankInfo>> ranks = WantedRanks(request);
+  if (!ranks.ok()) return ranks.status();
   ReportBuilder builder(request.job_id());
   RankReadOptions read_options;
+  read_options.step_window = *window;
   if (!request.kernels_of().empty()) {
     builder.ListTopKernels(request.kernels_of(), request.top_kernels());
     read_options.kernel_groups = true;
   }
-  for (const v1::RankInfo& rank : *ranks) {
-    if (!wanted.empty() && !wanted.contains(rank.rank())) continue;
-    absl::StatusOr<RankSnapshot> snapshot =
-        RankReader::Read(RankFilePath(data_dir_, request.job_id(), rank.rank()), read_options);
-    if (!snapshot.ok()) {
-      return absl::Status(snapshot.status().code(),
-                          absl::StrCat("job '", request.job_id(), "' rank ", rank.rank(), ": ",
-                                       snapshot.status().message()));
-    }
-    builder.AddRank(rank, *snapshot);
-  }
+  absl::Status failure;
+  ReadRanks(request.job_id(), *ranks, read_options,
+            [&](size_t index, absl::StatusOr<RankSnapshot> snapshot) {
+              if (!snapshot.ok()) {
+                failure = snapshot.status();
+                return false;
+              }
+              builder.AddRank((*ranks)[index], *snapshot);
+              return true;
+            });
+  if (!failure.ok()) return failure;
   if (!request.kernels_of().empty() && !builder.KnowsTopKernelsPath()) {
     return absl::NotFoundError(absl::StrCat("job '", request.job_id(), "' has no module '",
                                             request.kernels_of(),
                                             "' (use a path the report prints, or / for all)"));
   }
+  if (absl::Status s = CheckStepWindow(request, builder.step_rollup()); !s.ok()) return s;
   return builder.Build();
+}
+
+absl::Status QueryService::ForEachRankReport(const v1::ReportRequest& request,
+                                             const std::function<bool(v1::RankReport)>& emit) {
+  absl::StatusOr<std::optional<StepWindowRequest>> window = StepWindowOf(request);
+  if (!window.ok()) return window.status();
+  absl::StatusOr<std::vector<v1::RankInfo>> ranks = WantedRanks(request);
+  if (!ranks.ok()) return ranks.status();
+  RankReadOptions read_options;
+  read_options.step_window = *window;
+  bool stopped = false;
+  ReadRanks(request.job_id(), *ranks, read_options,
+            [&](size_t index, absl::StatusOr<RankSnapshot> snapshot) {
+              const v1::RankInfo& rank = (*ranks)[index];
+              v1::RankReport answer;
+              answer.set_rank(rank.rank());
+              ReportBuilder builder(request.job_id());
+              if (snapshot.ok()) builder.AddRank(rank, *snapshot);
+              absl::Status problem = snapshot.ok() ? CheckStepWindow(request, builder.step_rollup())
+                                                   : snapshot.status();
+              if (problem.ok()) {
+                *answer.mutable_report() = builder.Build();
+              } else {
+                // One unreadable rank loses its own figures, not the listing of the others.
+                answer.set_problem(std::string(problem.message()));
+              }
+              stopped = !emit(std::move(answer));
+              return !stopped;
+            });
+  if (stopped) return absl::CancelledError("the client stopped reading");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<StepWindowRequest>> StepWindowOf(const v1::ReportRequest& request) {
+  if (!request.has_first_step() && !request.has_last_step()) return std::nullopt;
+  StepWindowRequest window;
+  window.first = request.has_first_step() ? request.first_step() : 0;
+  if (request.has_last_step()) window.last = request.last_step();
+  if (window.first < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("step window: steps are numbered from 0, not ", window.first));
+  }
+  if (window.last && *window.last < window.first) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("step window ", window.first, ":", *window.last, " ends before it starts"));
+  }
+  return window;
+}
+
+absl::Status CheckStepWindow(const v1::ReportRequest& request, const StepRollup& steps) {
+  if (!steps.window_requested() || steps.steps_in_window() > 0) return absl::OkStatus();
+  if (steps.steps_marked() == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "job '", request.job_id(),
+        "' marks no steps (the range `step` in the flopscope NVTX domain), so a step window "
+        "selects nothing"));
+  }
+  const std::string window = absl::StrCat(
+      request.first_step(), ":", request.has_last_step() ? absl::StrCat(request.last_step()) : "");
+  return absl::InvalidArgumentError(absl::StrCat("job '", request.job_id(), "': steps ", window,
+                                                 " are past the last step (its ranks have steps "
+                                                 "0-",
+                                                 steps.steps_marked() - 1, ")"));
 }
 
 }  // namespace flopscope::daemon

@@ -2,21 +2,30 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "daemon/catalog.h"
+#include "daemon/rank_reader.h"
+#include "daemon/reader_pool.h"
+#include "daemon/report_builder.h"
 #include "flopscope/v1/query.grpc.pb.h"
 
 namespace flopscope::daemon {
 
 // Answers the client: job and rank listings from the catalog, reports from each rank file's
 // module_stats and small tables (ReportBuilder), never by scanning raw kernels.
-// Errors: INVALID_ARGUMENT for a malformed job id; NOT_FOUND "job 'x' not found" and
-// "job 'x' has no rank 3 (ranks: 0-1)".
+// Errors: INVALID_ARGUMENT for a malformed job id or step window; NOT_FOUND "job 'x' not found"
+// and "job 'x' has no rank 3 (ranks: 0-1)".
 //
-// Thread-safe: the Catalog is, and every report opens its own read connections.
+// GetRankReports answers `flopscope ranks` in one call: the catalog is listed once and every
+// rank file read once, each rank's report streamed as soon as it is built (memory stays that of
+// a few ranks however many there are). Every report reads its ranks' files on a few threads in
+// parallel (ReadInOrder) and keeps the read connections for the next one (ReaderPool).
+//
+// Thread-safe: the Catalog and the ReaderPool are, and a report has its connections to itself.
 class QueryService final : public v1::Query::Service {
  public:
   QueryService(std::string data_dir, Catalog* catalog)
@@ -28,19 +37,44 @@ class QueryService final : public v1::Query::Service {
                          v1::ListRanksResponse* response) override;
   grpc::Status GetReport(grpc::ServerContext* context, const v1::ReportRequest* request,
                          v1::Report* response) override;
+  grpc::Status GetRankReports(grpc::ServerContext* context, const v1::ReportRequest* request,
+                              grpc::ServerWriter<v1::RankReport>* writer) override;
 
   // The report itself, for callers in the same process (tests, bench).
   absl::StatusOr<v1::Report> BuildReport(const v1::ReportRequest& request);
+  // The report of each rank `request` names (all when none), in rank order, handed to `emit`;
+  // stops early when `emit` returns false (the client went away).
+  absl::Status ForEachRankReport(const v1::ReportRequest& request,
+                                 const std::function<bool(v1::RankReport)>& emit);
 
  private:
   // The job's ranks, or the error for an unknown or malformed job id.
   absl::StatusOr<std::vector<v1::RankInfo>> RanksOf(const std::string& job_id);
+  // The ranks `request` names (all when none), or NOT_FOUND naming the one the job lacks.
+  absl::StatusOr<std::vector<v1::RankInfo>> WantedRanks(const v1::ReportRequest& request);
+  // Thread-safe: ReadRanks calls it from several threads.
+  absl::StatusOr<RankSnapshot> ReadRank(const std::string& job_id, int32_t rank,
+                                        const RankReadOptions& options);
+  // Reads the ranks' files in parallel (ReadInOrder), handing each snapshot to `consume` in
+  // order on this thread; `consume` returning false stops the reading.
+  void ReadRanks(const std::string& job_id, const std::vector<v1::RankInfo>& ranks,
+                 const RankReadOptions& options,
+                 const std::function<bool(size_t, absl::StatusOr<RankSnapshot>)>& consume);
 
   const std::string data_dir_;
   Catalog* catalog_;
+  ReaderPool readers_{ReaderPool::CapacityForFileLimit()};
 };
 
 // "0-3,5,7-8" for ranks {0,1,2,3,5,7,8} (sorted, duplicates ignored).
 std::string FormatRankList(std::vector<int32_t> ranks);
+
+// The step window of a report request ("--steps 3:7": first 3, last 7); nullopt for the whole
+// run; INVALID_ARGUMENT for a negative first step or a last step before the first.
+absl::StatusOr<std::optional<StepWindowRequest>> StepWindowOf(const v1::ReportRequest& request);
+
+// After every rank was added: INVALID_ARGUMENT when a requested window holds no step of any rank
+// (no step marked, or a window past the last step), naming what the ranks have.
+absl::Status CheckStepWindow(const v1::ReportRequest& request, const StepRollup& steps);
 
 }  // namespace flopscope::daemon

@@ -1,9 +1,12 @@
 #include "daemon/rank_reader.h"
 
+#include <algorithm>
 #include <memory>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "daemon/rank_schema.h"
+#include "daemon/report_builder.h"
 #include "daemon/sqlite_db.h"
 
 namespace flopscope::daemon {
@@ -45,8 +48,8 @@ absl::Status ReadPaths(SqliteDb& db, RankSnapshot* snapshot) {
 absl::Status ReadStats(SqliteDb& db, RankSnapshot* snapshot) {
   return ForEachRow(
       db,
-      "SELECT sid, path_id, calls, cpu_time_ns, min_ns, max_ns, kernels, gpu_time_ns, flops "
-      "FROM module_stats ORDER BY sid, path_id",
+      "SELECT sid, path_id, calls, cpu_time_ns, min_ns, max_ns, kernels, gpu_time_ns, flops, "
+      "counted_kernels FROM module_stats ORDER BY sid, path_id",
       [&](SqliteStatement& row) {
         RankSnapshot::PathStats& entry = snapshot->stats.emplace_back();
         entry.sid = row.ColumnInt(0);
@@ -59,6 +62,7 @@ absl::Status ReadStats(SqliteDb& db, RankSnapshot* snapshot) {
         entry.stats.gpu_time_ns = row.ColumnInt(7);
         entry.stats.has_flops = !row.ColumnIsNull(8);
         entry.stats.flops = row.ColumnDouble(8);
+        entry.stats.counted_kernels = row.ColumnUint(9);
       });
 }
 
@@ -85,30 +89,75 @@ absl::Status ReadMemoryStats(SqliteDb& db, RankSnapshot* snapshot) {
       });
 }
 
-// Kernels per occurrence, rolled up through the module range events (SpanRollup). The range
-// events are streamed, not held: only occurrences with kernels stay in memory.
-absl::Status ReadSpans(SqliteDb& db, RankSnapshot* snapshot) {
+// The `flopscope`-domain paths of each session: the step and the phases (DESIGN: Time).
+enum class PathRole { kPhase, kStep };
+using PathRoles = absl::flat_hash_map<std::pair<int64_t, uint64_t>, PathRole>;
+
+PathRoles FlopscopeRoles(const RankSnapshot& snapshot) {
+  PathRoles roles;
+  for (const RankSnapshot::Path& path : snapshot.paths) {
+    if (path.domain != kFlopscopeDomain) continue;
+    roles[{path.sid, path.id}] = path.name == kStepRange ? PathRole::kStep : PathRole::kPhase;
+  }
+  return roles;
+}
+
+// One pass over the range events in commit order. Module occurrences roll their kernels up to
+// the occurrences enclosing them (SpanRollup: only occurrences with kernels stay in memory), and
+// every occurrence goes to the per-step figures (StepStatistics).
+absl::Status ReadRanges(SqliteDb& db, bool has_kernel_tables, const RankReadOptions& options,
+                        RankSnapshot* snapshot) {
   SpanRollup rollup;
-  absl::Status status =
-      ForEachRow(db,
-                 "SELECT sid, instance_id, path_id, kernels, first_start_ns, last_end_ns, busy_ns "
-                 "FROM instance_stats",
-                 [&](SqliteStatement& row) {
-                   rollup.AddOccurrence(
-                       row.ColumnInt(0), row.ColumnUint(1),
-                       InstanceActivity{row.ColumnUint(2), row.ColumnUint(3), row.ColumnInt(4),
-                                        row.ColumnInt(5), row.ColumnInt(6)});
-                 });
-  if (!status.ok() || rollup.empty()) return status;
-  status = ForEachRow(db,
-                      "SELECT sid, instance_id, parent_instance_id, path_id FROM range_events "
-                      "WHERE kind = 1 ORDER BY rowid",
-                      [&](SqliteStatement& row) {
-                        rollup.AddRange(row.ColumnInt(0), row.ColumnUint(1), row.ColumnUint(2),
-                                        row.ColumnUint(3));
-                      });
-  if (status.ok()) snapshot->spans = rollup.Finish();
-  return status;
+  if (has_kernel_tables) {
+    absl::Status status = ForEachRow(
+        db,
+        "SELECT sid, instance_id, path_id, kernels, first_start_ns, last_end_ns, busy_ns "
+        "FROM instance_stats",
+        [&](SqliteStatement& row) {
+          rollup.AddOccurrence(row.ColumnInt(0), row.ColumnUint(1),
+                               InstanceActivity{row.ColumnUint(2), row.ColumnUint(3),
+                                                row.ColumnInt(4), row.ColumnInt(5),
+                                                row.ColumnInt(6)});
+        });
+    if (!status.ok()) return status;
+  }
+  const bool with_spans = !rollup.empty();
+  const PathRoles roles = FlopscopeRoles(*snapshot);
+  StepStatistics steps(options.step_window);
+  absl::Status status = ForEachRow(
+      db,
+      "SELECT sid, instance_id, parent_instance_id, path_id, start_ns, end_ns, kind, counted "
+      "FROM range_events ORDER BY rowid",
+      [&](SqliteStatement& row) {
+        const int64_t sid = row.ColumnInt(0);
+        const uint64_t path_id = row.ColumnUint(3);
+        const int64_t start = row.ColumnInt(4);
+        RangeOccurrence occurrence{start, row.ColumnInt(5) - start, 0, false, row.ColumnInt(7) != 0};
+        std::optional<OccurrenceSpan> span;
+        if (with_spans && row.ColumnInt(6) == v1::RANGE_KIND_PUSH_POP) {
+          span = rollup.AddRange(sid, row.ColumnUint(1), row.ColumnUint(2), path_id);
+        }
+        if (auto role = roles.find({sid, path_id}); role != roles.end()) {
+          steps.AddPhase(sid, path_id, occurrence, role->second == PathRole::kStep);
+          return;
+        }
+        if (span) {
+          occurrence.busy_ns = span->busy_ns;
+          occurrence.gpu = true;
+        }
+        steps.AddModule(sid, path_id, occurrence);
+      });
+  if (!status.ok()) return status;
+  std::vector<OccurrenceSpan> unclosed;
+  if (with_spans) snapshot->spans = rollup.Finish(steps.wants_modules() ? &unclosed : nullptr);
+  for (const OccurrenceSpan& span : unclosed) {
+    // Kernels with no range event of their own (graph replays): placed by their first start.
+    if (!roles.contains({span.sid, span.path_id})) {
+      steps.AddModule(span.sid, span.path_id, {span.first_start_ns, 0, span.busy_ns, true, false});
+    }
+  }
+  snapshot->step_figures = steps.Finish();
+  return absl::OkStatus();
 }
 
 absl::Status ReadKernelGroups(SqliteDb& db, RankSnapshot* snapshot) {
@@ -137,6 +186,63 @@ absl::Status ReadKernelGroups(SqliteDb& db, RankSnapshot* snapshot) {
       });
 }
 
+// module_flops or phase_flops (same columns).
+absl::Status ReadPrecisions(SqliteDb& db, const char* sql,
+                            std::vector<RankSnapshot::PrecisionRow>* rows) {
+  return ForEachRow(db, sql, [&](SqliteStatement& row) {
+    rows->push_back({row.ColumnInt(0), row.ColumnUint(1), row.ColumnString(2), row.ColumnDouble(3),
+                     row.ColumnUint(4)});
+  });
+}
+
+absl::Status ReadCountedSteps(SqliteDb& db, RankSnapshot* snapshot) {
+  // A session with counted FLOPs but no step marks counted one (unknown) span of work.
+  return ForEachRow(db,
+                    "SELECT m.sid, COUNT(c.step) FROM (SELECT DISTINCT sid FROM module_stats "
+                    "WHERE counted_kernels > 0 OR flops IS NOT NULL) AS m "
+                    "LEFT JOIN counted_steps AS c ON c.sid = m.sid GROUP BY m.sid",
+                    [&](SqliteStatement& row) {
+                      snapshot->counted_steps += std::max<uint64_t>(row.ColumnUint(1), 1);
+                    });
+}
+
+absl::Status ReadWindows(SqliteDb& db, RankSnapshot* snapshot) {
+  return ForEachRow(
+      db,
+      "SELECT first_step, last_step, trigger, metric_set, chip, passes, kernels_counted, "
+      "ranges_unmatched, start_ns, end_ns, status FROM counter_windows ORDER BY sid, rowid",
+      [&](SqliteStatement& row) {
+        v1::CounterWindowRecord& window = snapshot->windows.emplace_back();
+        window.set_first_step(row.ColumnInt(0));
+        window.set_last_step(row.ColumnInt(1));
+        window.set_trigger(row.ColumnString(2));
+        window.set_metric_set(row.ColumnString(3));
+        window.set_chip(row.ColumnString(4));
+        window.set_passes(static_cast<uint32_t>(row.ColumnInt(5)));
+        window.set_kernels_counted(row.ColumnUint(6));
+        window.set_ranges_unmatched(row.ColumnUint(7));
+        window.set_start_ns(row.ColumnInt(8));
+        window.set_end_ns(row.ColumnInt(9));
+        window.set_status(row.ColumnString(10));
+      });
+}
+
+// Everything counters left: small tables, kept current at ingest.
+absl::Status ReadCounted(SqliteDb& db, RankSnapshot* snapshot) {
+  absl::Status status = ReadPrecisions(
+      db, "SELECT sid, path_id, precision, flops, kernels FROM module_flops ORDER BY sid, path_id",
+      &snapshot->module_flops);
+  if (status.ok()) {
+    status = ReadPrecisions(db,
+                            "SELECT sid, phase_path_id, precision, flops, kernels FROM phase_flops "
+                            "ORDER BY sid, phase_path_id",
+                            &snapshot->phase_flops);
+  }
+  if (status.ok()) status = ReadCountedSteps(db, snapshot);
+  if (status.ok()) status = ReadWindows(db, snapshot);
+  return status;
+}
+
 absl::Status ReadMetadata(SqliteDb& db, RankSnapshot* snapshot) {
   return ForEachRow(db, "SELECT time_ns, key, value FROM metadata ORDER BY sid, rowid",
                     [&](SqliteStatement& row) {
@@ -156,23 +262,36 @@ absl::Status ReadLosses(SqliteDb& db, RankSnapshot* snapshot) {
 
 }  // namespace
 
-absl::StatusOr<RankSnapshot> RankReader::Read(const std::string& path,
-                                              const RankReadOptions& options) {
+absl::StatusOr<std::unique_ptr<SqliteDb>> RankReader::Open(const std::string& path) {
   absl::StatusOr<std::unique_ptr<SqliteDb>> db = SqliteDb::OpenExisting(path);
   if (!db.ok()) return db.status();
+  // Files of jobs that ended before this daemon version are only ever opened here.
+  if (absl::Status s = RankSchema::Upgrade(**db); !s.ok()) return s;
+  return db;
+}
+
+absl::StatusOr<RankSnapshot> RankReader::Read(const std::string& path,
+                                              const RankReadOptions& options) {
+  absl::StatusOr<std::unique_ptr<SqliteDb>> db = Open(path);
+  if (!db.ok()) return db.status();
+  return Read(**db, options);
+}
+
+absl::StatusOr<RankSnapshot> RankReader::Read(SqliteDb& db, const RankReadOptions& options) {
   // One read transaction: every table as of the same commit.
-  if (absl::Status s = (*db)->Exec("BEGIN"); !s.ok()) return s;
+  if (absl::Status s = db.Exec("BEGIN"); !s.ok()) return s;
   RankSnapshot snapshot;
-  absl::Status status = ReadPaths(**db, &snapshot);
-  if (status.ok()) status = ReadStats(**db, &snapshot);
-  absl::StatusOr<bool> has_kernel_tables = TableExists(**db, "instance_stats");
+  absl::Status status = ReadPaths(db, &snapshot);
+  if (status.ok()) status = ReadStats(db, &snapshot);
+  absl::StatusOr<bool> has_kernel_tables = TableExists(db, "instance_stats");
   if (status.ok()) status = has_kernel_tables.status();
-  if (status.ok() && *has_kernel_tables) status = ReadMemoryStats(**db, &snapshot);
-  if (status.ok() && *has_kernel_tables) status = ReadSpans(**db, &snapshot);
-  if (status.ok() && options.kernel_groups) status = ReadKernelGroups(**db, &snapshot);
-  if (status.ok()) status = ReadMetadata(**db, &snapshot);
-  if (status.ok()) status = ReadLosses(**db, &snapshot);
-  (*db)->Exec("COMMIT").IgnoreError();  // read-only: nothing to lose
+  if (status.ok() && *has_kernel_tables) status = ReadMemoryStats(db, &snapshot);
+  if (status.ok()) status = ReadRanges(db, *has_kernel_tables, options, &snapshot);
+  if (status.ok() && options.kernel_groups) status = ReadKernelGroups(db, &snapshot);
+  if (status.ok()) status = ReadMetadata(db, &snapshot);
+  if (status.ok()) status = ReadLosses(db, &snapshot);
+  if (status.ok()) status = ReadCounted(db, &snapshot);
+  db.Exec("COMMIT").IgnoreError();  // read-only: nothing to lose
   if (!status.ok()) return status;
   return snapshot;
 }

@@ -1,9 +1,12 @@
 #pragma once
 
+#include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "daemon/rank_snapshot.h"
+#include "daemon/sqlite_db.h"
 
 namespace flopscope::daemon {
 
@@ -14,12 +17,19 @@ struct RankReadOptions {
   // Also group the raw kernels table by (path, kind, name): a scan of every kernel, done only
   // for `flopscope report --kernels`.
   bool kernel_groups = false;
+  // Per-step module figures for these steps (`flopscope report --steps A:B`); without a window
+  // only the steps and phases get per-step figures (RankSnapshot::step_figures).
+  std::optional<StepWindowRequest> step_window;
 };
 
 class RankReader {
  public:
   static absl::StatusOr<RankSnapshot> Read(const std::string& path,
                                            const RankReadOptions& options = {});
+  // The same in two halves, so that a connection can serve many reports (ReaderPool): Open
+  // checks the file's schema (upgrading an older one), Read reads one snapshot from it.
+  static absl::StatusOr<std::unique_ptr<SqliteDb>> Open(const std::string& path);
+  static absl::StatusOr<RankSnapshot> Read(SqliteDb& db, const RankReadOptions& options = {});
 };
 
 }  // namespace flopscope::daemon

@@ -2,11 +2,13 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "daemon/batch_rollup.h"
 #include "daemon/span_rollup.h"
+#include "daemon/step_statistics.h"
 #include "flopscope/v1/records.pb.h"
 
 namespace flopscope::daemon {
@@ -39,12 +41,32 @@ struct RankSnapshot {
     uint64_t bytes = 0;
   };
 
+  // Counted FLOPs of one precision: a module_flops row (self, per module path) or a phase_flops
+  // row (per innermost flopscope-domain path; path_id 0: no phase was open).
+  struct PrecisionRow {
+    int64_t sid = 0;
+    uint64_t path_id = 0;
+    std::string precision;  // "fp64", "fp32", "fp16", "tensor:<source>"
+    double flops = 0;
+    uint64_t kernels = 0;
+  };
+
   std::vector<Path> paths;       // by session, then id (ids are handed out in first-seen order)
   std::vector<PathStats> stats;  // module_stats rows, with their memory_stats
   std::vector<PathSpan> spans;   // GPU span and busy time per path (already inclusive)
   std::vector<KernelGroup> kernel_groups;  // only when asked for (RankReadOptions)
   std::vector<v1::Metadata> metadata;      // by session, then arrival
   std::map<int, uint64_t> losses;          // cause -> summed over sessions
+  std::vector<PrecisionRow> module_flops;
+  std::vector<PrecisionRow> phase_flops;
+  // The steps the counted FLOPs come from, over the sessions that have counted FLOPs: each
+  // session's distinct counted steps, 1 for a session without step marks (an import). 0 when
+  // nothing was counted. FLOPs per step = counted FLOPs / counted_steps.
+  uint64_t counted_steps = 0;
+  std::vector<v1::CounterWindowRecord> windows;  // by session, then arrival
+  // Per-step figures from the range events (steps, phases; modules for a step window). Absent
+  // only in snapshots built by hand, whose phases then come from `stats`.
+  std::optional<RankStepFigures> step_figures;
 };
 
 }  // namespace flopscope::daemon

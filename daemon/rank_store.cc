@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "daemon/batch_validator.h"
+#include "daemon/rank_schema.h"
 #include "schema/schema_sql.h"
 
 namespace flopscope::daemon {
@@ -44,7 +45,10 @@ void AddStoredPaths(const std::vector<StoredPath>& rows, SessionDefinitions* def
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<SqliteDb>> RankStore::OpenDatabase(const std::string& path) {
-  return SqliteDb::OpenWithSchema(path, schema::krankSql);
+  absl::StatusOr<std::unique_ptr<SqliteDb>> db = SqliteDb::OpenWithSchema(path, schema::krankSql);
+  if (!db.ok()) return db.status();
+  if (absl::Status s = RankSchema::Upgrade(**db); !s.ok()) return s;
+  return db;
 }
 
 absl::StatusOr<std::unique_ptr<RankStore>> RankStore::Open(const std::string& path) {

@@ -74,7 +74,7 @@ class RankStoreTest : public ::testing::Test {
   std::unique_ptr<RankStore> store_;
 };
 
-TEST_F(RankStoreTest, UsesWalModeAndSchemaVersionOne) {
+TEST_F(RankStoreTest, UsesWalModeAndTheCurrentSchemaVersion) {
   absl::StatusOr<std::unique_ptr<SqliteDb>> db = SqliteDb::OpenExisting(path_);
   ASSERT_TRUE(db.ok()) << db.status();
   absl::StatusOr<std::unique_ptr<SqliteStatement>> mode = (*db)->Prepare("PRAGMA journal_mode");
@@ -82,7 +82,8 @@ TEST_F(RankStoreTest, UsesWalModeAndSchemaVersionOne) {
   ASSERT_TRUE(*(*mode)->Step());
   EXPECT_EQ((*mode)->ColumnText(0), "wal");
   (*mode)->Reset();
-  EXPECT_EQ(Query("SELECT MAX(version) FROM schema_version"), 1);
+  EXPECT_EQ(Query("SELECT MAX(version) FROM schema_version"), kSchemaVersion);
+  EXPECT_EQ(kSchemaVersion, 2);
   EXPECT_EQ(Query("SELECT COUNT(*) FROM schema_version"), 1);
 }
 
@@ -124,10 +125,11 @@ TEST_F(RankStoreTest, RollupAccumulatesAcrossBatches) {
   second.set_seq(2);
   AddRange(second, 2, 2000, 400);
   AddRange(second, 2, 3000, 1600);
-  v1::KernelRecord* counted = AddKernel(second, 2, 1, 2100, 50);
-  counted->mutable_flops()->set_fp32(1000);
-  counted->mutable_flops()->add_tensor()->set_flops(24);
-  counted->mutable_flops()->mutable_tensor(0)->set_source("fp16");
+  AddKernel(second, 2, 1, 2100, 50);
+  v1::FlopCounters* counted = fixtures::AddKernelFlops(second, 2, 1, 0)->mutable_flops();
+  counted->set_fp32(1000);
+  counted->add_tensor()->set_flops(24);
+  counted->mutable_tensor(0)->set_source("fp16");
   ASSERT_TRUE(store_->Commit(sid, second).ok());
 
   EXPECT_EQ(Query("SELECT calls FROM module_stats WHERE path_id = 2"), 3);
@@ -137,6 +139,7 @@ TEST_F(RankStoreTest, RollupAccumulatesAcrossBatches) {
   EXPECT_EQ(Query("SELECT kernels FROM module_stats WHERE path_id = 2"), 3);
   EXPECT_EQ(Query("SELECT gpu_time_ns FROM module_stats WHERE path_id = 2"), 550);
   EXPECT_EQ(Query("SELECT flops FROM module_stats WHERE path_id = 2"), 1024);
+  EXPECT_EQ(Query("SELECT counted_kernels FROM module_stats WHERE path_id = 2"), 1);
   EXPECT_EQ(Query("SELECT COUNT(*) FROM kernel_flops WHERE tensor = '{\"fp16\":24}'"), 1);
 }
 
@@ -269,15 +272,16 @@ TEST_F(RankStoreTest, RefusesAFileFromANewerDaemonWithoutTouchingIt) {
   const std::string newer = dir_.File("newer.sqlite");
   ASSERT_TRUE(SqliteDb::OpenWithSchema(newer,
                                        "CREATE TABLE schema_version(version INTEGER NOT NULL);"
-                                       "INSERT INTO schema_version VALUES(2);")
+                                       "INSERT INTO schema_version VALUES(3);")
                   .ok());
   absl::StatusOr<std::unique_ptr<RankStore>> store = RankStore::Open(newer);
   ASSERT_FALSE(store.ok());
-  EXPECT_THAT(store.status().message(), HasSubstr("has schema version 2"));
+  EXPECT_THAT(store.status().message(),
+              HasSubstr("has schema version 3; this flopscoped reads up to 2"));
   sqlite3* raw = nullptr;
   ASSERT_EQ(sqlite3_open_v2(newer.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
   EXPECT_NE(sqlite3_exec(raw, "SELECT COUNT(*) FROM kernels", nullptr, nullptr, nullptr),
-            SQLITE_OK);  // the version 1 schema was not applied
+            SQLITE_OK);  // the current schema was not applied
   sqlite3_close(raw);
 }
 

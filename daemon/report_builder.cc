@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/flop_formulas.h"
 #include "daemon/batch_validator.h"
 #include "daemon/demangle.h"
 #include "daemon/gpu_metadata.h"
@@ -28,8 +29,6 @@ void AddMemory(const MemoryTotals& from, MemoryTotals& to) {
 void AddActivity(const SelfStats& from, SelfStats& to) {
   to.kernels += from.kernels;
   to.gpu_time_ns += from.gpu_time_ns;
-  to.flops += from.flops;
-  to.has_flops = to.has_flops || from.has_flops;
   AddMemory(from.copies, to.copies);
   AddMemory(from.sets, to.sets);
 }
@@ -81,10 +80,31 @@ class ReportBuilder::SessionPaths {
     return target;
   }
 
+  // The phases path `id` and its flopscope-domain ancestors stand for, innermost first, each
+  // once (a phase nested in one of the same name is not counted twice).
+  const std::vector<int>& PhasesOf(uint64_t id) {
+    if (auto it = phases_.find(id); it != phases_.end()) return it->second;
+    std::vector<int> chain;
+    uint64_t at = id;
+    // Bounded like Resolve: a damaged file's cycle or overlong chain stops here.
+    for (uint32_t depth = 0; at != 0 && depth <= kMaxNestingDepth; ++depth) {
+      auto definition = definitions_.find(at);
+      if (definition == definitions_.end()) break;
+      const int phase = Resolve(at).phase;
+      if (definition->second->domain == kFlopscopeDomain && phase >= 0 &&
+          std::find(chain.begin(), chain.end(), phase) == chain.end()) {
+        chain.push_back(phase);
+      }
+      at = definition->second->parent_id;
+    }
+    return phases_[id] = std::move(chain);
+  }
+
  private:
   ReportBuilder* builder_;
   absl::flat_hash_map<uint64_t, const RankSnapshot::Path*> definitions_;
   absl::flat_hash_map<uint64_t, Target> resolved_;
+  absl::flat_hash_map<uint64_t, std::vector<int>> phases_;
 };
 
 void ReportBuilder::ListTopKernels(std::string path, uint32_t top) {
@@ -109,6 +129,19 @@ void ReportBuilder::AddRank(const v1::RankInfo& info, const RankSnapshot& snapsh
   }
   for (const PathSpan& span : snapshot.spans)
     AddSpan(session(span.sid).Resolve(span.path_id), span);
+  if (snapshot.step_figures) {
+    step_rollup_.AddRank(*snapshot.step_figures, [&](int64_t sid, uint64_t path_id) {
+      const Target target = session(sid).Resolve(path_id);
+      return StepTarget{target.module, target.phase};
+    });
+  }
+  const int rank_index = static_cast<int>(ranks_.size()) - 1;
+  AddCounted(sessions, snapshot, rank_index);
+  for (const v1::CounterWindowRecord& window : snapshot.windows) {
+    v1::RankCounterWindow& entry = windows_.emplace_back();
+    entry.set_rank(info.rank());
+    *entry.mutable_window() = window;
+  }
   if (!top_kernels_of_.empty()) {
     for (const RankSnapshot::KernelGroup& group : snapshot.kernel_groups) {
       AddKernelGroup(session(group.sid).Resolve(group.path_id), group);
@@ -137,7 +170,7 @@ int ReportBuilder::FindOrAddModule(int parent, const std::string& name, const st
 int ReportBuilder::FindOrAddPhase(const std::string& name) {
   if (auto it = phase_by_name_.find(name); it != phase_by_name_.end()) return it->second;
   const int index = static_cast<int>(phases_.size());
-  phases_.push_back(Phase{name});
+  phases_.emplace_back().name = name;
   phase_by_name_.emplace(name, index);
   return index;
 }
@@ -159,6 +192,43 @@ void ReportBuilder::AddStats(const Target& target, const SelfStats& stats) {
   if (target.phase < 0) {  // a phase's own calls are not its enclosing module's
     self.calls += stats.calls;
     self.cpu_time_ns += stats.cpu_time_ns;
+  }
+}
+
+CountedFigures& ReportBuilder::CountedOf(int module, int rank_index, uint64_t steps) {
+  if (module < 0) {
+    unattributed_steps_.Add(rank_index, steps);
+    return unattributed_counted_;
+  }
+  // Once an ancestor has the rank's steps, so do all of its ancestors.
+  for (int at = module; at >= 0 && modules_[at].counted_steps.Add(rank_index, steps);
+       at = modules_[at].parent) {
+  }
+  return modules_[module].counted;
+}
+
+void ReportBuilder::AddCounted(SessionMap& sessions, const RankSnapshot& snapshot, int rank_index) {
+  auto session = [&](int64_t sid) -> SessionPaths& {
+    std::unique_ptr<SessionPaths>& entry = sessions[sid];
+    if (entry == nullptr) entry = std::make_unique<SessionPaths>(this);
+    return *entry;
+  };
+  // RankReader gives at least 1 when something was counted; a hand-made snapshot may not.
+  const uint64_t steps = std::max<uint64_t>(snapshot.counted_steps, 1);
+  const double per_step = 1.0 / static_cast<double>(steps);
+  for (const RankSnapshot::PathStats& row : snapshot.stats) {
+    if (!row.stats.has_flops) continue;
+    CountedOf(session(row.sid).Resolve(row.path_id).module, rank_index, steps)
+        .AddTotal(row.stats.flops, row.stats.counted_kernels, per_step);
+  }
+  for (const RankSnapshot::PrecisionRow& row : snapshot.module_flops) {
+    CountedOf(session(row.sid).Resolve(row.path_id).module, rank_index, steps)
+        .AddPrecision(row.precision, row.flops, per_step);
+  }
+  for (const RankSnapshot::PrecisionRow& row : snapshot.phase_flops) {
+    for (int phase : session(row.sid).PhasesOf(row.path_id)) {
+      phases_[phase].counted.AddPrecision(row.precision, row.flops, per_step);
+    }
   }
 }
 
@@ -242,34 +312,44 @@ v1::Report ReportBuilder::Build() const {
 
   // Parents precede their children, so one backward pass makes the activity figures inclusive.
   std::vector<SelfStats> inclusive;
+  std::vector<CountedFigures> counted;
   inclusive.reserve(modules_.size());
-  for (const Module& module : modules_) inclusive.push_back(module.self);
+  counted.reserve(modules_.size());
+  for (const Module& module : modules_) {
+    inclusive.push_back(module.self);
+    counted.push_back(module.counted);
+  }
   for (int i = static_cast<int>(modules_.size()) - 1; i >= 0; --i) {
-    if (modules_[i].parent >= 0) AddActivity(inclusive[i], inclusive[modules_[i].parent]);
+    if (modules_[i].parent < 0) continue;
+    AddActivity(inclusive[i], inclusive[modules_[i].parent]);
+    counted[modules_[i].parent].Add(counted[i]);
   }
   // Data-parallel replicas hold the same parameters: count one replica (the lowest dp rank
   // included), as DeepSpeed counts the parameters of one model, not of every copy.
   static const absl::flat_hash_map<std::string, uint64_t> kNoParams;
   const auto& params = params_by_replica_.empty() ? kNoParams : params_by_replica_.begin()->second;
-  for (int root : roots_) AppendModules(root, inclusive, params, &report);
-  if (HasActivity(unattributed_)) {
+  for (int root : roots_) AppendModules(root, inclusive, counted, params, &report);
+  if (HasActivity(unattributed_) || unattributed_counted_.counted) {
     v1::ModuleStats* row = report.add_modules();
     row->set_path(kUnattributedPath);
     row->set_name(kUnattributedPath);
     row->set_kernels(unattributed_.kernels);
     if (unattributed_.kernels > 0) row->set_gpu_time_ns(unattributed_.gpu_time_ns);
-    if (unattributed_.has_flops) row->set_flops(unattributed_.flops);
+    unattributed_counted_.SetOn(unattributed_steps_.steps(), row);
     SetMemory(unattributed_, row);
   }
   AppendTopKernels(&report);
 
-  for (const Phase& phase : phases_) {
+  for (size_t index = 0; index < phases_.size(); ++index) {
+    const Phase& phase = phases_[index];
     v1::PhaseStats* row = report.add_phases();
     row->set_name(phase.name);
     row->set_calls(phase.calls);
     row->set_cpu_time_ns(phase.total_ns);
     row->set_min_ns(phase.min_ns);
     row->set_max_ns(phase.max_ns);
+    step_rollup_.FillPhase(static_cast<int>(index), row);  // uncounted steps, with the median
+    phase.counted.SetOn(row);
   }
   for (const auto& [cause, records] : losses_) {
     v1::LossCounter* loss = report.add_losses();
@@ -277,10 +357,14 @@ v1::Report ReportBuilder::Build() const {
     loss->set_records(records);
   }
   for (const v1::Metadata& entry : metadata_) *report.add_metadata() = entry;
+  for (const v1::RankCounterWindow& window : windows_) *report.add_counter_windows() = window;
+  report.set_fp16_convention(kFp16Convention);
+  step_rollup_.FillWindow(&report);
   return report;
 }
 
 void ReportBuilder::AppendModules(int index, const std::vector<SelfStats>& inclusive,
+                                  const std::vector<CountedFigures>& counted,
                                   const absl::flat_hash_map<std::string, uint64_t>& params,
                                   v1::Report* report) const {
   const Module& module = modules_[index];
@@ -294,14 +378,15 @@ void ReportBuilder::AppendModules(int index, const std::vector<SelfStats>& inclu
   row->set_cpu_time_ns(module.self.cpu_time_ns);
   row->set_kernels(total.kernels);
   if (total.kernels > 0) row->set_gpu_time_ns(total.gpu_time_ns);
-  if (total.has_flops) row->set_flops(total.flops);
+  counted[index].SetOn(module.counted_steps.steps(), row);
   if (module.has_span) {
     row->set_gpu_span_ns(module.span_ns);
     row->set_gpu_busy_ns(module.busy_ns);
   }
   SetMemory(total, row);
+  step_rollup_.FillModule(index, row);
   if (auto it = params.find(module.path); it != params.end()) row->set_params(it->second);
-  for (int child : module.children) AppendModules(child, inclusive, params, report);
+  for (int child : module.children) AppendModules(child, inclusive, counted, params, report);
 }
 
 }  // namespace flopscope::daemon

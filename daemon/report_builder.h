@@ -2,13 +2,16 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "daemon/batch_rollup.h"
+#include "daemon/counted_figures.h"
 #include "daemon/rank_snapshot.h"
+#include "daemon/step_rollup.h"
 #include "flopscope/v1/query.pb.h"
 
 namespace flopscope::daemon {
@@ -36,7 +39,19 @@ inline constexpr char kUnattributedPath[] = "<unattributed>";
 // occurrences, each inclusive of its children). Each rank's devices and gpu_status are completed
 // from the injector's gpu.* metadata (gpu_metadata.h), which the Announced list leaves out.
 //
-// Phases: flopscope-domain ranges grouped by their own (last) name: calls, total, min, max.
+// Phases: flopscope-domain ranges grouped by their own (last) name: calls, total, min, max, and
+// the median, per step over the uncounted steps (StepRollup, from the snapshots' step_figures).
+// Per-step figures: with a step window (RankReadOptions::step_window) every module that ran in
+// it gets its StepLatency; Report.steps says which steps the latencies come from.
+//
+// Counted FLOPs (DESIGN: FLOPs): each rank's counted FLOPs are divided by that rank's counted
+// steps (RankSnapshot::counted_steps) before ranks are added up, so `flops` and
+// `flops_by_precision` are FLOPs per counted step summed over the ranks; `counted_steps` adds the
+// counted steps of the ranks with counted kernels in the module's subtree, `counted_kernels` the
+// kernels. A phase's FLOPs are those of the kernels launched while it was the innermost
+// flopscope-domain range or enclosed it (a `step` holds its `forward`). Counted range events and
+// kernels never reach the latency figures (the store keeps them out of its rollups). The report
+// lists every counter window of the included ranks and the FP16 convention.
 class ReportBuilder {
  public:
   explicit ReportBuilder(std::string job_id) : job_id_(std::move(job_id)) {}
@@ -51,6 +66,8 @@ class ReportBuilder {
   // Whether ListTopKernels' path names something in the report (a module, "/" or
   // kUnattributedPath).
   bool KnowsTopKernelsPath() const;
+  // The per-step figures so far: what the query service checks a step window against.
+  const StepRollup& step_rollup() const { return step_rollup_; }
 
  private:
   struct Module {
@@ -65,6 +82,8 @@ class ReportBuilder {
     int64_t span_ns = 0;
     int64_t busy_ns = 0;
     bool has_span = false;
+    CountedFigures counted;       // self; Build makes it inclusive
+    RankStepTally counted_steps;  // already inclusive
   };
 
   struct Phase {
@@ -73,6 +92,7 @@ class ReportBuilder {
     int64_t total_ns = 0;
     int64_t min_ns = 0;
     int64_t max_ns = 0;
+    CountedFigures counted;  // already inclusive of nested phases
   };
   // Where the figures of one session's path go: a module (or -1: unattributed) and, for a
   // flopscope-domain path, a phase.
@@ -85,12 +105,20 @@ class ReportBuilder {
   int FindOrAddModule(int parent, const std::string& name, const std::string& domain);
   int FindOrAddPhase(const std::string& name);
   void AddStats(const Target& target, const SelfStats& stats);
+  // Path resolvers by session id, in the order sessions first connected.
+  using SessionMap = std::map<int64_t, std::unique_ptr<SessionPaths>>;
+  // The counted FLOPs of the rank numbered `rank_index` (in AddRank order).
+  void AddCounted(SessionMap& sessions, const RankSnapshot& snapshot, int rank_index);
+  // The module's (or, for -1, the unattributed row's) counted figures, with the rank's steps
+  // tallied up the tree.
+  CountedFigures& CountedOf(int module, int rank_index, uint64_t steps);
   void AddSpan(const Target& target, const PathSpan& span);
   void AddKernelGroup(const Target& target, const RankSnapshot::KernelGroup& group);
   bool InTopKernelsSubtree(int module) const;
   void AppendTopKernels(v1::Report* report) const;
   void AddParams(uint32_t dp_rank, const std::vector<v1::Metadata>& metadata);
   void AppendModules(int index, const std::vector<SelfStats>& inclusive,
+                     const std::vector<CountedFigures>& counted,
                      const absl::flat_hash_map<std::string, uint64_t>& params,
                      v1::Report* report) const;
 
@@ -100,6 +128,9 @@ class ReportBuilder {
   std::vector<int> roots_;
   absl::flat_hash_map<std::string, int> module_by_path_;
   SelfStats unattributed_;
+  CountedFigures unattributed_counted_;
+  RankStepTally unattributed_steps_;
+  std::vector<v1::RankCounterWindow> windows_;
   std::vector<Phase> phases_;
   absl::flat_hash_map<std::string, int> phase_by_name_;
   std::map<int, uint64_t> losses_;
@@ -111,6 +142,7 @@ class ReportBuilder {
   // Announced params by data-parallel replica (dp rank), then module path; within a replica the
   // tp x pp shards add up.
   std::map<uint32_t, absl::flat_hash_map<std::string, uint64_t>> params_by_replica_;
+  StepRollup step_rollup_;
 };
 
 }  // namespace flopscope::daemon

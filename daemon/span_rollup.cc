@@ -24,36 +24,42 @@ void SpanRollup::Merge(const Pending& from, Pending& to) {
   to.busy_ns += from.busy_ns;
 }
 
-void SpanRollup::AddRange(int64_t sid, uint64_t instance_id, uint64_t parent_instance_id,
-                          uint64_t path_id) {
+std::optional<OccurrenceSpan> SpanRollup::AddRange(int64_t sid, uint64_t instance_id,
+                                                   uint64_t parent_instance_id, uint64_t path_id) {
   auto it = pending_.find(Key{sid, instance_id});
-  if (it == pending_.end()) return;  // no kernel inside this occurrence
+  if (it == pending_.end()) return std::nullopt;  // no kernel inside this occurrence
   Pending occurrence = it->second;
   pending_.erase(it);
-  Complete(sid, path_id, occurrence);
+  std::optional<OccurrenceSpan> completed = Complete(sid, path_id, occurrence);
   if (parent_instance_id != 0) {
     Pending child = occurrence;
     child.path_id = 0;  // the parent's path comes from the parent's own event or row
     Merge(child, pending_[Key{sid, parent_instance_id}]);
   }
+  return completed;
 }
 
-void SpanRollup::Complete(int64_t sid, uint64_t path_id, const Pending& occurrence) {
-  if (path_id == 0 || !occurrence.has_kernels) return;
+std::optional<OccurrenceSpan> SpanRollup::Complete(int64_t sid, uint64_t path_id,
+                                                   const Pending& occurrence) {
+  if (path_id == 0 || !occurrence.has_kernels) return std::nullopt;
   PathSpan& total = totals_[Key{sid, path_id}];
   total.sid = sid;
   total.path_id = path_id;
   const int64_t span = occurrence.last_end_ns - occurrence.first_start_ns;
+  const int64_t busy = std::min(occurrence.busy_ns, span);
   total.span_ns += span;
-  total.busy_ns += std::min(occurrence.busy_ns, span);
+  total.busy_ns += busy;
   ++total.occurrences;
+  return OccurrenceSpan{sid, path_id, occurrence.first_start_ns, span, busy};
 }
 
-std::vector<PathSpan> SpanRollup::Finish() {
+std::vector<PathSpan> SpanRollup::Finish(std::vector<OccurrenceSpan>* unclosed) {
   // Occurrences never closed (the process ended inside them, or graph replays, which have no
   // range event): counted on their own path when it is known.
-  for (const auto& [key, occurrence] : pending_)
-    Complete(key.first, occurrence.path_id, occurrence);
+  for (const auto& [key, occurrence] : pending_) {
+    std::optional<OccurrenceSpan> completed = Complete(key.first, occurrence.path_id, occurrence);
+    if (completed && unclosed != nullptr) unclosed->push_back(*completed);
+  }
   pending_.clear();
   std::vector<PathSpan> out;
   out.reserve(totals_.size());

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -18,6 +19,15 @@ struct PathSpan {
   uint64_t occurrences = 0;
 };
 
+// One completed occurrence with kernels (its own or its children's), for per-step figures.
+struct OccurrenceSpan {
+  int64_t sid = 0;
+  uint64_t path_id = 0;
+  int64_t first_start_ns = 0;
+  int64_t span_ns = 0;
+  int64_t busy_ns = 0;  // capped at span_ns, as in the totals
+};
+
 // Rolls the kernels of each range occurrence (instance_stats) up to the occurrences enclosing
 // it, so that a module's span covers the kernels of its children too (DESIGN: Time).
 //
@@ -33,10 +43,13 @@ struct PathSpan {
 class SpanRollup {
  public:
   void AddOccurrence(int64_t sid, uint64_t key, const InstanceActivity& activity);
-  // One module range event (RANGE_KIND_PUSH_POP), in commit order.
-  void AddRange(int64_t sid, uint64_t instance_id, uint64_t parent_instance_id, uint64_t path_id);
-  // The per-path totals; the rollup is empty afterwards.
-  std::vector<PathSpan> Finish();
+  // One module range event (RANGE_KIND_PUSH_POP), in commit order. Returns the occurrence it
+  // completed when that had kernels.
+  std::optional<OccurrenceSpan> AddRange(int64_t sid, uint64_t instance_id,
+                                         uint64_t parent_instance_id, uint64_t path_id);
+  // The per-path totals; the rollup is empty afterwards. `unclosed`, when given, receives the
+  // occurrences no range event completed (graph replays, ranges open at exit) with a known path.
+  std::vector<PathSpan> Finish(std::vector<OccurrenceSpan>* unclosed = nullptr);
 
   bool empty() const { return pending_.empty() && totals_.empty(); }
 
@@ -50,7 +63,7 @@ class SpanRollup {
     bool has_kernels = false;
   };
   static void Merge(const Pending& from, Pending& to);
-  void Complete(int64_t sid, uint64_t path_id, const Pending& occurrence);
+  std::optional<OccurrenceSpan> Complete(int64_t sid, uint64_t path_id, const Pending& occurrence);
 
   absl::flat_hash_map<Key, Pending> pending_;
   absl::flat_hash_map<Key, PathSpan> totals_;

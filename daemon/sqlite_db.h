@@ -14,8 +14,10 @@
 
 namespace flopscope::daemon {
 
-// Highest schema_version this daemon understands (schema/*.sql).
-inline constexpr int kSchemaVersion = 1;
+// Highest schema_version this daemon understands (schema/*.sql): rank files are at 2 (counter
+// windows, FLOPs by precision; version 1 files are upgraded by daemon/rank_schema.h), the catalog
+// is still at 1.
+inline constexpr int kSchemaVersion = 2;
 
 // One SQLite connection. Not thread-safe: its owner (RankStore, Catalog, RankReader) serializes
 // every use, and statements prepared here must be destroyed before it.

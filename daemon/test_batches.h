@@ -86,6 +86,36 @@ inline v1::KernelRecord* AddKernel(v1::Batch& batch, uint64_t path_id, uint32_t 
   return kernel;
 }
 
+// Counted FLOPs of one kernel launched in `path_id` while `phase_path_id` was the innermost
+// flopscope-domain range, in step `step` (-1: none). Precisions are set by the caller.
+inline v1::KernelFlops* AddKernelFlops(v1::Batch& batch, uint64_t path_id, uint32_t name_id,
+                                       int64_t step, uint64_t phase_path_id = 0) {
+  static uint64_t next_correlation = 1'000'000;
+  v1::KernelFlops* counted = batch.add_kernel_flops();
+  counted->set_correlation_id(next_correlation++);
+  counted->set_path_id(path_id);
+  counted->set_name_id(name_id);
+  counted->set_counted_step(step);
+  counted->set_phase_path_id(phase_path_id);
+  counted->mutable_flops();  // present, all zero
+  return counted;
+}
+
+// A counter window over steps first..last (both -1: no step marks), from BaseNs() + start_offset.
+inline v1::CounterWindowRecord* AddWindow(v1::Batch& batch, int64_t first, int64_t last,
+                                          int64_t start_offset = 0, int64_t duration = 1000) {
+  v1::CounterWindowRecord* window = batch.add_windows();
+  window->set_first_step(first);
+  window->set_last_step(last);
+  window->set_trigger("env: steps=" + std::to_string(first) + "-" + std::to_string(last));
+  window->set_metric_set("full");
+  window->set_chip("GH100");
+  window->set_passes(3);
+  window->set_start_ns(BaseNs() + start_offset);
+  window->set_end_ns(BaseNs() + start_offset + duration);
+  return window;
+}
+
 inline v1::Metadata* AddMetadata(v1::Batch& batch, const std::string& key,
                                  const std::string& value) {
   v1::Metadata* entry = batch.add_metadata();

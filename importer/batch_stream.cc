@@ -13,6 +13,8 @@ BatchStream::BatchStream(const ImportPlan& plan) : plan_(plan) {
   }
   kernel_names_.assign(used.begin(), used.end());
   std::sort(kernel_names_.begin(), kernel_names_.end());
+  for (const auto& [index, flops] : plan.flops) counted_.push_back(index);
+  std::sort(counted_.begin(), counted_.end());
 }
 
 size_t BatchStream::PartSize(Part part) const {
@@ -25,6 +27,8 @@ size_t BatchStream::PartSize(Part part) const {
       return plan_.ranges.size();
     case Part::kActivities:
       return plan_.recording.activities.size();
+    case Part::kCounted:
+      return counted_.size();
     case Part::kMetadata:
       return plan_.metadata.size();
     case Part::kLosses:
@@ -89,7 +93,10 @@ size_t BatchStream::AppendOne(v1::Batch* batch) {
     }
     case Part::kActivities:
       AppendKernel(index_, batch);
-      return 96 + batch->kernels(batch->kernels_size() - 1).flops().raw_size() * 64;
+      return 96;
+    case Part::kCounted:
+      AppendCounted(counted_[index_], batch);
+      return 96 + batch->kernel_flops(batch->kernel_flops_size() - 1).flops().raw_size() * 64;
     case Part::kMetadata: {
       v1::Metadata* entry = batch->add_metadata();
       *entry = plan_.metadata[index_];
@@ -127,9 +134,24 @@ void BatchStream::AppendKernel(size_t index, v1::Batch* batch) const {
   kernel->set_bytes(activity.bytes);
   kernel->set_graph_id(activity.graph_id);
   kernel->set_graph_node_id(activity.graph_node_id);
-  if (const auto flops = plan_.flops.find(index); flops != plan_.flops.end()) {
-    *kernel->mutable_flops() = flops->second;
+}
+
+void BatchStream::AppendCounted(size_t index, v1::Batch* batch) const {
+  const GpuActivity& activity = plan_.recording.activities[index];
+  const Attribution& attribution = plan_.attributions[index];
+  v1::KernelFlops* counted = batch->add_kernel_flops();
+  counted->set_correlation_id(activity.correlation_id);
+  counted->set_path_id(attribution.path_id);
+  counted->set_range_instance_id(attribution.instance_id);
+  counted->set_name_id(activity.kind == v1::ACTIVITY_KIND_KERNEL ? activity.name : 0);
+  counted->set_device_id(activity.device);
+  counted->set_counted_step(-1);
+  if (const auto context = plan_.counted_context.find(index);
+      context != plan_.counted_context.end()) {
+    counted->set_counted_step(context->second.step);
+    counted->set_phase_path_id(context->second.phase_path_id);
   }
+  *counted->mutable_flops() = plan_.flops.at(index);
 }
 
 }  // namespace flopscope::importer

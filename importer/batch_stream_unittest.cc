@@ -37,7 +37,7 @@ std::vector<v1::Batch> All(const ImportPlan& plan) {
 
 size_t Records(const v1::Batch& b) {
   return b.strings_size() + b.paths_size() + b.ranges_size() + b.kernels_size() +
-         b.metadata_size() + b.losses_size();
+         b.metadata_size() + b.losses_size() + b.kernel_flops_size();
 }
 
 TEST(BatchStreamTest, DefinitionsComeBeforeUseAndTheLastBatchIsFinal) {
@@ -84,6 +84,34 @@ TEST(BatchStreamTest, SameBatchesEveryTime) {
   for (size_t i = 0; i < first.size(); ++i) {
     EXPECT_EQ(first[i].SerializeAsString(), second[i].SerializeAsString());
   }
+}
+
+TEST(BatchStreamTest, CountedFlopsFollowTheirKernelsWithAttributionAndStep) {
+  ImportPlan plan = PlanWith(3, 8);
+  plan.recording.activities[1].correlation_id = 42;
+  plan.recording.activities[1].device = 3;
+  plan.flops[1].set_fp32(1e6);
+  plan.flops[1].add_tensor()->set_source("fp16_dst_fp32");
+  plan.flops[1].mutable_tensor(0)->set_flops(2e6);
+  plan.counted_context[1] = {7, 1};
+  plan.flops[2].set_fp64(5);  // no launch found: no step, no phase
+  const std::vector<v1::Batch> batches = All(plan);
+  ASSERT_EQ(batches.size(), 1u);
+  const v1::Batch& batch = batches[0];
+  ASSERT_EQ(batch.kernel_flops_size(), 2);
+  const v1::KernelFlops& counted = batch.kernel_flops(0);
+  EXPECT_EQ(counted.correlation_id(), 42u);
+  EXPECT_EQ(counted.path_id(), 1u);
+  EXPECT_EQ(counted.range_instance_id(), 1u);
+  EXPECT_EQ(counted.name_id(), plan.recording.activities[1].name);
+  EXPECT_EQ(counted.device_id(), 3u);
+  EXPECT_EQ(counted.counted_step(), 7);
+  EXPECT_EQ(counted.phase_path_id(), 1u);
+  EXPECT_DOUBLE_EQ(counted.flops().fp32(), 1e6);
+  EXPECT_EQ(counted.flops().tensor(0).source(), "fp16_dst_fp32");
+  EXPECT_EQ(batch.kernel_flops(1).counted_step(), -1);
+  EXPECT_EQ(batch.kernel_flops(1).phase_path_id(), 0u);
+  EXPECT_DOUBLE_EQ(batch.kernel_flops(1).flops().fp64(), 5);
 }
 
 TEST(BatchStreamTest, AnEmptyPlanIsOneFinalBatch) {

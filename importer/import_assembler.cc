@@ -75,7 +75,7 @@ void ImportAssembler::Attribute(const RangeNester& nester) {
 }
 
 void ImportAssembler::AssignCountedSteps(const RangeNester& nester) {
-  if (plan_.flops.empty() || nester.steps().size() == 0) return;
+  if (plan_.flops.empty()) return;
   std::vector<ThreadTimeline::Point> points;
   std::vector<size_t> activities;
   for (const auto& [index, flops] : plan_.flops) {
@@ -85,11 +85,12 @@ void ImportAssembler::AssignCountedSteps(const RangeNester& nester) {
     points.push_back({launch->second.thread, launch->second.time_ns});
     activities.push_back(index);
   }
-  const std::vector<int64_t> innermost = nester.steps().Innermost(points);
-  for (size_t i = 0; i < innermost.size(); ++i) {
-    if (innermost[i] >= 0) {
-      plan_.flops[activities[i]].set_counted_step(nester.step_numbers()[innermost[i]]);
-    }
+  const std::vector<int64_t> step = nester.steps().Innermost(points);
+  const std::vector<int64_t> phase = nester.flopscope_ranges().Innermost(points);
+  for (size_t i = 0; i < activities.size(); ++i) {
+    CountedContext& context = plan_.counted_context[activities[i]];
+    if (step[i] >= 0) context.step = nester.step_numbers()[step[i]];
+    if (phase[i] >= 0) context.phase_path_id = nester.flopscope_paths()[phase[i]];
   }
 }
 

@@ -76,8 +76,31 @@ TEST(ImportAssemblerTest, CountersBecomeFlopsWithTheirStep) {
   ASSERT_TRUE(plan.ok()) << plan.status();
   ASSERT_EQ(plan->flops.size(), 4u);
   EXPECT_DOUBLE_EQ(plan->flops.at(0).fp64(), 6);
-  EXPECT_EQ(plan->flops.at(0).counted_step(), 3);
+  EXPECT_EQ(plan->counted_context.at(0).step, 3);
+  EXPECT_EQ(plan->counted_context.size(), 3u) << "kernel 4 has no launch, hence no step";
   EXPECT_NE(Metadata(*plan, "import.fp16_convention"), "<absent>");
+}
+
+TEST(ImportAssemblerTest, CountedKernelsKnowTheInnermostPhaseAtLaunch) {
+  TraceRecording recording = SmallRecording();
+  RawRange forward;
+  forward.thread = 1;
+  forward.start_ns = 5;
+  forward.end_ns = 50;
+  forward.name = recording.strings.Intern("## forward ##");
+  forward.origin = RangeOrigin::kAnnotation;
+  recording.ranges.push_back(forward);
+  absl::StatusOr<ImportPlan> plan = ImportAssembler::Assemble(std::move(recording), {"j", 0, kNow});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const auto name_of = [&](uint64_t id) {
+    return id == 0 ? std::string("<none>") : plan->paths[id - 1].name();
+  };
+  // Launch 1 (t=20) is inside forward, inside step 3; launches 2 and 3 only inside the step.
+  EXPECT_EQ(name_of(plan->counted_context.at(0).phase_path_id), "forward");
+  EXPECT_EQ(plan->counted_context.at(0).step, 3);
+  EXPECT_EQ(name_of(plan->counted_context.at(1).phase_path_id), "step");
+  EXPECT_EQ(name_of(plan->counted_context.at(2).phase_path_id), "step");
+  EXPECT_EQ(plan->paths[plan->counted_context.at(0).phase_path_id - 1].domain(), "flopscope");
 }
 
 TEST(ImportAssemblerTest, HelloDescribesTheRank) {

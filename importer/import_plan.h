@@ -26,6 +26,13 @@ struct Attribution {
   uint64_t instance_id = 0;
 };
 
+// Where a counted kernel was launched: the number of the step open on its launching thread (-1
+// for none) and the innermost step or phase range (a `flopscope`-domain path; 0 for none).
+struct CountedContext {
+  int64_t step = -1;
+  uint64_t phase_path_id = 0;
+};
+
 // What one file sends, per kind (the summary line and the import.* metadata).
 struct ImportCounts {
   uint64_t ranges = 0;
@@ -40,8 +47,8 @@ struct ImportCounts {
 
 // Everything one file becomes, before it is cut into batches (BatchStream): the session's
 // hello, the range tree, the range occurrences, the GPU activities with their attribution and
-// counted FLOPs, metadata and losses. Times are on the trace clock; time_offset_ns turns them
-// into Unix-epoch nanoseconds.
+// counted FLOPs (sent as KernelFlops records), metadata and losses. Times are on the trace clock;
+// time_offset_ns turns them into Unix-epoch nanoseconds.
 struct ImportPlan {
   v1::SessionHello hello;
   TraceRecording recording;  // activities and their names
@@ -49,6 +56,8 @@ struct ImportPlan {
   std::vector<PlannedRange> ranges;
   std::vector<Attribution> attributions;                // parallel to recording.activities
   absl::flat_hash_map<size_t, v1::FlopCounters> flops;  // by activity index
+  // By activity index, for the counted kernels whose launch was found.
+  absl::flat_hash_map<size_t, CountedContext> counted_context;
   std::vector<v1::Metadata> metadata;
   std::vector<v1::LossCounter> losses;
   int64_t time_offset_ns = 0;

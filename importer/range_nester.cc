@@ -113,7 +113,11 @@ void RangeNester::Place(const RawRange& range, std::vector<Open>* modules,
   if (!placement.flopscope) {
     modules_.Add(range.thread, range.start_ns, range.end_ns);
     module_targets_.push_back({path_id, instance_id});
-  } else if (placement.step_number >= 0) {
+    return;
+  }
+  flopscope_ranges_.Add(range.thread, range.start_ns, range.end_ns);
+  flopscope_paths_.push_back(path_id);
+  if (placement.step_number >= 0) {
     steps_.Add(range.thread, range.start_ns, range.end_ns);
     step_numbers_.push_back(placement.step_number);
   }

@@ -44,6 +44,10 @@ class RangeNester {
   // Step occurrences; timeline entry i is step step_numbers()[i].
   const ThreadTimeline& steps() const { return steps_; }
   const std::vector<int64_t>& step_numbers() const { return step_numbers_; }
+  // Step and phase occurrences (every pushed `flopscope`-domain range); entry i has path
+  // flopscope_paths()[i].
+  const ThreadTimeline& flopscope_ranges() const { return flopscope_ranges_; }
+  const std::vector<uint64_t>& flopscope_paths() const { return flopscope_paths_; }
   uint64_t overflowed() const { return overflowed_; }
   uint64_t gpu_duplicates() const { return gpu_duplicates_; }
 
@@ -68,6 +72,8 @@ class RangeNester {
   std::vector<Attribution> module_targets_;
   ThreadTimeline steps_;
   std::vector<int64_t> step_numbers_;
+  ThreadTimeline flopscope_ranges_;
+  std::vector<uint64_t> flopscope_paths_;
   uint64_t next_instance_ = 1;
   uint64_t overflowed_ = 0;
   uint64_t gpu_duplicates_ = 0;

@@ -22,8 +22,9 @@ struct ExportContent {
 
 // Cuts one cycle's content into fs_batch views of bounded size: at most max_items entries and
 // about max_bytes encoded. Definitions come before the records that may use them (strings, then
-// paths, then metadata, ranges, kernels), so slicing in order never sends a record ahead of its
-// definition. The views point into the assembler and stay valid until the next Reset.
+// paths, then metadata, ranges, kernels, kernel FLOPs, counter windows), so slicing in order
+// never sends a record ahead of its definition. The views point into the assembler and stay
+// valid until the next Reset.
 class BatchAssembler {
  public:
   static constexpr size_t kDefaultMaxItems = 16384;
@@ -43,6 +44,8 @@ class BatchAssembler {
   template <typename T, typename SizeFn>
   size_t TakeItems(const std::vector<T>& items, size_t* cursor, size_t* items_left,
                    size_t* bytes_left, SizeFn item_bytes);
+  void ViewCounterRecords();
+  bool AllTaken() const;
 
   const size_t max_items_;
   const size_t max_bytes_;
@@ -50,7 +53,12 @@ class BatchAssembler {
   std::vector<fs_string_def> string_views_;
   std::vector<fs_range_path> path_views_;
   std::vector<fs_metadata> metadata_views_;
-  size_t next_string_ = 0, next_path_ = 0, next_metadata_ = 0, next_range_ = 0, next_kernel_ = 0;
+  std::vector<fs_kernel_flops> flops_views_;
+  std::vector<fs_tensor_flops> tensor_views_;  // every record's, back to back
+  std::vector<fs_raw_counter> raw_views_;
+  std::vector<fs_counter_window> window_views_;
+  size_t next_string_ = 0, next_path_ = 0, next_metadata_ = 0, next_range_ = 0, next_kernel_ = 0,
+         next_flops_ = 0, next_window_ = 0;
   bool emitted_any_ = false;
   bool send_empty_ = false;
 };

@@ -30,7 +30,7 @@ ExportContent Content(const Domain* domain, size_t paths, size_t ranges, bool fi
     content.paths.push_back(PathDefinition{i + 1, 0, domain, "p" + std::to_string(i)});
   }
   for (size_t i = 0; i < ranges; ++i) {
-    content.records.ranges.push_back(fs_range_event{1, i + 1, 0, 1, 1, 2, 1});
+    content.records.ranges.push_back(fs_range_event{1, i + 1, 0, 1, 1, 2, 1, 0});
   }
   content.losses = {fs_loss{1, 5}};
   content.final = final;
@@ -110,6 +110,63 @@ TEST(BatchAssemblerTest, ViewsPointAtTheDefinitions) {
   ASSERT_EQ(batch.num_metadata, 1u);
   EXPECT_EQ(std::string(batch.metadata[0].value.data, batch.metadata[0].value.size), "v");
   EXPECT_EQ(records, 1u);
+}
+
+std::string Text(fs_str text) { return std::string(text.data, text.size); }
+
+KernelFlopsRecord Flops(uint64_t correlation_id, size_t tensor_entries) {
+  KernelFlopsRecord record;
+  record.correlation_id = correlation_id;
+  record.counted_step = 3;
+  record.fp32 = 100.0 * correlation_id;
+  for (size_t i = 0; i < tensor_entries; ++i) {
+    record.tensor.emplace_back("src" + std::to_string(i), 10.0 * (i + 1));
+  }
+  record.raw.emplace_back("sm__sass_thread_inst_executed_op_ffma_pred_on.sum", 50.0);
+  return record;
+}
+
+TEST(BatchAssemblerTest, KernelFlopsKeepTheirOwnEntriesAcrossSlices) {
+  DomainRegistry domains;
+  BatchAssembler assembler(/*max_items=*/2, /*max_bytes=*/1 << 20);
+  ExportContent content;
+  content.records.kernel_flops = {Flops(1, 2), Flops(2, 0), Flops(3, 1)};
+  CounterWindowRecord window;
+  window.first_step = 3;
+  window.last_step = 4;
+  window.trigger = "env: steps=3-4";
+  window.chip = "GH100";
+  window.kernels_counted = 3;
+  content.records.windows.push_back(window);
+  assembler.Reset(std::move(content), false);
+
+  fs_batch batch;
+  uint64_t records = 0;
+  ASSERT_TRUE(assembler.Next(&batch, &records));
+  ASSERT_EQ(batch.num_kernel_flops, 2u);
+  EXPECT_EQ(records, 2u);
+  EXPECT_EQ(batch.kernel_flops[0].correlation_id, 1u);
+  ASSERT_EQ(batch.kernel_flops[0].flops.num_tensor, 2u);
+  EXPECT_EQ(Text(batch.kernel_flops[0].flops.tensor[1].source), "src1");
+  EXPECT_DOUBLE_EQ(batch.kernel_flops[0].flops.tensor[1].flops, 20.0);
+  ASSERT_EQ(batch.kernel_flops[0].flops.num_raw, 1u);
+  EXPECT_DOUBLE_EQ(batch.kernel_flops[0].flops.raw[0].value, 50.0);
+  EXPECT_EQ(batch.kernel_flops[1].flops.num_tensor, 0u);
+  EXPECT_DOUBLE_EQ(batch.kernel_flops[1].flops.fp32, 200.0);
+  EXPECT_EQ(batch.kernel_flops[1].counted_step, 3);
+
+  ASSERT_TRUE(assembler.Next(&batch, &records));
+  ASSERT_EQ(batch.num_kernel_flops, 1u);
+  EXPECT_EQ(batch.kernel_flops[0].correlation_id, 3u);
+  ASSERT_EQ(batch.kernel_flops[0].flops.num_tensor, 1u);
+  EXPECT_EQ(Text(batch.kernel_flops[0].flops.tensor[0].source), "src0");  // its own, not #1's
+  ASSERT_EQ(batch.num_windows, 1u);
+  EXPECT_EQ(Text(batch.windows[0].trigger), "env: steps=3-4");
+  EXPECT_EQ(Text(batch.windows[0].chip), "GH100");
+  EXPECT_EQ(batch.windows[0].last_step, 4);
+  EXPECT_EQ(batch.windows[0].kernels_counted, 3u);
+  EXPECT_EQ(records, 2u);
+  EXPECT_FALSE(assembler.Next(&batch, &records));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "injector/dump_sink.h"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <initializer_list>
 
@@ -43,6 +44,19 @@ std::string Fields(std::initializer_list<std::string> fields) {
 template <typename T>
 std::string N(T value) {
   return std::to_string(value);
+}
+
+// Round-trips exactly (std::to_string keeps 6 decimals only).
+std::string D(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.17g", value);
+  return text;
+}
+
+double TensorTotal(const fs_flop_counters& flops) {
+  double total = 0;
+  for (uint32_t i = 0; i < flops.num_tensor; ++i) total += flops.tensor[i].flops;
+  return total;
 }
 
 }  // namespace
@@ -89,12 +103,24 @@ void DumpSink::Submit(const fs_batch& batch, uint64_t records) {
   for (uint32_t i = 0; i < batch.num_ranges; ++i) {
     const fs_range_event& r = batch.ranges[i];
     Line(Fields({"range", N(r.path_id), N(r.instance_id), N(r.parent_instance_id), N(r.thread_id),
-                 N(r.start_ns), N(r.end_ns), N(r.kind)}));
+                 N(r.start_ns), N(r.end_ns), N(r.kind), N(r.counted)}));
   }
   for (uint32_t i = 0; i < batch.num_kernels; ++i) {
     const fs_kernel& k = batch.kernels[i];
     Line(Fields({"kernel", N(k.correlation_id), N(k.path_id), N(k.range_instance_id), N(k.name_id),
-                 N(k.start_ns), N(k.end_ns)}));
+                 N(k.start_ns), N(k.end_ns), N(k.counted)}));
+  }
+  for (uint32_t i = 0; i < batch.num_kernel_flops; ++i) {
+    const fs_kernel_flops& k = batch.kernel_flops[i];
+    Line(Fields({"flops", N(k.correlation_id), N(k.path_id), N(k.range_instance_id), N(k.name_id),
+                 N(k.device_id), N(k.phase_path_id), N(k.counted_step), D(k.flops.fp64),
+                 D(k.flops.fp32), D(k.flops.fp16), D(TensorTotal(k.flops))}));
+  }
+  for (uint32_t i = 0; i < batch.num_windows; ++i) {
+    const fs_counter_window& w = batch.windows[i];
+    Line(Fields({"window", N(w.first_step), N(w.last_step), Escaped(w.trigger),
+                 Escaped(w.metric_set), Escaped(w.chip), N(w.passes), N(w.kernels_counted),
+                 N(w.ranges_unmatched), N(w.start_ns), N(w.end_ns), Escaped(w.status)}));
   }
   for (uint32_t i = 0; i < batch.num_metadata; ++i) {
     const fs_metadata& m = batch.metadata[i];

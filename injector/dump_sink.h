@@ -16,7 +16,12 @@ namespace flopscope::injector {
 //   string <id> <value>
 //   path <id> <parent_id> <domain> <name>
 //   range <path_id> <instance_id> <parent_instance_id> <thread_id> <start_ns> <end_ns> <kind>
-//   kernel <correlation_id> <path_id> <range_instance_id> <name_id> <start_ns> <end_ns>
+//         <counted>
+//   kernel <correlation_id> <path_id> <range_instance_id> <name_id> <start_ns> <end_ns> <counted>
+//   flops <correlation_id> <path_id> <range_instance_id> <name_id> <device_id> <phase_path_id>
+//         <counted_step> <fp64> <fp32> <fp16> <tensor FLOPs, all sources>
+//   window <first_step> <last_step> <trigger> <metric_set> <chip> <passes> <kernels_counted>
+//          <ranges_unmatched> <start_ns> <end_ns> <status>
 //   meta <key> <value> <time_ns>
 //   loss <cause> <records>
 // Tabs, newlines and backslashes inside text are written as \t, \n and \\.

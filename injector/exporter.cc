@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 namespace flopscope::injector {
@@ -11,6 +12,10 @@ namespace {
 
 // How long Stop waits beyond the delivery timeout for the thread to wrap up (encoding, closing).
 constexpr uint32_t kStopMarginMs = 2000;
+
+// fs_control::kind
+constexpr uint32_t kCounterWindowControl = 1;
+constexpr uint32_t kFlushControl = 2;
 
 bool SameLosses(const std::vector<fs_loss>& a, const std::vector<fs_loss>& b) {
   if (a.size() != b.size()) return false;
@@ -146,17 +151,30 @@ void Exporter::HandleControls() {
   if (!sink_open_) return;
   fs_control control;
   while (sink_->PollControl(&control)) {
-    if (control.kind == 2) {  // flush: the next cycle starts at once
+    if (control.kind == kFlushControl) {  // the next cycle starts at once
       {
         std::lock_guard<std::mutex> lock(mutex_);
         wake_requested_ = true;
       }
       sink_->ReplyControl(control.id, true, "flushing");
+    } else if (control.kind == kCounterWindowControl) {
+      const ControlAnswer answer = AnswerCounterWindow(control);
+      sink_->ReplyControl(control.id, answer.accepted, answer.message);
     } else {
       sink_->ReplyControl(control.id, false,
-                          "counter windows (FLOPs) are not implemented by this injector yet");
+                          "unknown control kind " + std::to_string(control.kind));
     }
   }
+}
+
+ControlAnswer Exporter::AnswerCounterWindow(const fs_control& control) {
+  if (!sources_.request_counter_window) {
+    return ControlAnswer{false, "counter windows are not available in this process"};
+  }
+  // The transport fills the fixed array from the daemon's string: not necessarily terminated.
+  const std::string_view metric_set(control.metric_set,
+                                    strnlen(control.metric_set, sizeof control.metric_set));
+  return sources_.request_counter_window(control.steps, metric_set, control.id);
 }
 
 void Exporter::FinishSink() {

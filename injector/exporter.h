@@ -11,6 +11,7 @@
 
 #include "injector/batch_assembler.h"
 #include "injector/batch_sink.h"
+#include "injector/counter_windows.h"
 #include "injector/loss_counters.h"
 #include "injector/path_table.h"
 #include "injector/range_clock.h"
@@ -44,6 +45,10 @@ class Exporter {
     // (`true` for the final one at exit): kernel tracing flushes CUPTI and hands over its
     // records here. Called with no exporter lock held. May be empty.
     std::function<void(bool final)> before_drain = nullptr;
+    // Answers the daemon's counter-window controls (steps, metric set, control id); runs on the
+    // exporter thread between cycles. Empty: every such control is refused.
+    std::function<ControlAnswer(uint32_t, std::string_view, uint64_t)> request_counter_window =
+        nullptr;
   };
   struct Stats {
     uint64_t batches = 0;
@@ -72,6 +77,7 @@ class Exporter {
   void ExportCycle(bool final);
   void ConvertTimestamps(RecordSet* records);
   void HandleControls();
+  ControlAnswer AnswerCounterWindow(const fs_control& control);
   void FinishSink();
 
   const Options options_;

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -32,6 +34,7 @@ class RecordingSink : public BatchSink {
     std::mutex mutex;
     std::vector<CopiedBatch> batches;
     std::vector<std::pair<uint64_t, bool>> replies;
+    std::vector<std::string> reply_messages;
     std::vector<fs_control> controls;
     bool finished = false;
   };
@@ -70,9 +73,10 @@ class RecordingSink : public BatchSink {
     shared_->controls.pop_back();
     return true;
   }
-  void ReplyControl(uint64_t id, bool accepted, std::string_view) override {
+  void ReplyControl(uint64_t id, bool accepted, std::string_view message) override {
     std::lock_guard<std::mutex> lock(shared_->mutex);
     shared_->replies.emplace_back(id, accepted);
+    shared_->reply_messages.emplace_back(message);
   }
   std::string Destination() const override { return "recording"; }
 
@@ -82,8 +86,10 @@ class RecordingSink : public BatchSink {
 };
 
 // Leaked on purpose, like the injector's session (threads may outlive a test's scope).
+using WindowRequests = std::function<ControlAnswer(uint32_t, std::string_view, uint64_t)>;
+
 struct World {
-  explicit World(uint64_t budget, bool sink_opens = true)
+  explicit World(uint64_t budget, bool sink_opens = true, WindowRequests windows = nullptr)
       : clock(RangeClock::Detect()),
         buffers(budget, &losses),
         tracker(&clock, &paths, &buffers, &losses) {
@@ -94,7 +100,8 @@ struct World {
     exporter =
         std::make_unique<Exporter>(options,
                                    Exporter::Sources{&paths, &strings, &buffers, &losses, &clock,
-                                                     [this] { return tracker.CountOpenRanges(); }},
+                                                     [this] { return tracker.CountOpenRanges(); },
+                                                     nullptr, std::move(windows)},
                                    std::make_unique<RecordingSink>(shared, sink_opens));
   }
   LossCounters losses;
@@ -222,8 +229,67 @@ TEST(ExporterTest, ControlsAreAnswered) {
   w.exporter->Stop();
   std::lock_guard<std::mutex> lock(w.shared->mutex);
   ASSERT_EQ(w.shared->replies.size(), 2u);
-  EXPECT_EQ(w.shared->replies[0], std::make_pair(uint64_t{6}, false));  // no counter windows yet
+  // No counter windows in this process (no source for them): refused, saying so.
+  EXPECT_EQ(w.shared->replies[0], std::make_pair(uint64_t{6}, false));
+  EXPECT_EQ(w.shared->reply_messages[0], "counter windows are not available in this process");
   EXPECT_EQ(w.shared->replies[1], std::make_pair(uint64_t{5}, true));
+}
+
+// Waits (bounded) until the sink got `n` replies.
+void AwaitReplies(World& w, size_t n) {
+  for (int i = 0; i < 1000; ++i) {
+    {
+      std::lock_guard<std::mutex> lock(w.shared->mutex);
+      if (w.shared->replies.size() >= n) return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+TEST(ExporterTest, CounterWindowControlsGoToTheWindowsAndTheirAnswerIsTheReply) {
+  struct Asked {
+    uint32_t steps;
+    std::string set;
+    uint64_t id;
+  };
+  auto asked = std::make_shared<std::vector<Asked>>();
+  // Stands in for the counter collector: accepts the first window, refuses the next.
+  WindowRequests windows = [asked](uint32_t steps, std::string_view set, uint64_t id) {
+    asked->push_back(Asked{steps, std::string(set), id});
+    if (asked->size() == 1)
+      return ControlAnswer{true, "counting the next 2 steps (full, 6 passes)"};
+    return ControlAnswer{false, "a counter window is already waiting for the next step"};
+  };
+  World& w = *new World(64 << 20, true, windows);
+  {
+    std::lock_guard<std::mutex> lock(w.shared->mutex);
+    fs_control first{};
+    first.id = 21;
+    first.kind = 1;
+    first.steps = 2;
+    // The transport copies the daemon's text into a fixed array; fill it to the last byte to
+    // prove the exporter does not read past it.
+    std::memset(first.metric_set, 'x', sizeof first.metric_set);
+    std::memcpy(first.metric_set, "full", 5);
+    fs_control second = first;
+    second.id = 22;
+    std::memset(second.metric_set, 'c', sizeof second.metric_set);
+    w.shared->controls = {second, first};  // popped from the back: 21 first
+  }
+  w.exporter->Start();
+  AwaitReplies(w, 2);
+  w.exporter->Stop();
+  std::lock_guard<std::mutex> lock(w.shared->mutex);
+  ASSERT_EQ(w.shared->replies.size(), 2u);
+  EXPECT_EQ(w.shared->replies[0], std::make_pair(uint64_t{21}, true));
+  EXPECT_EQ(w.shared->reply_messages[0], "counting the next 2 steps (full, 6 passes)");
+  EXPECT_EQ(w.shared->replies[1], std::make_pair(uint64_t{22}, false));
+  EXPECT_EQ(w.shared->reply_messages[1], "a counter window is already waiting for the next step");
+  ASSERT_EQ(asked->size(), 2u);
+  EXPECT_EQ((*asked)[0].steps, 2u);
+  EXPECT_EQ((*asked)[0].set, "full");
+  EXPECT_EQ((*asked)[0].id, 21u);
+  EXPECT_EQ((*asked)[1].set, std::string(sizeof(fs_control::metric_set), 'c'));
 }
 
 TEST(ExporterTest, ASinkThatCannotOpenNeverBreaksRecording) {

@@ -49,7 +49,7 @@ fs_kernel ToAbi(const KernelRecord& r) {
   kernel.bytes = r.bytes;
   kernel.graph_id = r.graph_id;
   kernel.graph_node_id = r.graph_node_id;
-  kernel.flops = nullptr;  // counter windows come with the FLOPs work
+  kernel.counted = r.counted ? 1 : 0;
   return kernel;
 }
 
@@ -100,6 +100,41 @@ bool EnqueueMetadata(std::string_view key, std::string_view value) noexcept {
     return session->tracker().AppendMetadata(std::string(key), std::string(value));
   } catch (...) {
     return false;
+  }
+}
+
+PhaseContext CurrentPhase() noexcept {
+  Session* session = Session::Current();
+  return session == nullptr ? PhaseContext{} : session->steps().Current();
+}
+
+void SetRangesCounted(bool counted) noexcept {
+  if (Session* session = Session::Current()) session->steps().SetRangesCounted(counted);
+}
+
+size_t EnqueueKernelFlops(std::vector<KernelFlopsRecord>* records) noexcept {
+  Session* session = Session::Current();
+  if (session == nullptr) return 0;
+  try {
+    return session->tracker().AppendKernelFlops(records);
+  } catch (...) {
+    return 0;
+  }
+}
+
+bool EnqueueCounterWindow(CounterWindowRecord record) noexcept {
+  Session* session = Session::Current();
+  if (session == nullptr) return false;
+  try {
+    return session->tracker().AppendWindow(std::move(record));
+  } catch (...) {
+    return false;
+  }
+}
+
+void CountCounterUnmatched(uint64_t records) noexcept {
+  if (Session* session = Session::Current()) {
+    session->losses().Add(LossCause::kCounterUnmatched, records);
   }
 }
 

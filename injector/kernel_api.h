@@ -3,7 +3,9 @@
 #include <cstdint>
 #include <string_view>
 
+#include "injector/counter_records.h"
 #include "injector/range_tracker.h"
+#include "injector/step_tracker.h"
 
 // The injector's internal API for kernel tracing (injector/cupti, through KernelApiSink). Every
 // function is noexcept, callable from any thread (CUPTI callbacks and buffer threads included),
@@ -22,6 +24,7 @@ struct KernelRecord {
   uint32_t block_x = 0, block_y = 0, block_z = 0;
   uint32_t kind = 1;  // flopscope.v1.ActivityKind (1 = kernel)
   uint64_t bytes = 0, graph_id = 0, graph_node_id = 0;
+  bool counted = false;  // launched inside a counter window (kernel replay slowed it)
 };
 
 // The innermost open module range of the calling thread (zeros when none): call at the launch
@@ -42,5 +45,18 @@ void CountCuptiDropped(uint64_t records) noexcept;
 // Buffers a metadata entry (flopscope.v1.Metadata) the injector learned itself, such as
 // `gpu.0.name` or `gpu.status`; false when dropped or no session runs.
 bool EnqueueMetadata(std::string_view key, std::string_view value) noexcept;
+
+// ---- counter windows (FLOPs) ----
+
+// The process's step and phase right now (StepTracker::Current); empty without a session.
+PhaseContext CurrentPhase() noexcept;
+// Turns RangeEvent.counted on or off for the ranges that close from now on.
+void SetRangesCounted(bool counted) noexcept;
+// Buffers counted FLOPs (consumed); returns how many were buffered, the rest counted as
+// BUFFER_FULL.
+size_t EnqueueKernelFlops(std::vector<KernelFlopsRecord>* records) noexcept;
+bool EnqueueCounterWindow(CounterWindowRecord record) noexcept;
+// Counter ranges or launches of a window that could not be paired (LOSS_CAUSE_COUNTER_UNMATCHED).
+void CountCounterUnmatched(uint64_t records) noexcept;
 
 }  // namespace flopscope::injector

@@ -32,4 +32,20 @@ void KernelApiSink::Wake() noexcept {
   if (Exporter* exporter = session->exporter()) exporter->Wake();
 }
 
+PhaseContext KernelApiSink::CurrentPhase() noexcept { return injector::CurrentPhase(); }
+
+void KernelApiSink::SetRangesCounted(bool counted) noexcept { injector::SetRangesCounted(counted); }
+
+size_t KernelApiSink::EnqueueFlops(std::vector<KernelFlopsRecord>* records) noexcept {
+  return EnqueueKernelFlops(records);
+}
+
+void KernelApiSink::WindowClosed(CounterWindowRecord window) noexcept {
+  EnqueueCounterWindow(std::move(window));
+}
+
+void KernelApiSink::CountCounterUnmatched(uint64_t records) noexcept {
+  injector::CountCounterUnmatched(records);
+}
+
 }  // namespace flopscope::injector

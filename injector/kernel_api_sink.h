@@ -15,6 +15,11 @@ class KernelApiSink final : public TraceSink {
   void CountDropped(uint64_t records) noexcept override;
   void CountBufferFull(uint64_t records) noexcept override;
   void Wake() noexcept override;
+  PhaseContext CurrentPhase() noexcept override;
+  void SetRangesCounted(bool counted) noexcept override;
+  size_t EnqueueFlops(std::vector<KernelFlopsRecord>* records) noexcept override;
+  void WindowClosed(CounterWindowRecord window) noexcept override;
+  void CountCounterUnmatched(uint64_t records) noexcept override;
 };
 
 }  // namespace flopscope::injector

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "injector/counter_windows.h"
 #include "injector/identity.h"
 #include "injector/kernel_api.h"
 
@@ -28,6 +29,18 @@ class TraceSink {
   virtual void CountBufferFull(uint64_t records) noexcept = 0;
   // Asks for an early collection cycle (records are piling up).
   virtual void Wake() noexcept = 0;
+
+  // ---- counter windows (injector/cupti/counter_collector.h) ----
+  // The process's step and phase (read at launches inside a window).
+  virtual PhaseContext CurrentPhase() noexcept = 0;
+  // RangeEvent.counted for ranges closing from now on.
+  virtual void SetRangesCounted(bool counted) noexcept = 0;
+  // Counted FLOPs of decoded launches (consumed); returns how many were buffered.
+  virtual size_t EnqueueFlops(std::vector<KernelFlopsRecord>* records) noexcept = 0;
+  // A window is over and all its data decoded.
+  virtual void WindowClosed(CounterWindowRecord window) noexcept = 0;
+  // Counter ranges or launches that could not be paired (LOSS_CAUSE_COUNTER_UNMATCHED).
+  virtual void CountCounterUnmatched(uint64_t records) noexcept = 0;
 };
 
 struct TracingOutcome {
@@ -47,8 +60,10 @@ class KernelTracing {
   virtual bool attempted() const noexcept = 0;
   // The exporter thread, at the start of every cycle: flush what CUPTI holds and hand the
   // attributed records and metadata to the sink. `final` at exit: a forced flush, every waiting
-  // record released, then CUPTI detached.
+  // record released, open counter windows finished, then CUPTI detached.
   virtual void Collect(bool final) noexcept = 0;
+  // Counter windows on this tracing's CUPTI subscription; null when it has none.
+  virtual CounterWindows* counter_windows() noexcept { return nullptr; }
 };
 
 // Null when this build has no CUPTI or FLOPSCOPE_KERNELS=0; `unavailable` then says which.

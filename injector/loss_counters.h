@@ -19,12 +19,13 @@ enum class LossCause : uint32_t {
   kUnclosedRange = 7,
   kCuptiDropped = 8,
   kExitUndelivered = 9,
+  kCounterUnmatched = 10,
 };
 
 // Cumulative per-cause counts for the session. Any thread may add; the exporter snapshots.
 class LossCounters {
  public:
-  static constexpr uint32_t kMaxCause = 9;
+  static constexpr uint32_t kMaxCause = 10;
 
   // Relaxed: each counter is independent and only ever grows; the snapshot needs no ordering
   // with other memory.

@@ -195,6 +195,10 @@ int RangeTracker::Push(const Domain* domain, std::string_view name) {
   frame.domain = domain;
   ++stack.depth;
   state->AddOpen(1);
+  // A step's push may open a counter window: before the timestamp, like the rest of our work.
+  if (domain->is_flopscope && steps_ != nullptr) [[unlikely]] {
+    steps_->Opened(name, path_id, frame.instance_id);
+  }
   frame.start_ns = Now();  // last, so the tool's own work falls outside the range
   return static_cast<int>(stack.depth - 1);
 }
@@ -220,9 +224,15 @@ int RangeTracker::Pop(const Domain* domain) {
   std::copy(stack.frames + index + 1, stack.frames + stack.depth, stack.frames + index);
   --stack.depth;
   state->AddOpen(-1);
+  // Read before the step tracker hears of the pop: the pop of a window's last step closes the
+  // window, and that step is still counted.
+  const uint8_t counted = Counted();
+  if (domain->is_flopscope && steps_ != nullptr) [[unlikely]] {
+    steps_->Closed(frame.instance_id);
+  }
   if (frame.path_id != 0) {
     Emit(state, fs_range_event{frame.path_id, frame.instance_id, frame.parent_instance_id,
-                               state->thread_id, frame.start_ns, end_ns, kPushPop});
+                               state->thread_id, frame.start_ns, end_ns, kPushPop, counted});
   }
   return index;
 }
@@ -238,16 +248,21 @@ uint64_t RangeTracker::Start(const Domain* domain, std::string_view name) {
   if (path_id == 0) losses_->Add(LossCause::kTooManyPaths, 1);
   const uint64_t id = NextInstanceId(state);
   const OpenStartEnd open{path_id, parent == nullptr ? 0 : parent->instance_id, state->thread_id,
-                          Now()};
+                          Now(), domain->is_flopscope};
+  bool stored = false;
   {
     std::lock_guard<std::mutex> lock(start_end_mutex_);
     if (open_start_end_.size() < kMaxOpenStartEnd) {
       open_start_end_.emplace(id, open);
-      return id;
+      stored = true;
     }
   }
-  losses_->Add(LossCause::kStackOverflow, 1);
-  return 0;  // End(0) is ignored: the loss is already counted
+  if (!stored) {
+    losses_->Add(LossCause::kStackOverflow, 1);
+    return 0;  // End(0) is ignored: the loss is already counted
+  }
+  if (open.flopscope && steps_ != nullptr) steps_->Opened(name, path_id, id);
+  return id;
 }
 
 void RangeTracker::End(uint64_t range_id) {
@@ -264,11 +279,12 @@ void RangeTracker::End(uint64_t range_id) {
     open = it->second;
     open_start_end_.erase(it);
   }
-  if (open.path_id == 0) return;
-  ThreadState* state = ThisThread();
-  if (state == nullptr) return;
-  Emit(state, fs_range_event{open.path_id, range_id, open.parent_instance_id, open.thread_id,
-                             open.start_ns, end_ns, kStartEnd});
+  ThreadState* state = open.path_id == 0 ? nullptr : ThisThread();
+  if (state != nullptr) {
+    Emit(state, fs_range_event{open.path_id, range_id, open.parent_instance_id, open.thread_id,
+                               open.start_ns, end_ns, kStartEnd, Counted()});
+  }
+  if (open.flopscope && steps_ != nullptr) steps_->Closed(range_id);
 }
 
 void RangeTracker::Mark(const Domain* domain, std::string_view text) {
@@ -305,6 +321,18 @@ bool RangeTracker::AppendMetadata(std::string key, std::string value) {
   ThreadState* state = ThisThread();
   if (state == nullptr) return false;
   return state->buffer->AppendMetadata(MetadataRecord{std::move(key), std::move(value), Now()});
+}
+
+size_t RangeTracker::AppendKernelFlops(std::vector<KernelFlopsRecord>* records) {
+  ThreadState* state = ThisThread();
+  if (state == nullptr) return 0;
+  return state->buffer->AppendKernelFlops(records);
+}
+
+bool RangeTracker::AppendWindow(CounterWindowRecord record) {
+  ThreadState* state = ThisThread();
+  if (state == nullptr) return false;
+  return state->buffer->AppendWindow(std::move(record));
 }
 
 uint64_t RangeTracker::CountOpenRanges() {

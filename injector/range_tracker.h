@@ -13,6 +13,7 @@
 #include "injector/path_cache.h"
 #include "injector/path_table.h"
 #include "injector/range_clock.h"
+#include "injector/step_tracker.h"
 #include "injector/thread_buffer.h"
 
 namespace flopscope::injector {
@@ -48,6 +49,11 @@ class RangeTracker {
   RangeTracker(const RangeTracker&) = delete;
   RangeTracker& operator=(const RangeTracker&) = delete;
 
+  // Steps and phases: told of every `flopscope`-domain range that opens or closes, and asked at
+  // every range close whether a counter window counts it (RangeEvent.counted). Set once, before
+  // any range is tracked; may stay null.
+  void SetStepTracker(StepTracker* steps) { steps_ = steps; }
+
   // Returns the 0-based nesting level of the new range on its stack, or -1 when not tracked.
   int Push(const Domain* domain, std::string_view name);
   // Closes the innermost open range of `domain` on this thread; returns its level, or -1 when
@@ -67,6 +73,9 @@ class RangeTracker {
   size_t AppendKernels(const fs_kernel* kernels, size_t count);
   // Metadata the injector learns itself (device facts, kernel tracing status), timestamped now.
   bool AppendMetadata(std::string key, std::string value);
+  // Counter windows' records (injector/cupti), appended to the calling thread's buffer.
+  size_t AppendKernelFlops(std::vector<KernelFlopsRecord>* records);
+  bool AppendWindow(CounterWindowRecord record);
 
   // Ranges open right now on live threads plus open start/end ranges (counted as UNCLOSED_RANGE
   // at exit; threads that already exited counted theirs when they did).
@@ -82,6 +91,7 @@ class RangeTracker {
     uint64_t parent_instance_id;
     uint64_t thread_id;
     int64_t start_ns;
+    bool flopscope;  // a step or phase (StepTracker follows it)
   };
 
   ThreadState* ThisThread();
@@ -92,12 +102,14 @@ class RangeTracker {
   uint64_t NextInstanceId(ThreadState* state);
   void Emit(ThreadState* state, const fs_range_event& event);
   int64_t Now() const;  // a raw clock reading
+  uint8_t Counted() const { return steps_ != nullptr && steps_->ranges_counted() ? 1 : 0; }
 
   const uint64_t generation_;  // tells this tracker's thread states from another's
   const RangeClock* const clock_;
   PathTable* const paths_;
   BufferRegistry* const buffers_;
   LossCounters* const losses_;
+  StepTracker* steps_ = nullptr;
   std::atomic<uint64_t> next_instance_block_{0};
 
   // Guards the live-thread list; taken when a thread attaches or exits and by CountOpenRanges.

@@ -67,8 +67,11 @@ Session::Session(InjectorConfig config, SessionIdentity identity)
       tracker_(&clock_, &paths_, &buffers_, &losses_),
       tracing_(
           MakeKernelTracing(&trace_sink_, RealEnv, &tracing_warnings_, &tracing_unavailable_)) {
-  // Set before the session is published: buffers call it from application threads.
+  // Set before the session is published: buffers call it from application threads, and the
+  // tracker reports steps from the first NVTX call on.
   buffers_.SetWakeCallback(&Session::WakeExporter, this);
+  tracker_.SetStepTracker(&steps_);
+  if (tracing_ != nullptr) steps_.SetListener(tracing_->counter_windows());
 }
 
 void Session::WakeExporter(void* session) {
@@ -118,6 +121,9 @@ void Session::StartBackground(StartReason reason) {
       // which also runs CUPTI's final forced flush at exit.
       [this](bool final) {
         if (tracing_ != nullptr) tracing_->Collect(final);
+      },
+      [this](uint32_t steps, std::string_view metric_set, uint64_t control_id) {
+        return RequestCounterWindow(steps, metric_set, control_id);
       }};
   exporter_ = std::make_unique<Exporter>(options, std::move(sources), MakeSink());
   // fork(): the child has a copy of our memory but none of our threads, and any lock another
@@ -159,6 +165,16 @@ void Session::OnCudaInitialized() noexcept {
   } catch (...) {
     // Out of memory formatting the status: tracing itself is attached or not regardless.
   }
+}
+
+ControlAnswer Session::RequestCounterWindow(uint32_t steps, std::string_view metric_set,
+                                            uint64_t control_id) {
+  // Without a driver or kernel tracing there is nothing to count with: say why.
+  if (gpu_status_ == kNoDriverStatus) return ControlAnswer{false, gpu_status_};
+  if (tracing_ == nullptr) return ControlAnswer{false, tracing_unavailable_};
+  CounterWindows* windows = tracing_->counter_windows();
+  if (windows == nullptr) return ControlAnswer{false, "this kernel tracing has no counter windows"};
+  return windows->RequestWindow(steps, metric_set, control_id);
 }
 
 std::unique_ptr<BatchSink> Session::MakeSink() const {

@@ -15,6 +15,7 @@
 #include "injector/path_table.h"
 #include "injector/range_clock.h"
 #include "injector/range_tracker.h"
+#include "injector/step_tracker.h"
 #include "injector/string_table.h"
 #include "injector/thread_buffer.h"
 
@@ -50,6 +51,7 @@ class Session {
   StringTable& strings() { return strings_; }
   LossCounters& losses() { return losses_; }
   BufferRegistry& buffers() { return buffers_; }
+  StepTracker& steps() { return steps_; }
   // Null until the exporter is running (application threads may ask before that).
   Exporter* exporter() { return running_exporter_.load(std::memory_order_acquire); }
   const SessionIdentity& identity() const { return identity_; }
@@ -65,6 +67,9 @@ class Session {
   // Attaches kernel tracing, logs a failure in one line and announces the outcome as metadata.
   std::string AttachKernelTracing();
   std::unique_ptr<BatchSink> MakeSink() const;
+  // A daemon's counter-window control, answered by kernel tracing's counter windows.
+  ControlAnswer RequestCounterWindow(uint32_t steps, std::string_view metric_set,
+                                     uint64_t control_id);
 
   static void WakeExporter(void* session);
   static void OnProcessExit();
@@ -82,13 +87,16 @@ class Session {
   PathTable paths_;
   StringTable strings_;
   BufferRegistry buffers_;
+  StepTracker steps_;
   RangeTracker tracker_;
   KernelApiSink trace_sink_;
+  // Declared before tracing_: its construction writes into them (members are built in
+  // declaration order, and writing into one not built yet is undefined).
+  std::string tracing_unavailable_;  // why tracing_ is null
+  std::vector<std::string> tracing_warnings_;
   // Made in the constructor (no CUDA work), before the session is published: InitializeInjection
   // may reach it from another thread as soon as it is. Null without CUPTI or when turned off.
   std::unique_ptr<KernelTracing> tracing_;
-  std::string tracing_unavailable_;  // why tracing_ is null
-  std::vector<std::string> tracing_warnings_;
   std::unique_ptr<Exporter> exporter_;  // written once, by the starting thread
   std::atomic<Exporter*> running_exporter_{nullptr};
 };

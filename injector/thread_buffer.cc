@@ -9,6 +9,16 @@ uint64_t MetadataBytes(const MetadataRecord& record) {
   return sizeof record + record.key.capacity() + record.value.capacity();
 }
 
+template <typename T>
+void MoveAll(std::vector<T>* from, std::vector<T>* to) {
+  if (to->empty()) {
+    to->swap(*from);
+  } else {
+    for (T& record : *from) to->push_back(std::move(record));
+  }
+  *from = {};
+}
+
 }  // namespace
 
 template <typename Chunk, typename T>
@@ -56,17 +66,39 @@ size_t ThreadBuffer::AppendKernels(const fs_kernel* kernels, size_t count) {
   return count;
 }
 
-bool ThreadBuffer::AppendMetadata(MetadataRecord record) {
-  const uint64_t bytes = MetadataBytes(record);
-  std::lock_guard<std::mutex> lock(mutex_);
+template <typename T>
+bool ThreadBuffer::AppendOwnedLocked(std::vector<T>* records, T record, uint64_t bytes) {
   if (!registry_->TryCharge(bytes)) {
     registry_->losses_->Add(LossCause::kBufferFull, 1);
     return false;
   }
-  metadata_bytes_ += bytes;
-  metadata_.push_back(std::move(record));
+  owned_bytes_ += bytes;
+  records->push_back(std::move(record));
   AfterAppendLocked();
   return true;
+}
+
+bool ThreadBuffer::AppendMetadata(MetadataRecord record) {
+  const uint64_t bytes = MetadataBytes(record);
+  std::lock_guard<std::mutex> lock(mutex_);
+  return AppendOwnedLocked(&metadata_, std::move(record), bytes);
+}
+
+size_t ThreadBuffer::AppendKernelFlops(std::vector<KernelFlopsRecord>* records) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  size_t appended = 0;
+  for (KernelFlopsRecord& record : *records) {
+    const uint64_t bytes = record.Bytes();
+    if (AppendOwnedLocked(&kernel_flops_, std::move(record), bytes)) ++appended;
+  }
+  records->clear();
+  return appended;
+}
+
+bool ThreadBuffer::AppendWindow(CounterWindowRecord record) {
+  const uint64_t bytes = record.Bytes();
+  std::lock_guard<std::mutex> lock(mutex_);
+  return AppendOwnedLocked(&windows_, std::move(record), bytes);
 }
 
 BufferRegistry::BufferRegistry(uint64_t budget_bytes, LossCounters* losses)
@@ -103,7 +135,9 @@ void BufferRegistry::DrainAll(RecordSet* out) {
     std::vector<RangeChunk*> ranges;
     std::vector<KernelChunk*> kernels;
     std::vector<MetadataRecord> metadata;
-    uint64_t metadata_bytes;
+    std::vector<KernelFlopsRecord> kernel_flops;
+    std::vector<CounterWindowRecord> windows;
+    uint64_t owned_bytes;
     bool orphaned;
     {
       // Swap under the lock (constant time) so the owner thread never waits for the copy.
@@ -111,15 +145,18 @@ void BufferRegistry::DrainAll(RecordSet* out) {
       std::swap(ranges, buffer->ranges_);
       std::swap(kernels, buffer->kernels_);
       std::swap(metadata, buffer->metadata_);
-      metadata_bytes = std::exchange(buffer->metadata_bytes_, 0);
+      std::swap(kernel_flops, buffer->kernel_flops_);
+      std::swap(windows, buffer->windows_);
+      owned_bytes = std::exchange(buffer->owned_bytes_, 0);
       buffer->waiting_ = 0;
       orphaned = buffer->orphaned_;
     }
     TakeChunks(&ranges, &range_pool_, &out->ranges);
     TakeChunks(&kernels, &kernel_pool_, &out->kernels);
-    for (auto& record : metadata) out->metadata.push_back(std::move(record));
-    metadata = {};
-    Refund(metadata_bytes);
+    MoveAll(&metadata, &out->metadata);
+    MoveAll(&kernel_flops, &out->kernel_flops);
+    MoveAll(&windows, &out->windows);
+    Refund(owned_bytes);
     if (orphaned) {
       appended_by_freed_buffers_ += buffer->appended_total_;
       delete buffer;

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "injector/counter_records.h"
 #include "injector/loss_counters.h"
 #include "injector/record_chunks.h"
 #include "injector/transport/transport_abi.h"
@@ -23,14 +24,18 @@ struct MetadataRecord {
   int64_t time_ns = 0;
 };
 
-// Records taken out of the buffers, in the ABI's own layouts (no conversion on the hot path).
-// Kernel records never carry counters here (fs_kernel::flops is null).
+// Records taken out of the buffers, ranges and kernels in the ABI's own layouts (no conversion
+// on the hot path); counter records own their strings.
 struct RecordSet {
   std::vector<fs_range_event> ranges;
   std::vector<fs_kernel> kernels;
   std::vector<MetadataRecord> metadata;
+  std::vector<KernelFlopsRecord> kernel_flops;
+  std::vector<CounterWindowRecord> windows;
 
-  size_t size() const { return ranges.size() + kernels.size() + metadata.size(); }
+  size_t size() const {
+    return ranges.size() + kernels.size() + metadata.size() + kernel_flops.size() + windows.size();
+  }
 };
 
 // The records one thread produced that the exporter has not taken yet. Only its owner thread
@@ -47,6 +52,10 @@ class ThreadBuffer {
   // Kernel records arrive from the tracer in batches: one lock for all. Returns how many fitted.
   size_t AppendKernels(const fs_kernel* kernels, size_t count);
   bool AppendMetadata(MetadataRecord record);
+  // Counted FLOPs and counter windows (the exporter thread, when a window's data is decoded).
+  // Returns how many of the records fitted; the rest are counted as BUFFER_FULL.
+  size_t AppendKernelFlops(std::vector<KernelFlopsRecord>* records);
+  bool AppendWindow(CounterWindowRecord record);
 
  private:
   friend class BufferRegistry;
@@ -58,6 +67,9 @@ class ThreadBuffer {
 
   template <typename Chunk, typename T>
   bool AppendLocked(std::vector<Chunk*>* chunks, ChunkPool<Chunk>* pool, const T& record);
+  // Appends an owned record charged by its Bytes() to the budget (owned_bytes_).
+  template <typename T>
+  bool AppendOwnedLocked(std::vector<T>* records, T record, uint64_t bytes);
   void AfterAppendLocked();
 
   BufferRegistry* const registry_;
@@ -67,7 +79,9 @@ class ThreadBuffer {
   std::vector<RangeChunk*> ranges_;  // the last one is being filled
   std::vector<KernelChunk*> kernels_;
   std::vector<MetadataRecord> metadata_;
-  uint64_t metadata_bytes_ = 0;  // what metadata_ holds of the session's budget
+  std::vector<KernelFlopsRecord> kernel_flops_;
+  std::vector<CounterWindowRecord> windows_;
+  uint64_t owned_bytes_ = 0;     // what metadata_, kernel_flops_ and windows_ hold of the budget
   uint64_t appended_total_ = 0;  // for statistics only
   size_t waiting_ = 0;           // records appended since the last drain
   bool orphaned_ = false;        // the owner thread has exited

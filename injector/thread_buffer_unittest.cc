@@ -7,7 +7,7 @@
 namespace flopscope::injector {
 namespace {
 
-fs_range_event Event(uint64_t n) { return fs_range_event{1, n, 0, 7, 10, 20, 1}; }
+fs_range_event Event(uint64_t n) { return fs_range_event{1, n, 0, 7, 10, 20, 1, 0}; }
 
 TEST(ThreadBufferTest, RecordsComeOutInOrderAndReleaseTheirBudget) {
   LossCounters losses;

@@ -1,13 +1,15 @@
 -- One file per job and rank: <data_dir>/jobs/<job>/rank-<NNNNN>.sqlite (DESIGN: Storage).
--- Applied on every open, so every statement is idempotent. Later migrations check
--- schema_version and move it forward; version 1 is this file.
+-- Applied on every open, so every statement is idempotent; version 2 is this file. Files written
+-- by version 1 lack some columns, which CREATE TABLE IF NOT EXISTS cannot add: the daemon adds them
+-- (daemon/rank_schema.h) and then moves schema_version forward. Columns added since version 1 are
+-- marked "(v2)" and carry a DEFAULT, as ALTER TABLE ... ADD COLUMN requires.
 --
 -- Conventions: `sid` is the local integer key of a session (one process instance). Protobuf
 -- uint64 values (ids, correlation ids, thread ids) are stored bit-for-bit in INTEGER columns, so
 -- values above 2^63 read back negative in plain SQL; the daemon casts them back.
 
 CREATE TABLE IF NOT EXISTS schema_version(version INTEGER NOT NULL);
-INSERT INTO schema_version(version) SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM schema_version);
+INSERT INTO schema_version(version) SELECT 2 WHERE NOT EXISTS (SELECT 1 FROM schema_version);
 
 -- Identity from the SessionHello, and how far the session got. last_seq is the highest batch
 -- sequence number committed; a batch at or below it is a duplicate.
@@ -59,7 +61,9 @@ CREATE TABLE IF NOT EXISTS range_events(
   thread_id INTEGER NOT NULL,
   start_ns INTEGER NOT NULL,
   end_ns INTEGER NOT NULL,
-  kind INTEGER NOT NULL
+  kind INTEGER NOT NULL,
+  -- (v2) 1: closed while a counter window was open (replay-slowed): kept out of every rollup.
+  counted INTEGER NOT NULL DEFAULT 0
 );
 
 -- GPU activities. Deliberately no secondary index: ingest speed comes first, and reports read
@@ -84,11 +88,16 @@ CREATE TABLE IF NOT EXISTS kernels(
   kind INTEGER NOT NULL,
   bytes INTEGER NOT NULL,
   graph_id INTEGER NOT NULL,
-  graph_node_id INTEGER NOT NULL
+  graph_node_id INTEGER NOT NULL,
+  -- (v2) 1: launched inside a counter window (replay-serialised): kept out of every rollup.
+  counted INTEGER NOT NULL DEFAULT 0
 );
 
--- Counted FLOPs of the kernels profiled in counter windows. tensor: JSON object
--- {"<source>": flops, ...}; raw: the serialized flopscope.v1.FlopCounters, kept for audit.
+-- Counted FLOPs of the kernels profiled in counter windows (flopscope.v1.KernelFlops). tensor:
+-- JSON object {"<source>": flops, ...}; raw: the serialized flopscope.v1.FlopCounters, kept for
+-- audit; counted_step: the process's step ordinal, -1 when no step was open (files of version 1
+-- hold 0 there for "no step"). The attribution columns were joined from `kernels` when a version 1
+-- file was upgraded; phase_path_id is 0 in such rows.
 CREATE TABLE IF NOT EXISTS kernel_flops(
   sid INTEGER NOT NULL,
   correlation_id INTEGER NOT NULL,
@@ -97,7 +106,28 @@ CREATE TABLE IF NOT EXISTS kernel_flops(
   fp16 REAL NOT NULL,
   tensor TEXT NOT NULL,
   raw BLOB NOT NULL,
-  counted_step INTEGER NOT NULL
+  counted_step INTEGER NOT NULL,
+  path_id INTEGER NOT NULL DEFAULT 0,            -- (v2)
+  range_instance_id INTEGER NOT NULL DEFAULT 0,  -- (v2)
+  name_id INTEGER NOT NULL DEFAULT 0,            -- (v2)
+  device_id INTEGER NOT NULL DEFAULT 0,          -- (v2)
+  phase_path_id INTEGER NOT NULL DEFAULT 0       -- (v2)
+);
+
+-- (v2) Counter windows as the process reported them (flopscope.v1.CounterWindowRecord).
+CREATE TABLE IF NOT EXISTS counter_windows(
+  sid INTEGER NOT NULL,
+  first_step INTEGER NOT NULL,
+  last_step INTEGER NOT NULL,
+  trigger TEXT NOT NULL,
+  metric_set TEXT NOT NULL,
+  chip TEXT NOT NULL,
+  passes INTEGER NOT NULL,
+  kernels_counted INTEGER NOT NULL,
+  ranges_unmatched INTEGER NOT NULL,
+  start_ns INTEGER NOT NULL,
+  end_ns INTEGER NOT NULL,
+  status TEXT NOT NULL
 );
 
 CREATE TABLE IF NOT EXISTS metadata(
@@ -116,11 +146,14 @@ CREATE TABLE IF NOT EXISTS losses(
 ) WITHOUT ROWID;
 
 -- The rollup kept current at ingest: SELF figures of each range path (path_id 0 holds the
--- kernels launched with no range open). Reports add descendants themselves.
+-- kernels launched with no range open). Reports add descendants themselves. Counted range events
+-- and activities (counted = 1) are left out of calls .. gpu_time_ns, of memory_stats and of
+-- instance_stats: kernel replay slowed them down (DESIGN: FLOPs).
 --   calls, cpu_time_ns, min_ns, max_ns: closed range events of the path (push to pop);
 --   kernels, gpu_time_ns: kernels attributed to the path, durations summed (memcpy / memset
 --     are in memory_stats; files written before kernel tracing counted them here too);
---   flops: counted FLOPs of those activities, NULL while none was counted.
+--   flops: counted FLOPs of the path's kernel_flops rows, all precisions, NULL while none;
+--   counted_kernels (v2): how many kernel_flops rows those are.
 CREATE TABLE IF NOT EXISTS module_stats(
   sid INTEGER NOT NULL,
   path_id INTEGER NOT NULL,
@@ -131,7 +164,41 @@ CREATE TABLE IF NOT EXISTS module_stats(
   kernels INTEGER NOT NULL DEFAULT 0,
   gpu_time_ns INTEGER NOT NULL DEFAULT 0,
   flops REAL,
+  counted_kernels INTEGER NOT NULL DEFAULT 0,
   PRIMARY KEY(sid, path_id)
+) WITHOUT ROWID;
+
+-- (v2) Counted FLOPs by precision, kept current at ingest like module_stats. precision: "fp64",
+-- "fp32", "fp16" (CUDA cores) or "tensor:<source>"; kernels: kernel_flops rows with FLOPs of
+-- that precision (a kernel counts under each precision it used).
+--   module_flops: SELF figures per range path (KernelFlops.path_id);
+--   phase_flops: per innermost `flopscope`-domain path open at launch (KernelFlops.phase_path_id,
+--     0: none); reports add nested phases to the enclosing ones.
+CREATE TABLE IF NOT EXISTS module_flops(
+  sid INTEGER NOT NULL,
+  path_id INTEGER NOT NULL,
+  precision TEXT NOT NULL,
+  flops REAL NOT NULL DEFAULT 0,
+  kernels INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY(sid, path_id, precision)
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS phase_flops(
+  sid INTEGER NOT NULL,
+  phase_path_id INTEGER NOT NULL,
+  precision TEXT NOT NULL,
+  flops REAL NOT NULL DEFAULT 0,
+  kernels INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY(sid, phase_path_id, precision)
+) WITHOUT ROWID;
+
+-- (v2) The steps a session counted: every counted_step >= 0 of its kernel_flops rows and every
+-- step of its windows that did not fail. Reports divide counted FLOPs by how many there are (one
+-- for a session with counted FLOPs but no step marks).
+CREATE TABLE IF NOT EXISTS counted_steps(
+  sid INTEGER NOT NULL,
+  step INTEGER NOT NULL,
+  PRIMARY KEY(sid, step)
 ) WITHOUT ROWID;
 
 -- Memory copies and sets, apart from kernels: SELF figures per path and kind (2 memcpy,

@@ -2,25 +2,13 @@
 
 #include <dlfcn.h>
 
-#include <vector>
+#include "counters/cupti_library.h"
 
 namespace flopscope::injector::cupti {
 namespace {
 
-#ifndef FLOPSCOPE_CUPTI_TOOLKIT_LIBRARY
-#define FLOPSCOPE_CUPTI_TOOLKIT_LIBRARY ""
-#endif
-
-// RTLD_LOCAL: CUPTI's symbols stay out of the job's global scope. RTLD_NOW: a library that lacks
-// what it needs fails here, in one place, rather than in the middle of a callback.
-void* Open(const std::string& path, std::string* why) {
-  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (handle == nullptr) {
-    const char* message = dlerror();
-    *why = message != nullptr ? message : "dlopen failed";
-  }
-  return handle;
-}
+static_assert(kMinimumCuptiVersion == counters::kMinimumCuptiVersion,
+              "the tracer and the library that opens libcupti must agree on its oldest version");
 
 template <typename Fn>
 bool Resolve(void* handle, const char* name, Fn* slot, bool required, std::string* missing) {
@@ -59,14 +47,6 @@ bool ResolveAll(void* handle, CuptiApi* api, std::string* missing) {
   return ok;
 }
 
-std::vector<std::string> Candidates(const std::string& explicit_path) {
-  if (!explicit_path.empty()) return {explicit_path};
-  std::vector<std::string> paths = {"libcupti.so.13"};
-  const std::string toolkit = FLOPSCOPE_CUPTI_TOOLKIT_LIBRARY;
-  if (!toolkit.empty()) paths.push_back(toolkit);
-  return paths;
-}
-
 }  // namespace
 
 bool CuptiApi::Complete() const {
@@ -86,33 +66,21 @@ std::string CuptiApi::ResultText(CUptiResult result) const {
 }
 
 bool LoadCupti(const std::string& explicit_path, LoadedCupti* out, std::string* error) {
-  std::string tried;
-  for (const std::string& path : Candidates(explicit_path)) {
-    std::string why;
-    void* handle = Open(path, &why);
-    if (handle == nullptr) {
-      tried += (tried.empty() ? "" : "; ") + why;
-      continue;
-    }
-    LoadedCupti loaded;
-    loaded.path = path;
-    std::string missing;
-    if (!ResolveAll(handle, &loaded.api, &missing)) {
-      *error = path + " lacks " + missing;
-      return false;
-    }
-    if (loaded.api.get_version(&loaded.version) != CUPTI_SUCCESS ||
-        loaded.version < kMinimumCuptiVersion) {
-      *error = path + " is CUPTI API version " + std::to_string(loaded.version) +
-               "; this injector parses the records of version " +
-               std::to_string(kMinimumCuptiVersion) + " or later (set FLOPSCOPE_CUPTI_PATH)";
-      return false;
-    }
-    *out = loaded;
-    return true;
+  // Finding and opening libcupti (search order, version check) is shared with the counter
+  // library, which needs the same copy for the Profiler Host API.
+  counters::CuptiLibrary library;
+  if (!counters::OpenCuptiLibrary(explicit_path, &library, error)) return false;
+  LoadedCupti loaded;
+  loaded.path = library.path;
+  loaded.version = library.version;
+  loaded.handle = library.handle;
+  std::string missing;
+  if (!ResolveAll(library.handle, &loaded.api, &missing)) {
+    *error = library.path + " lacks " + missing;
+    return false;
   }
-  *error = "libcupti not found (" + tried + "; set FLOPSCOPE_CUPTI_PATH)";
-  return false;
+  *out = loaded;
+  return true;
 }
 
 }  // namespace flopscope::injector::cupti

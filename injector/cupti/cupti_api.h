@@ -51,6 +51,8 @@ struct LoadedCupti {
   CuptiApi api;
   std::string path;  // what was opened
   uint32_t version = 0;
+  void* handle = nullptr;  // the dlopen handle (never closed): the counter windows resolve
+                           // the range profiler and the Host API from it
 };
 
 // Opens libcupti (never closed: CUPTI keeps threads and callbacks into it) and resolves the

@@ -7,13 +7,18 @@ KernelJoiner::KernelJoiner(const LaunchRing* ring, const GraphNodeTable* nodes, 
 
 KernelJoiner::Result KernelJoiner::Attribute(KernelRecord* record) {
   RangeContext context;
+  bool counted = false;
+  const LaunchRing::Outcome launch =
+      ring_->Find(static_cast<uint32_t>(record->correlation_id), &context, &counted);
+  // Counted or not is a property of the launch (for a graph node: of the graph launch).
+  record->counted = launch == LaunchRing::Outcome::kFound && counted;
   if (record->graph_node_id != 0 && nodes_->Find(record->graph_node_id, &context)) {
     record->path_id = context.path_id;
     record->range_instance_id = 0;
     ++counters_.by_graph_node;
     return Result::kDone;
   }
-  switch (ring_->Find(static_cast<uint32_t>(record->correlation_id), &context)) {
+  switch (launch) {
     case LaunchRing::Outcome::kFound:
       record->path_id = context.path_id;
       record->range_instance_id = context.instance_id;

@@ -20,6 +20,7 @@ namespace flopscope::injector::cupti {
 //  - when that launch was not seen yet, the activity waits (whichever of the two arrives first
 //    is fine) for `max_age` aging passes, then is released to the root and counted as
 //    launch-not-seen; so is an activity whose ring slot was reused.
+// KernelRecord::counted comes from the launch's ring entry (a counter window counted it).
 //
 // Not thread-safe: the tracer calls it under its join mutex.
 class KernelJoiner {

@@ -123,6 +123,20 @@ TEST_F(KernelJoinerTest, GraphKernelsBelongToTheRangeThatCapturedTheirNode) {
   EXPECT_EQ(joiner_.counters().by_launch, 1u);
 }
 
+TEST_F(KernelJoinerTest, KernelsCarryTheCountedFlagOfTheirLaunch) {
+  ring_.Record(1, RangeContext{10, 100}, /*counted=*/true);
+  ring_.Record(2, RangeContext{10, 100});
+  ring_.Record(3, RangeContext{10, 100}, /*counted=*/true);  // a graph launch in a window
+  nodes_.NodeCreated(77, RangeContext{20, 200});
+  const std::vector<KernelRecord> out = Join({Kernel(1), Kernel(2), GraphKernel(3, 77)});
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_TRUE(out[0].counted);
+  EXPECT_FALSE(out[1].counted);
+  EXPECT_TRUE(out[2].counted);                // replayed inside the window
+  EXPECT_EQ(out[2].path_id, 20u);             // still attributed to its node's capture range
+  EXPECT_EQ(out[0].range_instance_id, 100u);  // the flag is not part of the instance
+}
+
 TEST_F(KernelJoinerTest, EveryKernelOfOneGraphLaunchFindsTheLaunch) {
   ring_.Record(10, RangeContext{11, 111});
   std::vector<KernelRecord> replay;

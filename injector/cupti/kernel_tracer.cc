@@ -16,9 +16,9 @@ constexpr CUpti_ActivityKind kOptionalKinds[] = {
     CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET,
     CUPTI_ACTIVITY_KIND_DEVICE};
 
-constexpr CUpti_CallbackIdResource kResourceCallbacks[] = {CUPTI_CBID_RESOURCE_CONTEXT_CREATED,
-                                                           CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
-                                                           CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED};
+constexpr CUpti_CallbackIdResource kResourceCallbacks[] = {
+    CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING,
+    CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED};
 
 std::string VersionText(uint32_t version) {
   // CUPTI_API_VERSION 130001 is CUDA 13.0, CUPTI update 1.
@@ -29,11 +29,14 @@ std::string VersionText(uint32_t version) {
 }  // namespace
 
 KernelTracer::KernelTracer(TraceSink* sink, TracerOptions options, std::optional<CuptiApi> api,
-                           uint32_t ring_slots)
+                           uint32_t ring_slots, std::unique_ptr<CounterCollector> counters)
     : sink_(sink),
       options_(std::move(options)),
       ring_slots_(ring_slots),
-      injected_api_(std::move(api)) {}
+      injected_api_(std::move(api)),
+      counters_(std::move(counters)) {
+  if (counters_ != nullptr) counters_->UseAttentionFlag(&counter_attention_);
+}
 
 KernelTracer::~KernelTracer() {
   // Only tests destroy tracers (the injector's lives until the process ends).
@@ -66,21 +69,28 @@ bool KernelTracer::attempted() const noexcept {
 TracingOutcome KernelTracer::AttachLocked() {
   std::string path = "a CUPTI table given by the caller";
   uint32_t version = CUPTI_API_VERSION;
+  void* handle = nullptr;
   if (injected_api_.has_value()) {
     api_ = *injected_api_;
   } else {
     LoadedCupti loaded;
     std::string error;
     if (!LoadCupti(options_.cupti_path, &loaded, &error)) {
+      if (counters_ != nullptr) counters_->Unavailable(error);
       return TracingOutcome{false, error + ": NVTX ranges only"};
     }
     api_ = loaded.api;
     path = loaded.path;
     version = loaded.version;
+    handle = loaded.handle;
   }
-  if (!api_.Complete()) return TracingOutcome{false, "CUPTI is incomplete: NVTX ranges only"};
+  if (!api_.Complete()) {
+    if (counters_ != nullptr) counters_->Unavailable("CUPTI is incomplete");
+    return TracingOutcome{false, "CUPTI is incomplete: NVTX ranges only"};
+  }
   KernelTracer* expected = nullptr;
   if (!active_.compare_exchange_strong(expected, this)) {
+    if (counters_ != nullptr) counters_->Unavailable("another kernel tracer holds CUPTI");
     return TracingOutcome{false, "another kernel tracer is active in this process"};
   }
   ring_ = std::make_unique<LaunchRing>(ring_slots_);
@@ -127,9 +137,11 @@ TracingOutcome KernelTracer::AttachLocked() {
     const std::string status = DescribeAttachFailure(step, result, api_.ResultText(result), holder);
     Detach(/*finalize=*/false);
     active_.store(nullptr, std::memory_order_release);
+    if (counters_ != nullptr) counters_->Unavailable(status);
     return TracingOutcome{false, status};
   }
   EnableActivityKinds();
+  if (counters_ != nullptr) counters_->Bind(api_, handle);
   // A forked child has none of CUPTI's threads; flushing there would hang or duplicate the
   // parent's records. Registered once per process, after the first successful attach.
   static const bool registered = pthread_atfork(nullptr, nullptr, &OnForkChild) == 0;
@@ -140,10 +152,13 @@ TracingOutcome KernelTracer::AttachLocked() {
 
 bool KernelTracer::EnableApiCallbacks(CUpti_CallbackDomain domain, uint32_t end_cbid) {
   bool any = false;
+  if (domain == CUPTI_CB_DOMAIN_DRIVER_API) driver_roles_.assign(end_cbid, CallbackRole::kIgnore);
   for (uint32_t cbid = 1; cbid < end_cbid; ++cbid) {
     const char* name = nullptr;
     if (api_.get_callback_name(domain, cbid, &name) != CUPTI_SUCCESS || name == nullptr) continue;
-    if (ClassifyApiCallback(name) == CallbackRole::kIgnore) continue;
+    const CallbackRole role = ClassifyApiCallback(name);
+    if (role == CallbackRole::kIgnore) continue;
+    if (domain == CUPTI_CB_DOMAIN_DRIVER_API) driver_roles_[cbid] = role;
     if (api_.enable_callback(1, subscriber_, domain, cbid) == CUPTI_SUCCESS) {
       ++enabled_api_callbacks_;
       any = true;
@@ -184,8 +199,13 @@ void CUPTIAPI KernelTracer::OnCallback(void* userdata, CUpti_CallbackDomain doma
   auto* self = static_cast<KernelTracer*>(userdata);
   if (self == nullptr || data == nullptr || !self->live_.load(std::memory_order_acquire)) return;
   if (domain == CUPTI_CB_DOMAIN_DRIVER_API || domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
-    // The hot path: every launch of the job passes here, on the launching thread.
+    // The hot path: every launch of the job passes here, on the launching thread. Outside
+    // counter windows they cost it one relaxed load.
     const auto* call = static_cast<const CUpti_CallbackData*>(data);
+    if (self->counter_attention_.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+      self->OnApiCallbackCounting(domain, cbid, *call);
+      return;
+    }
     if (call->callbackSite != CUPTI_API_ENTER) return;
     self->ring_->Record(call->correlationId, self->sink_->CurrentContext());
     return;
@@ -199,8 +219,52 @@ void CUPTIAPI KernelTracer::OnCallback(void* userdata, CUpti_CallbackDomain doma
   }
 }
 
+void KernelTracer::OnApiCallbackCounting(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                         const CUpti_CallbackData& call) {
+  if (call.callbackSite != CUPTI_API_ENTER) {
+    CountedExit(domain, cbid, call);
+    return;
+  }
+  const RangeContext range = sink_->CurrentContext();
+  const bool counted = CountedEnter(domain, cbid, call, range);
+  ring_->Record(call.correlationId, range, counted);
+}
+
+bool KernelTracer::CountedEnter(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                const CUpti_CallbackData& call, RangeContext range) {
+  // Ordinals come from the driver domain only: every launch goes through it (runtime launches
+  // and cuBLAS's included), and counting both domains would give one kernel two ordinals.
+  // Other activities are counted while a window counts (kernel replay slows them too).
+  // GPU-TODO: whether a kernel's activity record carries the runtime call's correlation id or
+  // the driver call's (the runtime one then gets counting_now(), not the collector's answer),
+  // and whether memset/memcpy APIs that the driver implements with kernels make auto ranges
+  // (they get no ordinal: such a range would show as a count mismatch, never a shift).
+  if (domain != CUPTI_CB_DOMAIN_DRIVER_API || cbid >= driver_roles_.size()) {
+    return counters_->counting_now();
+  }
+  const CallbackRole role = driver_roles_[cbid];
+  if (role != CallbackRole::kLaunch && role != CallbackRole::kGraphLaunch) {
+    return counters_->counting_now();
+  }
+  return counters_->OnLaunchEnter(call, role == CallbackRole::kGraphLaunch, range);
+}
+
+void KernelTracer::CountedExit(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                               const CUpti_CallbackData& call) {
+  if (domain != CUPTI_CB_DOMAIN_DRIVER_API || cbid >= driver_roles_.size()) return;
+  const CallbackRole role = driver_roles_[cbid];
+  if (role == CallbackRole::kLaunch || role == CallbackRole::kGraphLaunch) {
+    counters_->OnLaunchExit(call);
+  }
+}
+
 void KernelTracer::OnResource(CUpti_CallbackId cbid, const void* data) {
   const auto* resource = static_cast<const CUpti_ResourceData*>(data);
+  if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
+    // Its profiler's last pass is decoded now, while the context still exists.
+    if (counters_ != nullptr) counters_->OnContextDestroying(resource->context);
+    return;
+  }
   if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED) {
     uint32_t device = 0;
     if (api_.get_device_id(resource->context, &device) != CUPTI_SUCCESS) return;
@@ -208,6 +272,8 @@ void KernelTracer::OnResource(CUpti_CallbackId cbid, const void* data) {
     params.structSize = CUpti_Device_GetChipName_Params_STRUCT_SIZE;
     params.deviceIndex = device;
     if (api_.device_get_chip_name(&params) != CUPTI_SUCCESS || params.pChipName == nullptr) return;
+    if (counters_ != nullptr)
+      counters_->OnContextCreated(resource->context, device, params.pChipName);
     std::vector<MetadataPair> metadata;
     devices_.AddChip(device, params.pChipName, &metadata);
     outbox_.Add({}, &metadata);
@@ -296,6 +362,8 @@ void KernelTracer::Collect(bool final) noexcept {
   } catch (...) {
     // Out of memory while delivering: what was taken is lost, the job goes on.
   }
+  // Before detaching: at exit, running profilers are stopped and their last passes decoded.
+  if (counters_ != nullptr) counters_->Collect(final);
   if (final) Detach(options_.finalize_at_exit);
 }
 
@@ -341,19 +409,3 @@ uint64_t CUPTIAPI KernelTracer::RealtimeTimestamp() {
 }
 
 }  // namespace flopscope::injector::cupti
-
-namespace flopscope::injector {
-
-std::unique_ptr<KernelTracing> MakeKernelTracing(TraceSink* sink, const EnvLookup& env,
-                                                 std::vector<std::string>* warnings,
-                                                 std::string* unavailable) {
-  cupti::TracerOptions options = cupti::TracerOptionsFromEnvironment(env);
-  warnings->insert(warnings->end(), options.warnings.begin(), options.warnings.end());
-  if (!options.enabled) {
-    *unavailable = "kernel tracing turned off (FLOPSCOPE_KERNELS=0): NVTX ranges only";
-    return nullptr;
-  }
-  return std::make_unique<cupti::KernelTracer>(sink, std::move(options));
-}
-
-}  // namespace flopscope::injector

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "injector/cupti/activity_buffer_pool.h"
+#include "injector/cupti/callback_roles.h"
+#include "injector/cupti/counter_collector.h"
 #include "injector/cupti/cupti_api.h"
 #include "injector/cupti/device_catalog.h"
 #include "injector/cupti/graph_node_table.h"
@@ -25,7 +27,8 @@ namespace flopscope::injector::cupti {
 // Kernel, memcpy and memset tracing with CUPTI, attributed to NVTX module ranges.
 //
 //   launch callback (application thread, CUPTI_API_ENTER of every launch / memcpy / memset API
-//   of the driver and runtime domains) -> LaunchRing[correlation id] = current range
+//   of the driver and runtime domains) -> LaunchRing[correlation id] = current range (+ the
+//   counter windows, when one is open or finishing: CounterCollector)
 //   resource callbacks -> graph node ranges (GraphNodeTable), device chips (DeviceCatalog)
 //   buffer completed (any thread) -> parse -> intern names -> join -> TraceOutbox
 //   exporter cycle (Collect) -> cuptiActivityFlushAll -> outbox into the session
@@ -41,9 +44,11 @@ namespace flopscope::injector::cupti {
 class KernelTracer : public KernelTracing {
  public:
   // `api`: use this table instead of loading libcupti (tests, bench). `ring_slots`: LaunchRing
-  // size.
+  // size. `counters`: the counter windows riding on this tracer's subscription (none: no
+  // windows).
   KernelTracer(TraceSink* sink, TracerOptions options, std::optional<CuptiApi> api = std::nullopt,
-               uint32_t ring_slots = LaunchRing::kDefaultSlots);
+               uint32_t ring_slots = LaunchRing::kDefaultSlots,
+               std::unique_ptr<CounterCollector> counters = nullptr);
   KernelTracer(const KernelTracer&) = delete;
   KernelTracer& operator=(const KernelTracer&) = delete;
   ~KernelTracer() override;
@@ -51,6 +56,7 @@ class KernelTracer : public KernelTracing {
   TracingOutcome Attach() noexcept override;
   bool attempted() const noexcept override;
   void Collect(bool final) noexcept override;
+  CounterWindows* counter_windows() noexcept override { return counters_.get(); }
 
   // CUPTI's entry points into the tracer; public so tests and bench/launch_overhead can drive
   // them with synthetic data exactly as CUPTI would.
@@ -71,6 +77,16 @@ class KernelTracer : public KernelTracing {
   void EnableActivityKinds();
   void Detach(bool finalize);
   void OnResource(CUpti_CallbackId cbid, const void* data);
+  // A driver or runtime API callback while counter windows want launches: the launch path's
+  // whole work then (ring record included). Out of line and cold: inlined, its live values
+  // made every launch's callback save five registers first, ~2 ns per launch outside windows.
+  [[gnu::noinline, gnu::cold]] void OnApiCallbackCounting(CUpti_CallbackDomain domain,
+                                                          CUpti_CallbackId cbid,
+                                                          const CUpti_CallbackData& call);
+  bool CountedEnter(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                    const CUpti_CallbackData& call, RangeContext range);
+  void CountedExit(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                   const CUpti_CallbackData& call);
   void ProcessBuffer(CUcontext context, uint32_t stream_id, uint8_t* buffer, size_t valid_size);
   void Deliver(bool final);
   static void OnForkChild();
@@ -89,6 +105,13 @@ class KernelTracer : public KernelTracing {
   CuptiApi api_;  // written before active_ is published, read-only afterwards
   CUpti_SubscriberHandle subscriber_ = nullptr;
   uint64_t enabled_api_callbacks_ = 0;
+  // CallbackRole of each driver-API callback id (filled while enabling, before any callback).
+  std::vector<CallbackRole> driver_roles_;
+
+  // The counter windows, and the flag the launch path loads: nonzero while a window is open or
+  // a profiler still runs (the collector keeps it here; always zero without counter windows).
+  std::unique_ptr<CounterCollector> counters_;
+  std::atomic<uint32_t> counter_attention_{0};
 
   std::unique_ptr<LaunchRing> ring_;          // set before callbacks are enabled
   std::unique_ptr<ActivityBufferPool> pool_;  // set before buffer callbacks are registered

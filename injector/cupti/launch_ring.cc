@@ -18,7 +18,7 @@ constexpr int kReadAttempts = 8;
 LaunchRing::LaunchRing(uint32_t slots)
     : mask_(RoundUpToPowerOfTwo(slots) - 1), slots_(new Slot[mask_ + 1]) {}
 
-void LaunchRing::Record(uint32_t correlation_id, RangeContext context) noexcept {
+void LaunchRing::Record(uint32_t correlation_id, RangeContext context, bool counted) noexcept {
   Slot& slot = slots_[correlation_id & mask_];
   uint32_t sequence = slot.sequence.load(std::memory_order_relaxed);
   // Odd: a writer is in the slot now. Taking the slot with a CAS keeps two writers from
@@ -33,12 +33,13 @@ void LaunchRing::Record(uint32_t correlation_id, RangeContext context) noexcept 
   std::atomic_thread_fence(std::memory_order_release);
   slot.correlation_id.store(correlation_id, std::memory_order_relaxed);
   slot.path_id.store(context.path_id, std::memory_order_relaxed);
-  slot.instance_id.store(context.instance_id, std::memory_order_relaxed);
+  slot.instance_id.store(context.instance_id | (counted ? kCountedBit : 0),
+                         std::memory_order_relaxed);
   slot.sequence.store(sequence + 2, std::memory_order_release);
 }
 
-LaunchRing::Outcome LaunchRing::Find(uint32_t correlation_id,
-                                     RangeContext* context) const noexcept {
+LaunchRing::Outcome LaunchRing::Find(uint32_t correlation_id, RangeContext* context,
+                                     bool* counted) const noexcept {
   const Slot& slot = slots_[correlation_id & mask_];
   for (int attempt = 0; attempt < kReadAttempts; ++attempt) {
     const uint32_t before = slot.sequence.load(std::memory_order_acquire);
@@ -53,7 +54,8 @@ LaunchRing::Outcome LaunchRing::Find(uint32_t correlation_id,
     // Ids wrap at 2^32: compare by signed distance.
     const int32_t distance = static_cast<int32_t>(stored_id - correlation_id);
     if (distance == 0) {
-      *context = stored;
+      *context = RangeContext{stored.path_id, stored.instance_id & ~kCountedBit};
+      if (counted != nullptr) *counted = (stored.instance_id & kCountedBit) != 0;
       return Outcome::kFound;
     }
     return distance > 0 ? Outcome::kOverwritten : Outcome::kNotYet;

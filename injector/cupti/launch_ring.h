@@ -8,8 +8,8 @@
 
 namespace flopscope::injector::cupti {
 
-// correlation id -> the range open on the launching thread, written at every launch callback
-// and read when the GPU activity arrives.
+// correlation id -> the range open on the launching thread (and whether the launch was counted
+// in a counter window), written at every launch callback and read when the GPU activity arrives.
 //
 // CUPTI hands out correlation ids from one process-wide increasing counter, so a ring indexed by
 // `id mod slots` is a hash table that needs no hashing, no allocation and no lock: the launching
@@ -37,8 +37,10 @@ class LaunchRing {
   LaunchRing(const LaunchRing&) = delete;
   LaunchRing& operator=(const LaunchRing&) = delete;
 
-  void Record(uint32_t correlation_id, RangeContext context) noexcept;
-  Outcome Find(uint32_t correlation_id, RangeContext* context) const noexcept;
+  // `counted`: the launch ran inside a counter window (kernel replay serialised it).
+  void Record(uint32_t correlation_id, RangeContext context, bool counted = false) noexcept;
+  Outcome Find(uint32_t correlation_id, RangeContext* context,
+               bool* counted = nullptr) const noexcept;
 
   uint32_t slots() const { return mask_ + 1; }
   // Writes dropped because another writer held the slot.
@@ -49,8 +51,11 @@ class LaunchRing {
     std::atomic<uint32_t> sequence{0};
     std::atomic<uint32_t> correlation_id{0};
     std::atomic<uint64_t> path_id{0};
+    // The range's instance id, with kCountedBit set for a counted launch: instance ids count up
+    // from 1 and never reach 2^63, and the bit keeps the slot at 24 bytes.
     std::atomic<uint64_t> instance_id{0};
   };
+  static constexpr uint64_t kCountedBit = uint64_t{1} << 63;
 
   uint32_t mask_;
   std::unique_ptr<Slot[]> slots_;

@@ -20,6 +20,20 @@ TEST(LaunchRingTest, FindsWhatWasRecorded) {
   ASSERT_EQ(ring.Find(5, &found), LaunchRing::Outcome::kFound);
 }
 
+TEST(LaunchRingTest, TheCountedBitTravelsApartFromTheInstance) {
+  LaunchRing ring(16);
+  ring.Record(7, RangeContext{3, 0x7fffffffffffffffull}, /*counted=*/true);
+  ring.Record(8, RangeContext{4, 42});
+  RangeContext found;
+  bool counted = false;
+  ASSERT_EQ(ring.Find(7, &found, &counted), LaunchRing::Outcome::kFound);
+  EXPECT_TRUE(counted);
+  EXPECT_EQ(found.instance_id, 0x7fffffffffffffffull);  // the largest instance, intact
+  ASSERT_EQ(ring.Find(8, &found, &counted), LaunchRing::Outcome::kFound);
+  EXPECT_FALSE(counted);
+  EXPECT_EQ(found.instance_id, 42u);
+}
+
 TEST(LaunchRingTest, AnIdNotRecordedYetIsNotYet) {
   LaunchRing ring(16);
   RangeContext found;

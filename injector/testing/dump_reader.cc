@@ -28,6 +28,38 @@ std::vector<std::string> SplitTabs(const std::string& line) {
   return fields;
 }
 
+Dump::Flops ParseFlops(const std::vector<std::string>& f) {
+  Dump::Flops k;
+  k.correlation_id = std::stoull(f[1]);
+  k.path_id = std::stoull(f[2]);
+  k.range_instance_id = std::stoull(f[3]);
+  k.name_id = static_cast<uint32_t>(std::stoul(f[4]));
+  k.device_id = static_cast<uint32_t>(std::stoul(f[5]));
+  k.phase_path_id = std::stoull(f[6]);
+  k.counted_step = std::stoll(f[7]);
+  k.fp64 = std::stod(f[8]);
+  k.fp32 = std::stod(f[9]);
+  k.fp16 = std::stod(f[10]);
+  k.tensor = std::stod(f[11]);
+  return k;
+}
+
+Dump::Window ParseWindow(const std::vector<std::string>& f) {
+  Dump::Window w;
+  w.first_step = std::stoll(f[1]);
+  w.last_step = std::stoll(f[2]);
+  w.trigger = f[3];
+  w.metric_set = f[4];
+  w.chip = f[5];
+  w.passes = static_cast<uint32_t>(std::stoul(f[6]));
+  w.kernels_counted = std::stoull(f[7]);
+  w.ranges_unmatched = std::stoull(f[8]);
+  w.start_ns = std::stoll(f[9]);
+  w.end_ns = std::stoll(f[10]);
+  w.status = f[11];
+  return w;
+}
+
 }  // namespace
 
 std::string Dump::PathOf(uint64_t id) const {
@@ -77,14 +109,15 @@ Dump ReadDump(const std::string& file) {
         Dump::Path path{std::stoull(f[1]), std::stoull(f[2]), f[3], f[4]};
         if (dump.paths.count(path.id)) dump.problems.push_back("path defined twice: " + line);
         dump.paths[path.id] = path;
-      } else if (kind == "range" && f.size() == 8) {
+      } else if (kind == "range" && f.size() == 9) {
         Dump::Range r{std::stoull(f[1]),
                       std::stoull(f[2]),
                       std::stoull(f[3]),
                       std::stoull(f[4]),
                       std::stoll(f[5]),
                       std::stoll(f[6]),
-                      static_cast<uint32_t>(std::stoul(f[7]))};
+                      static_cast<uint32_t>(std::stoul(f[7])),
+                      f[8] == "1"};
         if (!dump.paths.count(r.path_id)) dump.problems.push_back("range before its path: " + line);
         dump.ranges.push_back(r);
       } else if (kind == "meta" && f.size() == 4) {
@@ -93,10 +126,15 @@ Dump ReadDump(const std::string& file) {
         dump.losses[static_cast<uint32_t>(std::stoul(f[1]))] = std::stoull(f[2]);
       } else if (kind == "string" && f.size() == 3) {
         dump.strings[static_cast<uint32_t>(std::stoul(f[1]))] = f[2];
-      } else if (kind == "kernel" && f.size() == 7) {
+      } else if (kind == "flops" && f.size() == 12) {
+        dump.flops.push_back(ParseFlops(f));
+      } else if (kind == "window" && f.size() == 12) {
+        dump.windows.push_back(ParseWindow(f));
+      } else if (kind == "kernel" && f.size() == 8) {
         Dump::Kernel k{std::stoull(f[1]), std::stoull(f[2]),
                        std::stoull(f[3]), static_cast<uint32_t>(std::stoul(f[4])),
-                       std::stoll(f[5]),  std::stoll(f[6])};
+                       std::stoll(f[5]),  std::stoll(f[6]),
+                       f[7] == "1"};
         if (k.path_id != 0 && !dump.paths.count(k.path_id)) {
           dump.problems.push_back("kernel before its path: " + line);
         }

@@ -17,15 +17,34 @@ struct Dump {
     uint64_t path_id = 0, instance_id = 0, parent_instance_id = 0, thread_id = 0;
     int64_t start_ns = 0, end_ns = 0;
     uint32_t kind = 0;
+    bool counted = false;
   };
   struct Kernel {
     uint64_t correlation_id = 0, path_id = 0, range_instance_id = 0;
     uint32_t name_id = 0;
     int64_t start_ns = 0, end_ns = 0;
+    bool counted = false;
+  };
+  struct Flops {
+    uint64_t correlation_id = 0, path_id = 0, range_instance_id = 0;
+    uint32_t name_id = 0, device_id = 0;
+    uint64_t phase_path_id = 0;
+    int64_t counted_step = -1;
+    double fp64 = 0, fp32 = 0, fp16 = 0, tensor = 0;
+  };
+  struct Window {
+    int64_t first_step = -1, last_step = -1;
+    std::string trigger, metric_set, chip;
+    uint32_t passes = 0;
+    uint64_t kernels_counted = 0, ranges_unmatched = 0;
+    int64_t start_ns = 0, end_ns = 0;
+    std::string status;
   };
   std::vector<std::string> hello;  // the hello line's fields after "hello"
   std::map<uint32_t, std::string> strings;
   std::vector<Kernel> kernels;
+  std::vector<Flops> flops;
+  std::vector<Window> windows;
   std::map<uint64_t, Path> paths;
   std::vector<Range> ranges;
   std::vector<std::pair<std::string, std::string>> metadata;

@@ -47,7 +47,6 @@ void EncodeFlops(const fs_flop_counters& flops, v1::FlopCounters* out) {
     raw->set_metric(Str(flops.raw[i].metric));
     raw->set_value(flops.raw[i].value);
   }
-  out->set_counted_step(flops.counted_step);
 }
 
 void EncodeKernel(const fs_kernel& kernel, v1::KernelRecord* out) {
@@ -70,7 +69,32 @@ void EncodeKernel(const fs_kernel& kernel, v1::KernelRecord* out) {
   out->set_bytes(kernel.bytes);
   out->set_graph_id(kernel.graph_id);
   out->set_graph_node_id(kernel.graph_node_id);
-  if (kernel.flops != nullptr) EncodeFlops(*kernel.flops, out->mutable_flops());
+  out->set_counted(kernel.counted != 0);
+}
+
+void EncodeKernelFlops(const fs_kernel_flops& kernel, v1::KernelFlops* out) {
+  out->set_correlation_id(kernel.correlation_id);
+  out->set_path_id(kernel.path_id);
+  out->set_range_instance_id(kernel.range_instance_id);
+  out->set_name_id(kernel.name_id);
+  out->set_device_id(kernel.device_id);
+  out->set_phase_path_id(kernel.phase_path_id);
+  out->set_counted_step(kernel.counted_step);
+  EncodeFlops(kernel.flops, out->mutable_flops());
+}
+
+void EncodeWindow(const fs_counter_window& window, v1::CounterWindowRecord* out) {
+  out->set_first_step(window.first_step);
+  out->set_last_step(window.last_step);
+  out->set_trigger(Str(window.trigger));
+  out->set_metric_set(Str(window.metric_set));
+  out->set_chip(Str(window.chip));
+  out->set_passes(window.passes);
+  out->set_kernels_counted(window.kernels_counted);
+  out->set_ranges_unmatched(window.ranges_unmatched);
+  out->set_start_ns(window.start_ns);
+  out->set_end_ns(window.end_ns);
+  out->set_status(Str(window.status));
 }
 
 void EncodeLosses(const fs_batch& batch, const TransportLosses& extra, v1::Batch* out) {
@@ -137,10 +161,18 @@ void EncodeBatch(const fs_batch& batch, uint64_t seq, bool drop_records,
       range->set_start_ns(r.start_ns);
       range->set_end_ns(r.end_ns);
       range->set_kind(static_cast<v1::RangeKind>(r.kind));
+      range->set_counted(r.counted != 0);
     }
     for (uint32_t i = 0; i < batch.num_kernels; ++i) {
       EncodeKernel(batch.kernels[i], out->add_kernels());
     }
+    for (uint32_t i = 0; i < batch.num_kernel_flops; ++i) {
+      EncodeKernelFlops(batch.kernel_flops[i], out->add_kernel_flops());
+    }
+  }
+  // Windows are few and say which steps were counted: kept even when records are dropped.
+  for (uint32_t i = 0; i < batch.num_windows; ++i) {
+    EncodeWindow(batch.windows[i], out->add_windows());
   }
   for (uint32_t i = 0; i < batch.num_metadata; ++i) {
     auto* m = out->add_metadata();
@@ -153,7 +185,7 @@ void EncodeBatch(const fs_batch& batch, uint64_t seq, bool drop_records,
 }
 
 uint64_t DroppableRecords(const fs_batch& batch) {
-  return uint64_t{batch.num_ranges} + batch.num_kernels;
+  return uint64_t{batch.num_ranges} + batch.num_kernels + batch.num_kernel_flops;
 }
 
 }  // namespace flopscope::transport

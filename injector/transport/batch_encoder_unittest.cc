@@ -72,8 +72,107 @@ TEST(BatchEncoderTest, KernelsAndStringsAreCopied) {
   EXPECT_EQ(batch.kernels(0).correlation_id(), 77u);
   EXPECT_EQ(batch.kernels(0).grid_x(), 128u);
   EXPECT_EQ(batch.kernels(0).kind(), v1::ACTIVITY_KIND_KERNEL);
-  EXPECT_FALSE(batch.kernels(0).has_flops());
+  EXPECT_FALSE(batch.kernels(0).counted());
   EXPECT_EQ(DroppableRecords(view), 1u);
+}
+
+TEST(BatchEncoderTest, CountedFlagsTravelOnRangesAndKernels) {
+  fs_range_event ranges[2] = {{1, 1, 0, 42, 100, 200, 1, 0}, {1, 2, 0, 42, 300, 400, 1, 1}};
+  fs_kernel kernel{};
+  kernel.correlation_id = 5;
+  kernel.kind = 1;
+  kernel.counted = 1;
+  fs_batch view{};
+  view.ranges = ranges;
+  view.num_ranges = 2;
+  view.kernels = &kernel;
+  view.num_kernels = 1;
+  v1::Batch batch;
+  EncodeBatch(view, 1, false, TransportLosses{}, &batch);
+  ASSERT_EQ(batch.ranges_size(), 2);
+  EXPECT_FALSE(batch.ranges(0).counted());
+  EXPECT_TRUE(batch.ranges(1).counted());
+  ASSERT_EQ(batch.kernels_size(), 1);
+  EXPECT_TRUE(batch.kernels(0).counted());
+}
+
+// A v2 batch with one kernel's FLOPs and one window, encoded, serialized, parsed back.
+TEST(BatchEncoderTest, KernelFlopsAndWindowsRoundTrip) {
+  const std::string tf32 = "tf32_dst_fp32", fp8 = "fp8";
+  const std::string ffma = "sm__sass_thread_inst_executed_op_ffma_pred_on.sum";
+  const std::string trigger = "env: steps=3-4", set = "full", chip = "GH100", status = "";
+  const fs_tensor_flops tensor[2] = {{testing::Str(tf32), 2.5e9}, {testing::Str(fp8), 1e6}};
+  const fs_raw_counter raw[1] = {{testing::Str(ffma), 1024}};
+  fs_kernel_flops flops{};
+  flops.correlation_id = 91;
+  flops.path_id = 4;
+  flops.range_instance_id = 17;
+  flops.name_id = 3;
+  flops.device_id = 1;
+  flops.phase_path_id = 9;
+  flops.counted_step = 3;
+  flops.flops = fs_flop_counters{1.0, 2048.0, 8.0, tensor, 2, raw, 1};
+  fs_counter_window window{};
+  window.first_step = 3;
+  window.last_step = 4;
+  window.trigger = testing::Str(trigger);
+  window.metric_set = testing::Str(set);
+  window.chip = testing::Str(chip);
+  window.status = testing::Str(status);
+  window.passes = 6;
+  window.kernels_counted = 120;
+  window.ranges_unmatched = 2;
+  window.start_ns = 1000;
+  window.end_ns = 5000;
+  fs_batch view{};
+  view.kernel_flops = &flops;
+  view.num_kernel_flops = 1;
+  view.windows = &window;
+  view.num_windows = 1;
+  EXPECT_EQ(DroppableRecords(view), 1u);  // the window is not a droppable record
+
+  v1::Batch encoded;
+  EncodeBatch(view, 8, false, TransportLosses{}, &encoded);
+  v1::Batch batch;
+  ASSERT_TRUE(batch.ParseFromString(encoded.SerializeAsString()));
+  ASSERT_EQ(batch.kernel_flops_size(), 1);
+  const v1::KernelFlops& k = batch.kernel_flops(0);
+  EXPECT_EQ(k.correlation_id(), 91u);
+  EXPECT_EQ(k.path_id(), 4u);
+  EXPECT_EQ(k.range_instance_id(), 17u);
+  EXPECT_EQ(k.name_id(), 3u);
+  EXPECT_EQ(k.device_id(), 1u);
+  EXPECT_EQ(k.phase_path_id(), 9u);
+  EXPECT_EQ(k.counted_step(), 3);
+  EXPECT_DOUBLE_EQ(k.flops().fp64(), 1.0);
+  EXPECT_DOUBLE_EQ(k.flops().fp32(), 2048.0);
+  EXPECT_DOUBLE_EQ(k.flops().fp16(), 8.0);
+  ASSERT_EQ(k.flops().tensor_size(), 2);
+  EXPECT_EQ(k.flops().tensor(0).source(), tf32);
+  EXPECT_DOUBLE_EQ(k.flops().tensor(0).flops(), 2.5e9);
+  EXPECT_EQ(k.flops().tensor(1).source(), fp8);
+  ASSERT_EQ(k.flops().raw_size(), 1);
+  EXPECT_EQ(k.flops().raw(0).metric(), ffma);
+  EXPECT_DOUBLE_EQ(k.flops().raw(0).value(), 1024);
+  ASSERT_EQ(batch.windows_size(), 1);
+  const v1::CounterWindowRecord& w = batch.windows(0);
+  EXPECT_EQ(w.first_step(), 3);
+  EXPECT_EQ(w.last_step(), 4);
+  EXPECT_EQ(w.trigger(), trigger);
+  EXPECT_EQ(w.metric_set(), "full");
+  EXPECT_EQ(w.chip(), "GH100");
+  EXPECT_EQ(w.passes(), 6u);
+  EXPECT_EQ(w.kernels_counted(), 120u);
+  EXPECT_EQ(w.ranges_unmatched(), 2u);
+  EXPECT_EQ(w.start_ns(), 1000);
+  EXPECT_EQ(w.end_ns(), 5000);
+  EXPECT_EQ(w.status(), "");
+
+  // Over the pending bound the FLOPs go with the other records; the window stays.
+  v1::Batch dropped;
+  EncodeBatch(view, 9, /*drop_records=*/true, TransportLosses{}, &dropped);
+  EXPECT_EQ(dropped.kernel_flops_size(), 0);
+  EXPECT_EQ(dropped.windows_size(), 1);
 }
 
 TEST(BatchEncoderTest, DroppingRecordsKeepsDefinitionsMetadataAndLosses) {

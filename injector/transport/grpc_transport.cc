@@ -129,8 +129,9 @@ void GrpcTransport::Submit(const fs_batch& batch) {
     bytes = message->ByteSizeLong();
   }
   const v1::Batch& encoded = message->batch();
-  const uint64_t kept =
-      uint64_t(encoded.ranges_size()) + encoded.kernels_size() + encoded.metadata_size();
+  const uint64_t kept = uint64_t(encoded.ranges_size()) + encoded.kernels_size() +
+                        encoded.metadata_size() + encoded.kernel_flops_size() +
+                        encoded.windows_size();
   pending_.Push(PendingBatch{seq, std::move(message), kept, bytes, /*salvage=*/false});
   ++stats_.batches_submitted;
   writer_wake_.notify_one();
@@ -329,6 +330,8 @@ bool GrpcTransport::HandleRejection(const grpc::Status& status,
     v1::Batch* cut = salvage->mutable_batch();
     cut->clear_ranges();
     cut->clear_kernels();
+    cut->clear_kernel_flops();
+    cut->clear_windows();
     cut->clear_metadata();
     const uint64_t bytes = salvage->ByteSizeLong();
     pending_.Replace(PendingBatch{seq, std::move(salvage), 0, bytes, /*salvage=*/true});

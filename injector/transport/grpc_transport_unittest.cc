@@ -66,6 +66,43 @@ TEST_F(GrpcTransportTest, SendsHelloThenBatchesAndCollectsAcks) {
   EXPECT_EQ(stats.records_dropped, 0u);
 }
 
+// ABI v2's counter records (kernel FLOPs, counter windows) reach the collector.
+TEST_F(GrpcTransportTest, CounterWindowsAndKernelFlopsReachTheCollector) {
+  FakeCollector collector(socket());
+  auto transport = Connect();
+  const std::string fp32 = "tf32_dst_fp32", trigger = "daemon: control 3", set = "cheap";
+  const fs_tensor_flops tensor{Str(fp32), 64.0};
+  fs_kernel_flops flops{};
+  flops.correlation_id = 12;
+  flops.counted_step = 4;
+  flops.flops.fp32 = 128.0;
+  flops.flops.tensor = &tensor;
+  flops.flops.num_tensor = 1;
+  fs_counter_window window{};
+  window.first_step = 4;
+  window.last_step = 5;
+  window.trigger = Str(trigger);
+  window.metric_set = Str(set);
+  window.kernels_counted = 1;
+  fs_batch batch{};
+  batch.kernel_flops = &flops;
+  batch.num_kernel_flops = 1;
+  batch.windows = &window;
+  batch.num_windows = 1;
+  transport->Submit(batch);
+  ASSERT_TRUE(transport->Flush(kLongWaitMs));
+  const std::vector<v1::Batch> committed = collector.committed();
+  ASSERT_EQ(committed.size(), 1u);
+  ASSERT_EQ(committed[0].kernel_flops_size(), 1);
+  EXPECT_EQ(committed[0].kernel_flops(0).correlation_id(), 12u);
+  EXPECT_EQ(committed[0].kernel_flops(0).counted_step(), 4);
+  EXPECT_DOUBLE_EQ(committed[0].kernel_flops(0).flops().fp32(), 128.0);
+  EXPECT_EQ(committed[0].kernel_flops(0).flops().tensor(0).source(), fp32);
+  ASSERT_EQ(committed[0].windows_size(), 1);
+  EXPECT_EQ(committed[0].windows(0).trigger(), trigger);
+  EXPECT_EQ(committed[0].windows(0).last_step(), 5);
+}
+
 TEST_F(GrpcTransportTest, WaitsForADaemonThatStartsLater) {
   auto transport = Connect();
   TestBatch a(1, 1, 2);

@@ -28,7 +28,9 @@
 extern "C" {
 #endif
 
-#define FS_TRANSPORT_ABI_VERSION 1u
+/* 2: counter windows (FLOPs): `counted` on ranges and kernels, fs_kernel_flops and
+ * fs_counter_window records; fs_kernel lost its flops pointer. */
+#define FS_TRANSPORT_ABI_VERSION 2u
 
 typedef struct fs_str {
   const char* data; /* not NUL-terminated necessarily */
@@ -72,7 +74,8 @@ typedef struct fs_range_path {
 typedef struct fs_range_event {
   uint64_t path_id, instance_id, parent_instance_id, thread_id;
   int64_t start_ns, end_ns;
-  uint32_t kind; /* flopscope.v1.RangeKind */
+  uint32_t kind;   /* flopscope.v1.RangeKind */
+  uint8_t counted; /* closed while a counter window was open */
 } fs_range_event;
 
 typedef struct fs_tensor_flops {
@@ -91,7 +94,6 @@ typedef struct fs_flop_counters {
   uint32_t num_tensor;
   const fs_raw_counter* raw;
   uint32_t num_raw;
-  int64_t counted_step;
 } fs_flop_counters;
 
 typedef struct fs_kernel {
@@ -101,8 +103,26 @@ typedef struct fs_kernel {
   uint32_t grid_x, grid_y, grid_z, block_x, block_y, block_z;
   uint32_t kind; /* flopscope.v1.ActivityKind */
   uint64_t bytes, graph_id, graph_node_id;
-  const fs_flop_counters* flops; /* NULL outside counter windows */
+  uint8_t counted; /* launched inside a counter window: kernel replay serialised it */
 } fs_kernel;
+
+/* flopscope.v1.KernelFlops: the counted FLOPs of one launch of a counter window. */
+typedef struct fs_kernel_flops {
+  uint64_t correlation_id, path_id, range_instance_id;
+  uint32_t name_id, device_id;
+  uint64_t phase_path_id;
+  int64_t counted_step; /* -1 when no step was open */
+  fs_flop_counters flops;
+} fs_kernel_flops;
+
+/* flopscope.v1.CounterWindowRecord */
+typedef struct fs_counter_window {
+  int64_t first_step, last_step;
+  fs_str trigger, metric_set, chip, status;
+  uint32_t passes;
+  uint64_t kernels_counted, ranges_unmatched;
+  int64_t start_ns, end_ns;
+} fs_counter_window;
 
 typedef struct fs_metadata {
   fs_str key, value;
@@ -128,6 +148,10 @@ typedef struct fs_batch {
   const fs_loss* losses;
   uint32_t num_losses;
   uint8_t final;
+  const fs_kernel_flops* kernel_flops;
+  uint32_t num_kernel_flops;
+  const fs_counter_window* windows;
+  uint32_t num_windows;
 } fs_batch;
 
 typedef struct fs_transport_options {
@@ -159,7 +183,8 @@ typedef struct fs_transport_api {
                           size_t err_size);
   /* Encodes and queues one batch under the next sequence number; returns at once. When the
    * pending queue is over max_pending_bytes the batch keeps its definitions (strings, paths),
-   * metadata and losses, drops its records and counts them as DAEMON_UNREACHABLE. */
+   * metadata, counter windows and losses, drops its records (ranges, kernels, kernel FLOPs) and
+   * counts them as DAEMON_UNREACHABLE. */
   void (*submit)(fs_transport* t, const fs_batch* batch);
   /* Waits until every submitted batch is acknowledged, or timeout_ms passes: 1 if all were. */
   int (*flush)(fs_transport* t, int64_t timeout_ms);

@@ -75,4 +75,57 @@ uint64_t RecordingSink::wakes() {
   return wakes_;
 }
 
+void RecordingSink::SetPhase(PhaseContext phase) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  phase_ = phase;
+}
+
+PhaseContext RecordingSink::CurrentPhase() noexcept {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return phase_;
+}
+
+void RecordingSink::SetRangesCounted(bool counted) noexcept {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ranges_counted_ = counted;
+}
+
+size_t RecordingSink::EnqueueFlops(std::vector<KernelFlopsRecord>* records) noexcept {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const size_t count = records->size();
+  for (KernelFlopsRecord& record : *records) flops_.push_back(std::move(record));
+  records->clear();
+  return count;
+}
+
+void RecordingSink::WindowClosed(CounterWindowRecord window) noexcept {
+  std::lock_guard<std::mutex> lock(mutex_);
+  windows_.push_back(std::move(window));
+}
+
+void RecordingSink::CountCounterUnmatched(uint64_t records) noexcept {
+  std::lock_guard<std::mutex> lock(mutex_);
+  unmatched_ += records;
+}
+
+std::vector<KernelFlopsRecord> RecordingSink::flops() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return flops_;
+}
+
+std::vector<CounterWindowRecord> RecordingSink::windows() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return windows_;
+}
+
+uint64_t RecordingSink::unmatched() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return unmatched_;
+}
+
+bool RecordingSink::ranges_counted() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return ranges_counted_;
+}
+
 }  // namespace flopscope::injector::cupti::testing

@@ -11,10 +11,12 @@
 namespace flopscope::injector::cupti::testing {
 
 // A TraceSink that keeps everything it is given. The range "open" on a thread is whatever that
-// thread last passed to SetThreadContext. Thread-safe.
+// thread last passed to SetThreadContext; the process's phase is whatever SetPhase said last.
+// Thread-safe.
 class RecordingSink : public TraceSink {
  public:
   static void SetThreadContext(RangeContext context);
+  void SetPhase(PhaseContext phase);
 
   RangeContext CurrentContext() noexcept override;
   uint32_t InternName(std::string_view mangled_name) noexcept override;
@@ -23,6 +25,11 @@ class RecordingSink : public TraceSink {
   void CountDropped(uint64_t records) noexcept override;
   void CountBufferFull(uint64_t records) noexcept override;
   void Wake() noexcept override;
+  PhaseContext CurrentPhase() noexcept override;
+  void SetRangesCounted(bool counted) noexcept override;
+  size_t EnqueueFlops(std::vector<KernelFlopsRecord>* records) noexcept override;
+  void WindowClosed(CounterWindowRecord window) noexcept override;
+  void CountCounterUnmatched(uint64_t records) noexcept override;
 
   std::vector<KernelRecord> records();
   std::vector<std::pair<std::string, std::string>> metadata();
@@ -30,6 +37,10 @@ class RecordingSink : public TraceSink {
   uint64_t dropped();
   uint64_t buffer_full();
   uint64_t wakes();
+  std::vector<KernelFlopsRecord> flops();
+  std::vector<CounterWindowRecord> windows();
+  uint64_t unmatched();
+  bool ranges_counted();
 
  private:
   std::mutex mutex_;  // guards everything below
@@ -39,6 +50,11 @@ class RecordingSink : public TraceSink {
   uint64_t dropped_ = 0;
   uint64_t buffer_full_ = 0;
   uint64_t wakes_ = 0;
+  PhaseContext phase_;
+  bool ranges_counted_ = false;
+  std::vector<KernelFlopsRecord> flops_;
+  std::vector<CounterWindowRecord> windows_;
+  uint64_t unmatched_ = 0;
 };
 
 }  // namespace flopscope::injector::cupti::testing

@@ -24,7 +24,7 @@ class TestBatch {
       paths_.push_back(fs_range_path{first_path_id + i, 0, Str(names_.back()), Str(domain_)});
     }
     for (int i = 0; i < ranges; ++i) {
-      ranges_.push_back(fs_range_event{first_path_id, uint64_t(i) + 1, 0, 42, 100, 200, 1});
+      ranges_.push_back(fs_range_event{first_path_id, uint64_t(i) + 1, 0, 42, 100, 200, 1, 0});
     }
     for (int i = 0; i < metadata; ++i) {
       names_.push_back("key" + std::to_string(i));

@@ -1,0 +1,53 @@
+#pragma once
+
+#include <cstddef>
+#include <list>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "daemon/sqlite_db.h"
+
+namespace flopscope::daemon {
+
+// Read connections to rank files, kept open between reports. Opening a rank file costs more than
+// reading a small one (SQLite parses the schema, the daemon checks its version), and
+// `flopscope ranks` reads every rank of a job each time; with the connections kept, a repeated
+// listing only runs the queries.
+//
+// A connection is taken for one report and given back after it; idle ones are kept up to
+// `capacity`, the least recently used closed first. No transaction stays open on an idle
+// connection (RankReader::Read commits), so the writer's checkpoints are never held back.
+//
+// Thread-safe: a mutex guards the idle list; connections themselves are used by one report at a
+// time (taken out of the list), and opened and closed outside the lock.
+class ReaderPool {
+ public:
+  explicit ReaderPool(size_t capacity) : capacity_(capacity) {}
+
+  // How many idle connections the process can afford: a share of its open-file limit (each
+  // connection holds the database and its WAL open), at most 4096.
+  static size_t CapacityForFileLimit();
+
+  // An idle connection to `path`, else a new one (RankReader::Open).
+  absl::StatusOr<std::unique_ptr<SqliteDb>> Take(const std::string& path) ABSL_LOCKS_EXCLUDED(mu_);
+  // Keeps `db` for the next report on its file. Give back only connections whose last read
+  // succeeded; a failed one is simply dropped.
+  void GiveBack(std::unique_ptr<SqliteDb> db) ABSL_LOCKS_EXCLUDED(mu_);
+
+  size_t idle() ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  using Idle = std::list<std::unique_ptr<SqliteDb>>;  // most recently used first
+
+  const size_t capacity_;
+  absl::Mutex mu_;
+  Idle idle_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, Idle::iterator> by_path_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace flopscope::daemon

@@ -1,0 +1,103 @@
+#include "daemon/step_rollup.h"
+
+#include <algorithm>
+
+#include "absl/container/flat_hash_map.h"
+
+namespace flopscope::daemon {
+namespace {
+
+template <typename T>
+T& Slot(std::vector<T>& slots, int index) {
+  if (static_cast<size_t>(index) >= slots.size()) slots.resize(static_cast<size_t>(index) + 1);
+  return slots[static_cast<size_t>(index)];
+}
+
+}  // namespace
+
+void StepRollup::AddRank(const RankStepFigures& figures, const Resolve& resolve) {
+  any_rank_ = true;
+  window_requested_ = window_requested_ || figures.window_requested;
+  steps_marked_ = std::max(steps_marked_, figures.steps_marked);
+  if (figures.first_step <= figures.last_step) {
+    first_step_ = window_seen_ ? std::min(first_step_, figures.first_step) : figures.first_step;
+    last_step_ = window_seen_ ? std::max(last_step_, figures.last_step) : figures.last_step;
+    window_seen_ = true;
+  }
+  uncounted_steps_ += figures.uncounted_steps;
+  counted_in_window_ += figures.counted_steps.size();
+  counted_steps_.insert(figures.counted_steps.begin(), figures.counted_steps.end());
+  AddPhases(figures, resolve);
+  AddModules(figures, resolve);
+}
+
+void StepRollup::AddPhases(const RankStepFigures& figures, const Resolve& resolve) {
+  // This rank's sum per (phase, bucket): paths of one phase name share their steps.
+  absl::flat_hash_map<std::pair<int, int64_t>, int64_t> per_bucket;
+  for (const PathStepFigures& path : figures.phases) {
+    const StepTarget target = resolve(path.sid, path.path_id);
+    if (target.phase < 0) continue;
+    PhaseSamples& phase = Slot(phases_, target.phase);
+    phase.seen = true;
+    phase.calls += path.occurrences;
+    phase.cpu_time_ns += path.cpu_time_ns;
+    for (const BucketSum& sum : path.buckets) per_bucket[{target.phase, sum.bucket}] += sum.cpu_ns;
+  }
+  for (const auto& [key, ns] : per_bucket) phases_[key.first].samples.push_back(ns);
+}
+
+void StepRollup::AddModules(const RankStepFigures& figures, const Resolve& resolve) {
+  // This rank's (CPU, busy) sums per (module, step): a restarted rank's sessions add up.
+  absl::flat_hash_map<std::pair<int, int64_t>, std::pair<int64_t, int64_t>> per_step;
+  for (const PathStepFigures& path : figures.modules) {
+    const StepTarget target = resolve(path.sid, path.path_id);
+    if (target.module < 0 || target.phase >= 0) continue;
+    ModuleSamples& module = Slot(modules_, target.module);
+    module.gpu = module.gpu || path.gpu;
+    for (const BucketSum& sum : path.buckets) {
+      std::pair<int64_t, int64_t>& entry = per_step[{target.module, sum.bucket}];
+      entry.first += sum.cpu_ns;
+      entry.second += sum.busy_ns;
+    }
+  }
+  for (const auto& [key, sums] : per_step) {
+    modules_[key.first].cpu_ns.push_back(sums.first);
+    modules_[key.first].busy_ns.push_back(sums.second);
+  }
+}
+
+void StepRollup::FillPhase(int index, v1::PhaseStats* row) const {
+  if (static_cast<size_t>(index) >= phases_.size() || !phases_[index].seen) return;
+  const PhaseSamples& phase = phases_[index];
+  const SampleSummary summary = Summarize(phase.samples);
+  row->set_calls(phase.calls);
+  row->set_cpu_time_ns(phase.cpu_time_ns);
+  row->set_min_ns(summary.min_ns);
+  row->set_max_ns(summary.max_ns);
+  row->set_median_ns(summary.median_ns);
+}
+
+void StepRollup::FillModule(int index, v1::ModuleStats* row) const {
+  if (!window_requested_ || static_cast<size_t>(index) >= modules_.size()) return;
+  const ModuleSamples& module = modules_[index];
+  if (module.cpu_ns.empty()) return;
+  const SampleSummary summary = Summarize(module.gpu ? module.busy_ns : module.cpu_ns);
+  v1::StepLatency* latency = row->mutable_step_latency();
+  latency->set_samples(summary.samples);
+  latency->set_median_ns(summary.median_ns);
+  latency->set_min_ns(summary.min_ns);
+  latency->set_max_ns(summary.max_ns);
+  latency->set_gpu(module.gpu);
+}
+
+void StepRollup::FillWindow(v1::Report* report) const {
+  if (!any_rank_ || (steps_marked_ == 0 && !window_requested_)) return;
+  v1::StepWindow* window = report->mutable_steps();
+  window->set_requested(window_requested_);
+  window->set_first_step(first_step_);
+  window->set_last_step(last_step_);
+  window->set_uncounted_steps(static_cast<uint32_t>(uncounted_steps_));
+  for (int64_t step : counted_steps_) window->add_counted_steps(step);
+}
+
+}  // namespace flopscope::daemon

@@ -1,0 +1,75 @@
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "daemon/step_statistics.h"
+#include "flopscope/v1/query.pb.h"
+
+namespace flopscope::daemon {
+
+// Where a session's path goes in the report: a module (-1: none) and, for a `flopscope`-domain
+// path, a phase (-1: none). Indexes are the ReportBuilder's.
+struct StepTarget {
+  int module = -1;
+  int phase = -1;
+};
+
+// Merges the per-step figures of ranks (RankStepFigures) into the report: per module and per
+// phase, one sample per rank and step that ran it, the occurrences of its paths within the step
+// summed (a restarted rank's sessions and a phase's paths of one name add up); then the median,
+// min and max over the samples. Counted steps never get here (StepStatistics leaves them out).
+//
+// A module's latency per step is its GPU busy time where it had kernels in the window, else its
+// CPU time (push to pop), as the report's totals take GPU time over CPU time.
+class StepRollup {
+ public:
+  using Resolve = std::function<StepTarget(int64_t sid, uint64_t path_id)>;
+
+  void AddRank(const RankStepFigures& figures, const Resolve& resolve);
+
+  // Phase `index` as the per-step figures have it (calls, CPU time, min, max and median);
+  // untouched when no rank's figures had the phase.
+  void FillPhase(int index, v1::PhaseStats* row) const;
+  // Module `index`'s StepLatency, for a requested window in which it ran.
+  void FillModule(int index, v1::ModuleStats* row) const;
+  // Report.steps, when some rank marks steps or a window was requested.
+  void FillWindow(v1::Report* report) const;
+
+  bool window_requested() const { return window_requested_; }
+  // The most steps a rank marks, and the steps (counted or not) of the window, over the ranks.
+  int64_t steps_marked() const { return steps_marked_; }
+  uint64_t steps_in_window() const { return uncounted_steps_ + counted_in_window_; }
+
+ private:
+  struct ModuleSamples {
+    std::vector<int64_t> cpu_ns;
+    std::vector<int64_t> busy_ns;  // parallel to cpu_ns
+    bool gpu = false;
+  };
+  struct PhaseSamples {
+    bool seen = false;
+    uint64_t calls = 0;
+    int64_t cpu_time_ns = 0;
+    std::vector<int64_t> samples;
+  };
+  void AddPhases(const RankStepFigures& figures, const Resolve& resolve);
+  void AddModules(const RankStepFigures& figures, const Resolve& resolve);
+
+  std::vector<ModuleSamples> modules_;  // by module index
+  std::vector<PhaseSamples> phases_;    // by phase index
+  bool any_rank_ = false;
+  bool window_requested_ = false;
+  int64_t steps_marked_ = 0;
+  int64_t first_step_ = 0;
+  int64_t last_step_ = -1;
+  bool window_seen_ = false;  // some rank has steps in the window
+  uint64_t uncounted_steps_ = 0;
+  uint64_t counted_in_window_ = 0;
+  std::set<int64_t> counted_steps_;
+};
+
+}  // namespace flopscope::daemon

@@ -1,0 +1,125 @@
+#include "daemon/step_rollup.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace flopscope::daemon {
+namespace {
+
+using ::testing::ElementsAre;
+
+PathStepFigures PathFigures(int64_t sid, uint64_t path_id, std::vector<BucketSum> buckets,
+                            bool gpu = false) {
+  PathStepFigures path;
+  path.sid = sid;
+  path.path_id = path_id;
+  path.gpu = gpu;
+  for (const BucketSum& sum : buckets) {
+    ++path.occurrences;
+    path.cpu_time_ns += sum.cpu_ns;
+  }
+  path.buckets = std::move(buckets);
+  return path;
+}
+
+// Paths 1 (either session): module 0; path 2: module 1; path 9: phase 0 ("forward").
+StepTarget Resolve(int64_t, uint64_t path_id) {
+  if (path_id == 9) return {-1, 0};
+  return {path_id == 1 ? 0 : 1, -1};
+}
+
+RankStepFigures Window(int64_t first, int64_t last, uint32_t uncounted,
+                       std::vector<int64_t> counted) {
+  RankStepFigures figures;
+  figures.steps_marked = 10;
+  figures.window_requested = true;
+  figures.first_step = first;
+  figures.last_step = last;
+  figures.uncounted_steps = uncounted;
+  figures.counted_steps = std::move(counted);
+  return figures;
+}
+
+TEST(StepRollupTest, SamplesArePerRankAndStepWithSessionsAddedUp) {
+  StepRollup rollup;
+  // Rank 0 restarted inside step 3: both sessions' occurrences of module 0 add up there.
+  RankStepFigures rank0 = Window(2, 4, 2, {4});
+  rank0.modules.push_back(PathFigures(1, 1, {{2, 100, 0}, {3, 40, 0}}));
+  rank0.modules.push_back(PathFigures(2, 1, {{3, 70, 0}}));
+  rank0.modules.push_back(PathFigures(1, 2, {{2, 500, 30}, {3, 600, 20}}, /*gpu=*/true));
+  rank0.phases.push_back(PathFigures(1, 9, {{2, 1000, 0}, {3, 1200, 0}}));
+  RankStepFigures rank1 = Window(2, 4, 3, {});
+  rank1.modules.push_back(PathFigures(1, 1, {{2, 90, 0}, {3, 95, 0}, {4, 400, 0}}));
+  rank1.phases.push_back(PathFigures(1, 9, {{2, 900, 0}, {3, 950, 0}, {4, 2000, 0}}));
+  rollup.AddRank(rank0, Resolve);
+  rollup.AddRank(rank1, Resolve);
+
+  v1::ModuleStats cpu_module;
+  rollup.FillModule(0, &cpu_module);
+  ASSERT_TRUE(cpu_module.has_step_latency());
+  // Samples 100, 110 (40 + 70), 90, 95, 400: median 100.
+  EXPECT_EQ(cpu_module.step_latency().samples(), 5u);
+  EXPECT_EQ(cpu_module.step_latency().median_ns(), 100);
+  EXPECT_EQ(cpu_module.step_latency().min_ns(), 90);
+  EXPECT_EQ(cpu_module.step_latency().max_ns(), 400);
+  EXPECT_FALSE(cpu_module.step_latency().gpu());
+
+  v1::ModuleStats gpu_module;
+  rollup.FillModule(1, &gpu_module);
+  // Only rank 0 ran it: busy times 30 and 20.
+  EXPECT_TRUE(gpu_module.step_latency().gpu());
+  EXPECT_EQ(gpu_module.step_latency().samples(), 2u);
+  EXPECT_EQ(gpu_module.step_latency().median_ns(), 25);
+
+  v1::PhaseStats forward;
+  rollup.FillPhase(0, &forward);
+  EXPECT_EQ(forward.calls(), 5u);
+  EXPECT_EQ(forward.cpu_time_ns(), 1000 + 1200 + 900 + 950 + 2000);
+  EXPECT_EQ(forward.median_ns(), 1000);
+  EXPECT_EQ(forward.min_ns(), 900);
+  EXPECT_EQ(forward.max_ns(), 2000);
+
+  v1::Report report;
+  rollup.FillWindow(&report);
+  EXPECT_TRUE(report.steps().requested());
+  EXPECT_EQ(report.steps().first_step(), 2);
+  EXPECT_EQ(report.steps().last_step(), 4);
+  EXPECT_EQ(report.steps().uncounted_steps(), 5u);
+  EXPECT_THAT(report.steps().counted_steps(), ElementsAre(4));
+  EXPECT_EQ(rollup.steps_in_window(), 6u);
+}
+
+TEST(StepRollupTest, WithoutAWindowModulesGetNoStepLatencyAndUnknownRowsStayUntouched) {
+  StepRollup rollup;
+  RankStepFigures figures;
+  figures.steps_marked = 3;
+  figures.last_step = 2;
+  figures.uncounted_steps = 3;
+  figures.phases.push_back(PathFigures(1, 9, {{0, 10, 0}, {1, 30, 0}, {2, 20, 0}}));
+  rollup.AddRank(figures, Resolve);
+  v1::ModuleStats module;
+  rollup.FillModule(0, &module);
+  EXPECT_FALSE(module.has_step_latency());
+  v1::PhaseStats untouched;
+  untouched.set_calls(7);
+  rollup.FillPhase(5, &untouched);
+  EXPECT_EQ(untouched.calls(), 7u);
+  v1::PhaseStats forward;
+  rollup.FillPhase(0, &forward);
+  EXPECT_EQ(forward.median_ns(), 20);
+  v1::Report report;
+  rollup.FillWindow(&report);
+  EXPECT_FALSE(report.steps().requested());
+  EXPECT_EQ(report.steps().uncounted_steps(), 3u);
+}
+
+TEST(StepRollupTest, NoStepsAndNoWindowLeaveTheReportWithoutSteps) {
+  StepRollup rollup;
+  rollup.AddRank(RankStepFigures{}, Resolve);
+  v1::Report report;
+  rollup.FillWindow(&report);
+  EXPECT_FALSE(report.has_steps());
+}
+
+}  // namespace
+}  // namespace flopscope::daemon

@@ -1,0 +1,120 @@
+#include "daemon/step_statistics.h"
+
+#include <algorithm>
+#include <map>
+
+namespace flopscope::daemon {
+
+void StepStatistics::AddPhase(int64_t sid, uint64_t path_id, const RangeOccurrence& occurrence,
+                              bool is_step) {
+  if (is_step) steps_.push_back({occurrence.start_ns, occurrence.start_ns + occurrence.cpu_ns});
+  if (occurrence.counted) {
+    counted_moments_.push_back(occurrence.start_ns);
+    return;
+  }
+  phases_.push_back({{sid, path_id}, occurrence});
+}
+
+void StepStatistics::AddModule(int64_t sid, uint64_t path_id, const RangeOccurrence& occurrence) {
+  if (occurrence.counted) {
+    counted_moments_.push_back(occurrence.start_ns);
+    return;
+  }
+  if (wants_modules()) modules_.push_back({{sid, path_id}, occurrence});
+}
+
+std::vector<bool> StepStatistics::CountedSteps(const StepIndex& index) const {
+  std::vector<bool> counted(static_cast<size_t>(index.size()), false);
+  for (int64_t moment : counted_moments_) {
+    if (const int64_t step = index.StepAt(moment); step >= 0) counted[step] = true;
+  }
+  return counted;
+}
+
+std::vector<PathStepFigures> StepStatistics::SumPerPath(const std::vector<Pending>& occurrences,
+                                                        const StepIndex& index,
+                                                        const std::vector<bool>& counted,
+                                                        const RankStepFigures& figures) const {
+  struct Sums {
+    PathStepFigures figures;
+    std::map<int64_t, BucketSum> buckets;
+  };
+  absl::flat_hash_map<Key, Sums> by_path;
+  const bool has_steps = index.size() > 0;
+  int64_t next_lone_bucket = 0;  // without steps, every occurrence is a bucket of its own
+  for (const Pending& pending : occurrences) {
+    const RangeOccurrence& occurrence = pending.occurrence;
+    const int64_t step = has_steps ? index.StepAt(occurrence.start_ns) : -1;
+    if (step >= 0 && counted[step]) continue;  // replay-slowed, though not closed in the window
+    const bool in_window = step >= figures.first_step && step <= figures.last_step;
+    if (figures.window_requested && !in_window) continue;
+    Sums& sums = by_path[pending.key];
+    ++sums.figures.occurrences;
+    sums.figures.cpu_time_ns += occurrence.cpu_ns;
+    sums.figures.gpu = sums.figures.gpu || occurrence.gpu;
+    if (has_steps && !in_window) continue;  // the whole run: outside every step
+    const int64_t bucket = has_steps ? step : next_lone_bucket++;
+    BucketSum& sum = sums.buckets[bucket];
+    sum.bucket = bucket;
+    sum.cpu_ns += occurrence.cpu_ns;
+    sum.busy_ns += occurrence.busy_ns;
+  }
+  std::vector<PathStepFigures> out;
+  out.reserve(by_path.size());
+  for (auto& [key, sums] : by_path) {
+    sums.figures.sid = key.first;
+    sums.figures.path_id = key.second;
+    for (const auto& [bucket, sum] : sums.buckets) sums.figures.buckets.push_back(sum);
+    out.push_back(std::move(sums.figures));
+  }
+  std::sort(out.begin(), out.end(), [](const PathStepFigures& a, const PathStepFigures& b) {
+    return a.sid != b.sid ? a.sid < b.sid : a.path_id < b.path_id;
+  });
+  return out;
+}
+
+RankStepFigures StepStatistics::Finish() {
+  const StepIndex index(std::move(steps_));
+  const std::vector<bool> counted = CountedSteps(index);
+  RankStepFigures figures;
+  figures.steps_marked = index.size();
+  figures.window_requested = window_.has_value();
+  figures.first_step = window_ ? std::max<int64_t>(window_->first, 0) : 0;
+  figures.last_step = index.size() - 1;
+  if (window_ && window_->last) figures.last_step = std::min(*window_->last, figures.last_step);
+  for (int64_t step = figures.first_step; step <= figures.last_step; ++step) {
+    if (counted[step]) {
+      figures.counted_steps.push_back(step);
+    } else {
+      ++figures.uncounted_steps;
+    }
+  }
+  figures.phases = SumPerPath(phases_, index, counted, figures);
+  if (wants_modules() && index.size() > 0) {
+    figures.modules = SumPerPath(modules_, index, counted, figures);
+  }
+  phases_.clear();
+  modules_.clear();
+  counted_moments_.clear();
+  return figures;
+}
+
+SampleSummary Summarize(std::vector<int64_t> samples) {
+  SampleSummary summary;
+  if (samples.empty()) return summary;
+  summary.samples = static_cast<uint32_t>(samples.size());
+  const size_t middle = samples.size() / 2;
+  std::nth_element(samples.begin(), samples.begin() + middle, samples.end());
+  summary.median_ns = samples[middle];
+  if (samples.size() % 2 == 0) {
+    const int64_t lower = *std::max_element(samples.begin(), samples.begin() + middle);
+    // Halves first: the sum of two large durations must not overflow.
+    summary.median_ns = lower / 2 + samples[middle] / 2 + (lower % 2 + samples[middle] % 2) / 2;
+  }
+  const auto [min, max] = std::minmax_element(samples.begin(), samples.end());
+  summary.min_ns = *min;
+  summary.max_ns = *max;
+  return summary;
+}
+
+}  // namespace flopscope::daemon

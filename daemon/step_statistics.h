@@ -1,0 +1,100 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "daemon/step_index.h"
+
+namespace flopscope::daemon {
+
+// One closed range occurrence as the per-step figures need it.
+struct RangeOccurrence {
+  int64_t start_ns = 0;  // where it is placed among the steps
+  int64_t cpu_ns = 0;    // push to pop; 0 for kernels with no range event (graph replays)
+  int64_t busy_ns = 0;   // GPU busy time of its kernels and its children's (SpanRollup)
+  bool gpu = false;      // it had kernels
+  bool counted = false;  // closed inside a counter window: replay-slowed
+};
+
+// A path's figures in one bucket: a step (by number), or one occurrence when no step is marked.
+struct BucketSum {
+  int64_t bucket = 0;
+  int64_t cpu_ns = 0;   // summed over the path's occurrences in the bucket
+  int64_t busy_ns = 0;  // likewise
+};
+
+// The per-step figures of one path of one session.
+struct PathStepFigures {
+  int64_t sid = 0;
+  uint64_t path_id = 0;
+  uint64_t occurrences = 0;        // uncounted, in the window (the whole run without one)
+  int64_t cpu_time_ns = 0;         // their CPU time summed
+  bool gpu = false;                // some of them had kernels
+  std::vector<BucketSum> buckets;  // by bucket
+};
+
+// What one rank's ranges say per step (DESIGN: Time).
+struct RankStepFigures {
+  int64_t steps_marked = 0;  // every step of the rank
+  bool window_requested = false;
+  int64_t first_step = 0;  // the window clipped to the rank's steps; none when first > last
+  int64_t last_step = -1;
+  uint32_t uncounted_steps = 0;          // in the window
+  std::vector<int64_t> counted_steps;    // in the window, ascending
+  std::vector<PathStepFigures> phases;   // `flopscope`-domain paths (steps included)
+  std::vector<PathStepFigures> modules;  // only for a requested window
+};
+
+// Places one rank's range occurrences in its steps and sums them per path and step, leaving out
+// every counted step: a step is counted when its own range, or any range placed in it, closed
+// inside a counter window (kernel replay serialised it). Pure, so the step math is unit-tested;
+// RankReader feeds it while streaming range_events.
+//
+// Phases always; modules only for a requested window (each of their occurrences is kept until
+// Finish, since a step's range closes after the ranges inside it). Without any step marked, each
+// uncounted phase occurrence is a bucket of its own, and modules have no per-step figures.
+class StepStatistics {
+ public:
+  explicit StepStatistics(std::optional<StepWindowRequest> window) : window_(window) {}
+
+  bool wants_modules() const { return window_.has_value(); }
+  // A range of the `flopscope` domain; `is_step` for the step range itself.
+  void AddPhase(int64_t sid, uint64_t path_id, const RangeOccurrence& occurrence, bool is_step);
+  // A module range (or a graph replay's kernels, with no range).
+  void AddModule(int64_t sid, uint64_t path_id, const RangeOccurrence& occurrence);
+
+  RankStepFigures Finish();
+
+ private:
+  using Key = std::pair<int64_t, uint64_t>;  // (session, path)
+  struct Pending {
+    Key key;
+    RangeOccurrence occurrence;
+  };
+  // Which steps are counted, by step number.
+  std::vector<bool> CountedSteps(const StepIndex& index) const;
+  std::vector<PathStepFigures> SumPerPath(const std::vector<Pending>& occurrences,
+                                          const StepIndex& index, const std::vector<bool>& counted,
+                                          const RankStepFigures& figures) const;
+
+  std::optional<StepWindowRequest> window_;
+  std::vector<StepSpan> steps_;
+  std::vector<Pending> phases_;   // uncounted only
+  std::vector<Pending> modules_;  // uncounted only, and only for a window
+  // Where counted ranges (steps included) started: each marks the step holding it as counted.
+  std::vector<int64_t> counted_moments_;
+};
+
+// Median (the mean of the middle two for an even count, rounded down), min and max.
+struct SampleSummary {
+  uint32_t samples = 0;
+  int64_t median_ns = 0;
+  int64_t min_ns = 0;
+  int64_t max_ns = 0;
+};
+SampleSummary Summarize(std::vector<int64_t> samples);
+
+}  // namespace flopscope::daemon
