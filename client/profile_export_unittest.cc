@@ -50,6 +50,12 @@ TEST(ProfileExportTest, JsonKeepsTheReportAndAddsTheProfile) {
   EXPECT_EQ(flat->at("profile.summary.bwd_latency_s.value"), "null");
   EXPECT_EQ(flat->at("profile.summary.mfu.value"), "null");
   EXPECT_EQ(flat->at("profile.modules#"), "2");
+  // No step window and no phases: module latencies are whole-run totals, and say so.
+  EXPECT_EQ(flat->at("profile.step_window.requested"), "false");
+  EXPECT_EQ(flat->at("profile.step_window.counted#"), "0");
+  EXPECT_EQ(flat->at("profile.modules[0].latency_min_s"), "null");
+  EXPECT_EQ(flat->at("profile.latency_basis"),
+            "\"no step or phase marked: module latencies are their totals over the run\"");
   EXPECT_EQ(flat->at("profile.modules[1].macs"), "1000000000.0");
   EXPECT_EQ(flat->at("profile.modules[1].flops_per_s"), "2000000000000.0");
   EXPECT_EQ(flat->at("profile.modules[1].path"), "\"Net/odd, \\\"name\\\"\"");

@@ -115,10 +115,10 @@ std::string LatencyBasis(const Report& report, const Profile& profile) {
   const std::string ranks = profile.ranks > 1 ? absl::StrCat(" of ", profile.ranks, " ranks") : "";
   std::string basis;
   if (scope.window) {
-    basis =
-        absl::StrCat("medians per step over the ", scope.uncounted_steps, " uncounted steps", ranks,
-                     " (modules: min and max in the detailed "
-                     "profile)");
+    basis = absl::StrCat("medians per step over the ", scope.uncounted_steps, " uncounted steps",
+                         ranks, " (modules: min and max in the detailed profile)");
+  } else if (report.phases().empty()) {
+    basis = "no step or phase marked: module latencies are their totals over the run";
   } else if (!PhasesHaveMedians(report)) {
     basis = "means (the daemon sent no medians)";
   } else if (profile.steps == 0) {

@@ -91,6 +91,10 @@ void ReadInOrder(size_t count, size_t threads, size_t ahead,
   for (std::thread& worker : workers) worker.join();
 }
 
-size_t ReportReadThreads() { return std::clamp<size_t>(std::thread::hardware_concurrency(), 8, 8); }
+size_t ReportReadThreads() {
+  // At least 4: a cold read spends much of its time opening files (SQLite creates the WAL and
+  // its index), which overlaps across threads even on a machine with fewer cores.
+  return std::clamp<size_t>(std::thread::hardware_concurrency(), 4, 8);
+}
 
 }  // namespace flopscope::daemon

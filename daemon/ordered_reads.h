@@ -22,7 +22,7 @@ void ReadInOrder(size_t count, size_t threads, size_t ahead,
                  const std::function<absl::StatusOr<RankSnapshot>(size_t)>& read,
                  const std::function<bool(size_t, absl::StatusOr<RankSnapshot>)>& consume);
 
-// Worker threads for a report's reads: the machine's cores, at least 1 and at most 8.
+// Worker threads for a report's reads: the machine's cores, at least 4 and at most 8.
 size_t ReportReadThreads();
 
 }  // namespace flopscope::daemon

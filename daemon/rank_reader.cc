@@ -114,10 +114,10 @@ absl::Status ReadRanges(SqliteDb& db, bool has_kernel_tables, const RankReadOpti
         "SELECT sid, instance_id, path_id, kernels, first_start_ns, last_end_ns, busy_ns "
         "FROM instance_stats",
         [&](SqliteStatement& row) {
-          rollup.AddOccurrence(row.ColumnInt(0), row.ColumnUint(1),
-                               InstanceActivity{row.ColumnUint(2), row.ColumnUint(3),
-                                                row.ColumnInt(4), row.ColumnInt(5),
-                                                row.ColumnInt(6)});
+          rollup.AddOccurrence(
+              row.ColumnInt(0), row.ColumnUint(1),
+              InstanceActivity{row.ColumnUint(2), row.ColumnUint(3), row.ColumnInt(4),
+                               row.ColumnInt(5), row.ColumnInt(6)});
         });
     if (!status.ok()) return status;
   }
@@ -132,7 +132,8 @@ absl::Status ReadRanges(SqliteDb& db, bool has_kernel_tables, const RankReadOpti
         const int64_t sid = row.ColumnInt(0);
         const uint64_t path_id = row.ColumnUint(3);
         const int64_t start = row.ColumnInt(4);
-        RangeOccurrence occurrence{start, row.ColumnInt(5) - start, 0, false, row.ColumnInt(7) != 0};
+        RangeOccurrence occurrence{start, row.ColumnInt(5) - start, 0, false,
+                                   row.ColumnInt(7) != 0};
         std::optional<OccurrenceSpan> span;
         if (with_spans && row.ColumnInt(6) == v1::RANGE_KIND_PUSH_POP) {
           span = rollup.AddRange(sid, row.ColumnUint(1), row.ColumnUint(2), path_id);

@@ -31,6 +31,8 @@ class CounterCollectorTest : public ::testing::Test {
  protected:
   void Make(const char* windows = nullptr, uint32_t max_ranges = 2048) {
     CounterSettings settings;
+    settings.metric_set =
+        counters::MetricSetKind::kCheap;  // these tests script the cheap set's counters
     std::string error;
     if (windows != nullptr) {
       ASSERT_TRUE(ParseCounterWindows(windows, &settings, &error)) << error;
@@ -385,7 +387,7 @@ TEST_F(CounterCollectorTest, OnDemandWindowsAreAcceptedOrRefusedWithTheReason) {
   EXPECT_EQ(sink_.windows()[0].status, "no kernel was launched during the window");
   const ControlAnswer next = collector.RequestWindow(1, "", 8);
   EXPECT_TRUE(next.accepted);
-  EXPECT_EQ(next.message, "counting the next 1 step (cheap, 2 passes)");  // steps seen now
+  EXPECT_EQ(next.message, "counting the next 1 step (full, 6 passes)");  // steps seen now
 }
 
 TEST_F(CounterCollectorTest, ARequestWhileTheLastWindowIsStillDecodedIsRefusedAsBusy) {

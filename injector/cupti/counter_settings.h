@@ -16,9 +16,10 @@ namespace flopscope::injector::cupti {
 //   steps=3-4          count steps 3 and 4 (one window)
 //   every=500          count one step every 500: steps 500, 1000, 1500, ...
 //   every=500,steps=2  count 2 steps every 500: 500-501, 1000-1001, ...
-//   set=full|cheap     the metric set (default cheap: 2 kernel-replay passes; full adds the
-//                      tensor-core FLOPs by source type, 5-10 passes); alone, it only sets the
-//                      default of the daemon's on-demand windows
+//   set=full|cheap     the metric set (default full: every precision including tensor-core
+//                      FLOPs by source type, 5-10 kernel-replay passes; cheap: CUDA-core FLOPs,
+//                      time and tensor instruction counts in 2 passes, no tensor FLOPs); alone,
+//                      it only sets the default of the daemon's on-demand windows
 // Comma-separated, in any order.
 struct EnvWindows {
   bool any = false;
@@ -31,7 +32,8 @@ struct EnvWindows {
 
 struct CounterSettings {
   EnvWindows windows;
-  counters::MetricSetKind metric_set = counters::MetricSetKind::kCheap;
+  // Full by default: measured FLOPs must include the tensor cores, where training spends them.
+  counters::MetricSetKind metric_set = counters::MetricSetKind::kFull;
   std::string text;  // FLOPSCOPE_COUNTERS as given, for the window records' trigger
   // FLOPSCOPE_COUNTER_RANGES: launches per counter data image; when a window's launches fill
   // it, the profiler is stopped and decoded, then restarted (a decode costs host time).

@@ -23,7 +23,7 @@ CounterSettings FromEnv(std::map<std::string, std::string> vars) {
 TEST(CounterSettingsTest, UnsetMeansNoEnvironmentWindowsAndDefaults) {
   const CounterSettings settings = FromEnv({});
   EXPECT_FALSE(settings.windows.any);
-  EXPECT_EQ(settings.metric_set, MetricSetKind::kCheap);
+  EXPECT_EQ(settings.metric_set, MetricSetKind::kFull);
   EXPECT_EQ(settings.max_ranges, 2048u);
   EXPECT_TRUE(settings.warnings.empty());
 }
@@ -70,7 +70,7 @@ TEST(CounterSettingsTest, MalformedTextGivesOneWarningAndNoWindows) {
         "steps=3 ", "every=99999999999999999999", "steps=0-10000", "every=20000,steps=10001"}) {
     const CounterSettings settings = FromEnv({{"FLOPSCOPE_COUNTERS", text}});
     EXPECT_FALSE(settings.windows.any) << text;
-    EXPECT_EQ(settings.metric_set, MetricSetKind::kCheap) << text;  // a bad set= changes nothing
+    EXPECT_EQ(settings.metric_set, MetricSetKind::kFull) << text;  // a bad set= changes nothing
     ASSERT_EQ(settings.warnings.size(), 1u) << text;
     EXPECT_NE(settings.warnings[0].find(std::string("FLOPSCOPE_COUNTERS='") + text + "'"),
               std::string::npos)

@@ -48,6 +48,7 @@ TEST(SessionCountersTest, AWindowReachesTheDaemonWithFlopsAWindowRecordAndCounte
   FakeRangeProfiler profiler;
   KernelApiSink sink;
   CounterSettings settings;
+  settings.metric_set = counters::MetricSetKind::kCheap;  // the fake scripts the cheap set
   std::string error;
   ASSERT_TRUE(ParseCounterWindows("steps=1", &settings, &error)) << error;
   TracerOptions options;

@@ -152,12 +152,12 @@ void WriteExpectations(FILE* out) {
   std::fprintf(out,
                "  {\"path\": \"Calib/hgemm\", \"flops\": %.1f, \"precision\": \"tensor:fp16\"},\n",
                gemm);
-  std::fprintf(out,
-               "  {\"path\": \"Calib/bf16gemm\", \"flops\": %.1f, \"precision\": \"tensor:bf16\"},\n",
-               gemm);
-  std::fprintf(out,
-               "  {\"path\": \"Calib/tf32gemm\", \"flops\": %.1f, \"precision\": \"tensor:tf32\"}\n",
-               gemm);
+  std::fprintf(
+      out, "  {\"path\": \"Calib/bf16gemm\", \"flops\": %.1f, \"precision\": \"tensor:bf16\"},\n",
+      gemm);
+  std::fprintf(
+      out, "  {\"path\": \"Calib/tf32gemm\", \"flops\": %.1f, \"precision\": \"tensor:tf32\"}\n",
+      gemm);
   std::fprintf(out, "]}\n");
 }
 
