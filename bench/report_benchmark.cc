@@ -259,7 +259,10 @@ int main(int argc, char** argv) {
   PrintAgainstTarget(what, ranks_ms, 1000);
   std::printf("  of which: ListRanks %.1f ms; GetRankReports of all %d ranks %.1f ms\n", list_ms,
               many_ranks, stream_ms);
-  std::printf("  the first listing, which opened every rank file: %.1f ms\n", first_listing_ms);
+  std::printf(
+      "  the first listing after the job (read connections opened as the ranks connected): "
+      "%.1f ms\n",
+      first_listing_ms);
   std::printf("report_bench: report_ms=%.1f steps_ms=%.1f ranks_ms=%.1f\n", report_ms, steps_ms,
               ranks_ms);
   return 0;

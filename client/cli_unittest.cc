@@ -139,6 +139,10 @@ TEST_F(CliTest, ReportUsageErrorsExitWithTwo) {
   EXPECT_EQ(Flopscope({"report", "a/b", "--socket", socket_}).exit_code, 2);
   EXPECT_EQ(Flopscope({"report", "demo", "--format", "xml", "--socket", socket_}).exit_code, 2);
   EXPECT_EQ(Flopscope({"report", "demo", "--rank", "-1", "--socket", socket_}).exit_code, 2);
+  const auto tree_steps =
+      Flopscope({"report", "demo", "--format", "tree", "--steps", "1:2", "--socket", socket_});
+  EXPECT_EQ(tree_steps.exit_code, 2);
+  EXPECT_NE(tree_steps.err.find("not with the tree view"), std::string::npos) << tree_steps.err;
   EXPECT_EQ(Flopscope({"frobnicate"}).exit_code, 2);
   EXPECT_EQ(Flopscope({}).exit_code, 2);
   EXPECT_EQ(Flopscope({"--help"}).exit_code, 0);

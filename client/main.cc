@@ -94,7 +94,9 @@ void AddReport(CLI::App& app, CommandLine& line) {
       ->check(CLI::Range(-1, 1 << 20));
   line.report->add_option("--top", options.top, "aggregated profile: top modules per depth")
       ->check(CLI::Range(1, 1 << 20));
-  line.report->add_option("--steps", options.steps, "A:B, a window of steps (not supported yet)");
+  line.report->add_option(
+      "--steps", options.steps,
+      "A:B, A:, :B or A: per-step medians over that window of steps (0-based `step` ranges)");
   line.report->add_option("--group", options.group,
                           "mp:K (model replica K: sums, max latency) or dp (spread across "
                           "data-parallel replicas)");

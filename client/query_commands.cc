@@ -65,6 +65,11 @@ absl::Status ReportCommand(const ReportOptions& options) {
     if (!profile.ok()) return profile.status();
     return WriteOutput(options.output, *profile);
   }
+  if (!options.steps.empty()) {
+    // The tree shows whole-run figures per path; a step window is the profile formats' job.
+    return absl::InvalidArgumentError(
+        "--steps works with --format text, json or csv, not with the tree view");
+  }
   absl::StatusOr<flopscope::v1::Report> report = daemon.GetReport(request);
   if (!report.ok()) return report.status();
   return WriteOutput(options.output, RenderReportText(*report));

@@ -34,10 +34,10 @@ struct ReportOptions {
   std::string format = "text";  // text, json, csv (DeepSpeed profile) or tree (module tree)
   std::string output;           // empty or "-": stdout
   // The DeepSpeed-style profile (profile_commands.h).
-  int depth = -1;                     // detailed profile down to this depth; -1: all
-  int top = 1;                        // aggregated profile: top modules per depth
-  std::string steps;                  // "A:B" (not supported yet: refused with the reason)
-  std::string group;                  // "", "mp:K" or "dp"
+  int depth = -1;     // detailed profile down to this depth; -1: all
+  int top = 1;        // aggregated profile: top modules per depth
+  std::string steps;  // "A:B", "A:", ":B" or "A" (client/profile_commands: ParseStepWindow)
+  std::string group;  // "", "mp:K" or "dp"
   std::optional<double> peak_tflops;  // overrides the peak table
   std::string precision;              // overrides the dominant precision for MFU
   // --kernels PATH: instead of the profile, the top GPU activities of that module and its

@@ -71,6 +71,7 @@ grpc::Status CollectorService::Stream(grpc::ServerContext* context, ServerStream
       [stream](const v1::DownMessage& message) { return stream->Write(message); });
   // Runs before `disconnected`; after it nothing writes on `stream`, which dies with this call.
   absl::Cleanup delisted = [&] { sessions_->Unregister(connection->live); };
+  if (connected_hook_) connected_hook_(hello.job_id(), hello.rank());
   const grpc::Status status = ServeBatches(context, stream, *connection);
   LogDisconnect(hello, status);
   return status;

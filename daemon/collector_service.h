@@ -3,7 +3,9 @@
 #include <grpcpp/grpcpp.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "daemon/catalog.h"
@@ -36,6 +38,11 @@ class CollectorService final : public v1::Collector::Service {
   grpc::Status Stream(grpc::ServerContext* context,
                       grpc::ServerReaderWriter<v1::DownMessage, v1::UpMessage>* stream) override;
 
+  // Called on the stream's thread once a rank's session is connected and welcomed (the query
+  // side opens its reader while the writer holds the file). Set before serving.
+  using ConnectedHook = std::function<void(const std::string& job_id, int32_t rank)>;
+  void SetConnectedHook(ConnectedHook hook) { connected_hook_ = std::move(hook); }
+
  private:
   using ServerStream = grpc::ServerReaderWriter<v1::DownMessage, v1::UpMessage>;
   // Everything a connected stream needs to store its batches.
@@ -63,6 +70,7 @@ class CollectorService final : public v1::Collector::Service {
   StoreRegistry* stores_;
   Catalog* catalog_;
   SessionRegistry* sessions_;
+  ConnectedHook connected_hook_;
 };
 
 }  // namespace flopscope::daemon

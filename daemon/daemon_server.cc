@@ -29,6 +29,9 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(const DaemonOp
   daemon->collector_ = std::make_unique<CollectorService>(
       daemon->stores_.get(), daemon->catalog_.get(), daemon->sessions_.get());
   daemon->query_ = std::make_unique<QueryService>(options.data_dir, daemon->catalog_.get());
+  QueryService* query = daemon->query_.get();
+  daemon->collector_->SetConnectedHook(
+      [query](const std::string& job_id, int32_t rank) { query->PrepareReader(job_id, rank); });
   daemon->profiling_ =
       std::make_unique<ProfilingService>(daemon->catalog_.get(), daemon->sessions_.get());
   if (absl::Status s = daemon->Listen(); !s.ok()) return s;

@@ -99,6 +99,10 @@ absl::StatusOr<std::vector<v1::RankInfo>> QueryService::WantedRanks(
   return chosen;
 }
 
+void QueryService::PrepareReader(const std::string& job_id, int32_t rank) {
+  readers_.Warm(RankFilePath(data_dir_, job_id, rank)).IgnoreError();
+}
+
 absl::StatusOr<RankSnapshot> QueryService::ReadRank(const std::string& job_id, int32_t rank,
                                                     const RankReadOptions& options) {
   absl::StatusOr<std::unique_ptr<SqliteDb>> db =

@@ -40,6 +40,10 @@ class QueryService final : public v1::Query::Service {
   grpc::Status GetRankReports(grpc::ServerContext* context, const v1::ReportRequest* request,
                               grpc::ServerWriter<v1::RankReport>* writer) override;
 
+  // Opens a read connection to the rank's file ahead of its first report (ReaderPool::Warm).
+  // Best effort: a failure here is the first report's to say.
+  void PrepareReader(const std::string& job_id, int32_t rank);
+
   // The report itself, for callers in the same process (tests, bench).
   absl::StatusOr<v1::Report> BuildReport(const v1::ReportRequest& request);
   // The report of each rank `request` names (all when none), in rank order, handed to `emit`;

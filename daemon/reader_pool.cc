@@ -55,6 +55,17 @@ void ReaderPool::GiveBack(std::unique_ptr<SqliteDb> db) {
   }
 }
 
+absl::Status ReaderPool::Warm(const std::string& path) {
+  {
+    absl::MutexLock lock(&mu_);  // guards by_path_
+    if (capacity_ == 0 || by_path_.contains(path)) return absl::OkStatus();
+  }
+  absl::StatusOr<std::unique_ptr<SqliteDb>> db = RankReader::Open(path);  // outside the lock
+  if (!db.ok()) return db.status();
+  GiveBack(*std::move(db));
+  return absl::OkStatus();
+}
+
 size_t ReaderPool::idle() {
   absl::MutexLock lock(&mu_);  // guards idle_
   return idle_.size();

@@ -58,6 +58,20 @@ TEST_F(ReaderPoolTest, AConnectionServesTheNextReportAndSeesLaterCommits) {
   EXPECT_EQ(pool.idle(), 1u);
 }
 
+TEST_F(ReaderPoolTest, AWarmedConnectionServesTheFirstReport) {
+  Commit("rank-0.sqlite", 1, 2);
+  ReaderPool pool(8);
+  ASSERT_TRUE(pool.Warm(dir_.File("rank-0.sqlite")).ok());
+  ASSERT_TRUE(pool.Warm(dir_.File("rank-0.sqlite")).ok());  // already kept: nothing opened
+  EXPECT_EQ(pool.idle(), 1u);
+  Commit("rank-0.sqlite", 2, 1);
+  SqliteDb* used = nullptr;
+  EXPECT_EQ(PathsThrough(pool, "rank-0.sqlite", &used), 3u);
+  EXPECT_EQ(pool.idle(), 1u);
+  EXPECT_EQ(pool.Warm(dir_.File("absent.sqlite")).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(pool.idle(), 1u);
+}
+
 TEST_F(ReaderPoolTest, KeepsTheMostRecentlyUsedUpToItsCapacity) {
   Commit("a.sqlite", 1, 1);
   Commit("b.sqlite", 1, 1);
