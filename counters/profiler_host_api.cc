@@ -1,20 +1,8 @@
 #include "counters/profiler_host_api.h"
 
-#include <dlfcn.h>
+#include "counters/cupti_symbols.h"
 
 namespace flopscope::counters {
-namespace {
-
-template <typename Fn>
-void Resolve(void* handle, const char* name, Fn* slot, std::string* missing) {
-  *slot = reinterpret_cast<Fn>(dlsym(handle, name));
-  if (*slot != nullptr) return;
-  if (!missing->empty()) *missing += ", ";
-  *missing += name;
-}
-
-}  // namespace
-
 bool ProfilerHostApi::Complete() const {
   return get_result_string && get_supported_chips && initialize && deinitialize &&
          config_add_metrics && get_config_image_size && get_config_image && get_num_of_passes &&
@@ -23,12 +11,7 @@ bool ProfilerHostApi::Complete() const {
 }
 
 std::string ProfilerHostApi::ResultText(CUptiResult result) const {
-  const char* text = nullptr;
-  if (get_result_string != nullptr && get_result_string(result, &text) == CUPTI_SUCCESS &&
-      text != nullptr) {
-    return text;
-  }
-  return "CUPTI error " + std::to_string(static_cast<int>(result));
+  return CuptiResultText(get_result_string, result);
 }
 
 bool ResolveProfilerHostApi(void* handle, ProfilerHostApi* out, std::string* error) {
@@ -38,19 +21,24 @@ bool ResolveProfilerHostApi(void* handle, ProfilerHostApi* out, std::string* err
   }
   ProfilerHostApi api;
   std::string missing;
-  Resolve(handle, "cuptiGetResultString", &api.get_result_string, &missing);
-  Resolve(handle, "cuptiProfilerHostGetSupportedChips", &api.get_supported_chips, &missing);
-  Resolve(handle, "cuptiProfilerHostInitialize", &api.initialize, &missing);
-  Resolve(handle, "cuptiProfilerHostDeinitialize", &api.deinitialize, &missing);
-  Resolve(handle, "cuptiProfilerHostConfigAddMetrics", &api.config_add_metrics, &missing);
-  Resolve(handle, "cuptiProfilerHostGetConfigImageSize", &api.get_config_image_size, &missing);
-  Resolve(handle, "cuptiProfilerHostGetConfigImage", &api.get_config_image, &missing);
-  Resolve(handle, "cuptiProfilerHostGetNumOfPasses", &api.get_num_of_passes, &missing);
-  Resolve(handle, "cuptiProfilerHostEvaluateToGpuValues", &api.evaluate_to_gpu_values, &missing);
-  Resolve(handle, "cuptiProfilerHostGetMetricProperties", &api.get_metric_properties, &missing);
-  Resolve(handle, "cuptiProfilerHostGetRangeName", &api.get_range_name, &missing);
-  Resolve(handle, "cuptiProfilerHostGetMaxNumHardwareMetricsPerPass", &api.get_max_metrics_per_pass,
-          &missing);
+  ResolveCuptiSymbol(handle, "cuptiGetResultString", &api.get_result_string, &missing);
+  ResolveCuptiSymbol(handle, "cuptiProfilerHostGetSupportedChips", &api.get_supported_chips,
+                     &missing);
+  ResolveCuptiSymbol(handle, "cuptiProfilerHostInitialize", &api.initialize, &missing);
+  ResolveCuptiSymbol(handle, "cuptiProfilerHostDeinitialize", &api.deinitialize, &missing);
+  ResolveCuptiSymbol(handle, "cuptiProfilerHostConfigAddMetrics", &api.config_add_metrics,
+                     &missing);
+  ResolveCuptiSymbol(handle, "cuptiProfilerHostGetConfigImageSize", &api.get_config_image_size,
+                     &missing);
+  ResolveCuptiSymbol(handle, "cuptiProfilerHostGetConfigImage", &api.get_config_image, &missing);
+  ResolveCuptiSymbol(handle, "cuptiProfilerHostGetNumOfPasses", &api.get_num_of_passes, &missing);
+  ResolveCuptiSymbol(handle, "cuptiProfilerHostEvaluateToGpuValues", &api.evaluate_to_gpu_values,
+                     &missing);
+  ResolveCuptiSymbol(handle, "cuptiProfilerHostGetMetricProperties", &api.get_metric_properties,
+                     &missing);
+  ResolveCuptiSymbol(handle, "cuptiProfilerHostGetRangeName", &api.get_range_name, &missing);
+  ResolveCuptiSymbol(handle, "cuptiProfilerHostGetMaxNumHardwareMetricsPerPass",
+                     &api.get_max_metrics_per_pass, &missing);
   if (!missing.empty()) {
     *error = "this libcupti lacks the Profiler Host API (" + missing +
              "); set FLOPSCOPE_CUPTI_PATH to a CUDA 13 libcupti";

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include "counters/cupti_library.h"
+#include "counters/cupti_symbols.h"
 
 namespace flopscope::injector::cupti {
 namespace {
@@ -10,14 +11,11 @@ namespace {
 static_assert(kMinimumCuptiVersion == counters::kMinimumCuptiVersion,
               "the tracer and the library that opens libcupti must agree on its oldest version");
 
+// `required` entries missing are named in `*missing`; optional ones are simply left null.
 template <typename Fn>
 bool Resolve(void* handle, const char* name, Fn* slot, bool required, std::string* missing) {
-  *slot = reinterpret_cast<Fn>(dlsym(handle, name));
-  if (*slot == nullptr && required) {
-    if (!missing->empty()) *missing += ", ";
-    *missing += name;
-  }
-  return *slot != nullptr || !required;
+  return counters::ResolveCuptiSymbol(handle, name, slot, required ? missing : nullptr) ||
+         !required;
 }
 
 bool ResolveAll(void* handle, CuptiApi* api, std::string* missing) {
@@ -57,12 +55,7 @@ bool CuptiApi::Complete() const {
 }
 
 std::string CuptiApi::ResultText(CUptiResult result) const {
-  const char* text = nullptr;
-  if (get_result_string != nullptr && get_result_string(result, &text) == CUPTI_SUCCESS &&
-      text != nullptr) {
-    return text;
-  }
-  return "CUPTI error " + std::to_string(static_cast<int>(result));
+  return counters::CuptiResultText(get_result_string, result);
 }
 
 bool LoadCupti(const std::string& explicit_path, LoadedCupti* out, std::string* error) {

@@ -1,20 +1,8 @@
 #include "injector/cupti/range_profiler_api.h"
 
-#include <dlfcn.h>
+#include "counters/cupti_symbols.h"
 
 namespace flopscope::injector::cupti {
-namespace {
-
-template <typename Fn>
-void Resolve(void* handle, const char* name, Fn* slot, std::string* missing) {
-  *slot = reinterpret_cast<Fn>(dlsym(handle, name));
-  if (*slot != nullptr) return;
-  if (!missing->empty()) *missing += ", ";
-  *missing += name;
-}
-
-}  // namespace
-
 bool RangeProfilerApi::Complete() const {
   return get_result_string && profiler_initialize && profiler_deinitialize &&
          get_counter_availability && enable && disable && get_counter_data_size &&
@@ -23,12 +11,7 @@ bool RangeProfilerApi::Complete() const {
 }
 
 std::string RangeProfilerApi::ResultText(CUptiResult result) const {
-  const char* text = nullptr;
-  if (get_result_string != nullptr && get_result_string(result, &text) == CUPTI_SUCCESS &&
-      text != nullptr) {
-    return text;
-  }
-  return "CUPTI error " + std::to_string(static_cast<int>(result));
+  return counters::CuptiResultText(get_result_string, result);
 }
 
 bool ResolveRangeProfilerApi(void* handle, RangeProfilerApi* out, std::string* error) {
@@ -38,21 +21,27 @@ bool ResolveRangeProfilerApi(void* handle, RangeProfilerApi* out, std::string* e
   }
   RangeProfilerApi api;
   std::string missing;
-  Resolve(handle, "cuptiGetResultString", &api.get_result_string, &missing);
-  Resolve(handle, "cuptiProfilerInitialize", &api.profiler_initialize, &missing);
-  Resolve(handle, "cuptiProfilerDeInitialize", &api.profiler_deinitialize, &missing);
-  Resolve(handle, "cuptiProfilerGetCounterAvailability", &api.get_counter_availability, &missing);
-  Resolve(handle, "cuptiRangeProfilerEnable", &api.enable, &missing);
-  Resolve(handle, "cuptiRangeProfilerDisable", &api.disable, &missing);
-  Resolve(handle, "cuptiRangeProfilerGetCounterDataSize", &api.get_counter_data_size, &missing);
-  Resolve(handle, "cuptiRangeProfilerCounterDataImageInitialize",
-          &api.counter_data_image_initialize, &missing);
-  Resolve(handle, "cuptiRangeProfilerSetConfig", &api.set_config, &missing);
-  Resolve(handle, "cuptiRangeProfilerStart", &api.start, &missing);
-  Resolve(handle, "cuptiRangeProfilerStop", &api.stop, &missing);
-  Resolve(handle, "cuptiRangeProfilerDecodeData", &api.decode_data, &missing);
-  Resolve(handle, "cuptiRangeProfilerGetCounterDataInfo", &api.get_counter_data_info, &missing);
-  Resolve(handle, "cuptiRangeProfilerCounterDataGetRangeInfo", &api.get_range_info, &missing);
+  counters::ResolveCuptiSymbol(handle, "cuptiGetResultString", &api.get_result_string, &missing);
+  counters::ResolveCuptiSymbol(handle, "cuptiProfilerInitialize", &api.profiler_initialize,
+                               &missing);
+  counters::ResolveCuptiSymbol(handle, "cuptiProfilerDeInitialize", &api.profiler_deinitialize,
+                               &missing);
+  counters::ResolveCuptiSymbol(handle, "cuptiProfilerGetCounterAvailability",
+                               &api.get_counter_availability, &missing);
+  counters::ResolveCuptiSymbol(handle, "cuptiRangeProfilerEnable", &api.enable, &missing);
+  counters::ResolveCuptiSymbol(handle, "cuptiRangeProfilerDisable", &api.disable, &missing);
+  counters::ResolveCuptiSymbol(handle, "cuptiRangeProfilerGetCounterDataSize",
+                               &api.get_counter_data_size, &missing);
+  counters::ResolveCuptiSymbol(handle, "cuptiRangeProfilerCounterDataImageInitialize",
+                               &api.counter_data_image_initialize, &missing);
+  counters::ResolveCuptiSymbol(handle, "cuptiRangeProfilerSetConfig", &api.set_config, &missing);
+  counters::ResolveCuptiSymbol(handle, "cuptiRangeProfilerStart", &api.start, &missing);
+  counters::ResolveCuptiSymbol(handle, "cuptiRangeProfilerStop", &api.stop, &missing);
+  counters::ResolveCuptiSymbol(handle, "cuptiRangeProfilerDecodeData", &api.decode_data, &missing);
+  counters::ResolveCuptiSymbol(handle, "cuptiRangeProfilerGetCounterDataInfo",
+                               &api.get_counter_data_info, &missing);
+  counters::ResolveCuptiSymbol(handle, "cuptiRangeProfilerCounterDataGetRangeInfo",
+                               &api.get_range_info, &missing);
   if (!missing.empty()) {
     *error = "libcupti lacks the range profiler (" + missing + "): no counter windows";
     return false;
