@@ -149,6 +149,9 @@ void WriteProfileJson(const Profile& profile, JsonWriter& json) {
     json.Key("flops");
     OptionalDouble(row.flops, json);
     json.Key("flops_announced").Bool(row.flops_announced);
+    json.Key("announced_flops");
+    OptionalDouble(row.announced_flops, json);
+    json.Key("flops_disagree").Bool(row.flops_disagree);
     json.Key("latency_s").Double(row.latency_s);
     json.Key("latency_min_s");
     OptionalDouble(row.latency_min_s, json);

@@ -261,6 +261,40 @@ TEST(ProfileFlopsTest, DetailedLinesGiveTheRateOrWhyNot) {
       << text;
 }
 
+TEST(ProfileFlopsTest, MeasuredFlopsFarFromTheAnnouncedOnesAreFlagged) {
+  Report report = CountedReport();
+  auto announce = [&](const std::string& key, const std::string& value) {
+    flopscope::v1::Metadata* entry = report.add_metadata();
+    entry->set_key(key);
+    entry->set_value(value);
+  };
+  announce("flops model", "4200");        // measured 4000 per GPU and step: within 10 %
+  announce("flops model/layer", "2000");  // measured 3000: 50 % more than announced
+  const Profile profile = BuildProfile(report, {});
+  const ModuleRow& model = Row(profile, "model");
+  EXPECT_DOUBLE_EQ(*model.flops, 4000);  // the measured figure stays the figure
+  EXPECT_FALSE(model.flops_announced);
+  ASSERT_TRUE(model.announced_flops.has_value());
+  EXPECT_DOUBLE_EQ(*model.announced_flops, 4200);
+  EXPECT_FALSE(model.flops_disagree);
+  const ModuleRow& layer = Row(profile, "model/layer");
+  EXPECT_DOUBLE_EQ(*layer.flops, 3000);
+  EXPECT_TRUE(layer.flops_disagree);
+  EXPECT_FALSE(Row(profile, "model/idle").announced_flops.has_value());
+
+  const std::string text = RenderDetailed(profile, {});
+  EXPECT_TRUE(absl::StrContains(text, "measured flops differ from the announced 2 K by +50%"))
+      << text;
+  const std::string json =
+      RenderReportJson(report, [&](JsonWriter& writer) { WriteProfileJson(profile, writer); });
+  absl::StatusOr<std::map<std::string, std::string>> flat = testing::FlattenJson(json);
+  if (absl::IsUnavailable(flat.status())) GTEST_SKIP() << flat.status();
+  ASSERT_TRUE(flat.ok()) << flat.status() << json;
+  EXPECT_EQ(flat->at("profile.modules[1].announced_flops"), "2000");
+  EXPECT_EQ(flat->at("profile.modules[1].flops_disagree"), "true");
+  EXPECT_EQ(flat->at("profile.modules[0].flops_disagree"), "false");
+}
+
 TEST(ProfileFlopsTest, JsonCarriesTheCountedFiguresAndParsesBack) {
   const Report report = CountedReport();
   const Profile profile = BuildProfile(report, {});

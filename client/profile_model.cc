@@ -1,6 +1,7 @@
 #include "client/profile_model.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <set>
 
@@ -181,11 +182,16 @@ ModuleRow RowFor(const ModuleStats& module, const Announced& announced, double d
   row.class_name =
       named != announced.class_by_path.end() ? named->second : ClassFromName(module.name());
   if (module.has_params()) row.params = static_cast<double>(module.params()) / params_divisor;
+  const auto announced_flops = announced.flops_by_path.find(module.path());
   if (module.has_flops()) {
     SetCountedFlops(module, counted_ranks, row);  // per counted step already
-  } else if (auto flops = announced.flops_by_path.find(module.path());
-             flops != announced.flops_by_path.end()) {
-    row.flops = flops->second;
+    if (announced_flops != announced.flops_by_path.end() && row.flops) {
+      row.announced_flops = announced_flops->second;
+      row.flops_disagree = std::abs(*row.flops - announced_flops->second) >
+                           kAnnouncedFlopsTolerance * std::abs(announced_flops->second);
+    }
+  } else if (announced_flops != announced.flops_by_path.end()) {
+    row.flops = announced_flops->second;
     row.flops_announced = true;
   }
   if (auto macs = announced.macs_by_path.find(module.path());

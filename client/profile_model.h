@@ -66,6 +66,8 @@ struct CountedWindow {
   std::string status;  // "" when fine, else why counting failed
 };
 
+inline constexpr double kAnnouncedFlopsTolerance = 0.10;
+
 struct ModuleRow {
   std::string path;
   std::string name;
@@ -74,6 +76,12 @@ struct ModuleRow {
   std::optional<double> params;
   std::optional<double> flops;  // per step
   bool flops_announced = false;
+  // The framework's analytic FLOPs (`flops <path>=<n>`) when FLOPs were also measured; the
+  // measured ones stay in `flops`. `flops_disagree`: they differ by more than
+  // kAnnouncedFlopsTolerance of the announced figure (DESIGN: FLOPs), worth a look: a kernel
+  // the formula forgot, or a formula that counts work the GPU never did.
+  std::optional<double> announced_flops;
+  bool flops_disagree = false;
   // Per step: announced (`macs <path>=<n>`, DeepSpeed counts MACs apart from FLOPs: a conv's
   // bias adds are FLOPs but no MACs), else flops / 2.
   std::optional<double> macs;

@@ -121,6 +121,12 @@ std::string ModuleFigures(const ModuleRow& row, const Totals& totals, bool any_f
                                Percent(row.latency_s, totals.latency_s), " latency"));
   parts.push_back(ModuleRate(row, any_flops));
   if (row.flops_announced) parts.push_back("announced flops");
+  if (row.flops_disagree) {
+    const double difference = 100 * (*row.flops / *row.announced_flops - 1);
+    parts.push_back(absl::StrCat("measured flops differ from the announced ",
+                                 NumberToString(*row.announced_flops), " by ",
+                                 difference > 0 ? "+" : "", RoundedG(difference), "%"));
+  }
   if (row.latency_min_s && row.latency_max_s) {
     parts.push_back(absl::StrCat("step min ", DurationToString(*row.latency_min_s), " max ",
                                  DurationToString(*row.latency_max_s)));
