@@ -6,6 +6,8 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/version.h"
 #include "daemon/data_layout.h"
 #include "daemon/logger.h"
@@ -35,6 +37,7 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(const DaemonOp
   daemon->profiling_ =
       std::make_unique<ProfilingService>(daemon->catalog_.get(), daemon->sessions_.get());
   if (absl::Status s = daemon->Listen(); !s.ok()) return s;
+  daemon->StartWarmingReaders();
   LogUnprefixed(LogLevel::kInfo,
                 absl::StrCat("flopscoped ", kVersion, " serving ", daemon->target(),
                              daemon->tcp_target_.empty() ? "" : " and tcp ", daemon->tcp_target_,
@@ -76,6 +79,17 @@ absl::Status DaemonServer::Listen() {
   return absl::OkStatus();
 }
 
+void DaemonServer::StartWarmingReaders() {
+  warmer_ = std::thread([this] {
+    const absl::Time start = absl::Now();
+    const size_t opened = query_->WarmRecentJobs(stop_warming_);
+    if (opened > 0) {
+      LogInfo("opened ", opened, " rank files for reports in ",
+              absl::FormatDuration(absl::Now() - start));
+    }
+  });
+}
+
 void DaemonServer::Shutdown() {
   std::unique_ptr<grpc::Server> server;
   {
@@ -83,6 +97,8 @@ void DaemonServer::Shutdown() {
     server = std::move(server_);
   }
   if (server == nullptr) return;
+  stop_warming_.store(true, std::memory_order_relaxed);
+  if (warmer_.joinable()) warmer_.join();  // it reads the catalog, which is closed below
   server->Shutdown(std::chrono::system_clock::now() +
                    absl::ToChronoMilliseconds(options_.drain_timeout));
   server->Wait();

@@ -2,8 +2,10 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
@@ -45,6 +47,9 @@ class DaemonServer {
  private:
   explicit DaemonServer(DaemonOptions options) : options_(std::move(options)) {}
   absl::Status Listen();
+  // Opens the read connections of recently seen rank files in the background
+  // (QueryService::WarmRecentJobs); Shutdown stops and joins it before closing anything.
+  void StartWarmingReaders();
 
   const DaemonOptions options_;
   std::string tcp_target_;
@@ -56,6 +61,8 @@ class DaemonServer {
   std::unique_ptr<ProfilingService> profiling_;
   absl::Mutex mu_;
   std::unique_ptr<grpc::Server> server_ ABSL_GUARDED_BY(mu_);  // null once shut down
+  std::atomic<bool> stop_warming_{false};
+  std::thread warmer_;
 };
 
 }  // namespace flopscope::daemon

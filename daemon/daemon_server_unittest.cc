@@ -150,6 +150,29 @@ TEST_F(DaemonServerTest, BatchesAreCommittedAndAcknowledged) {
   EXPECT_EQ(jobs.jobs(0).connected_sessions(), 0u);  // the stream has ended
 }
 
+TEST_F(DaemonServerTest, ARestartedDaemonOpensRecentRankFilesForReportsInTheBackground) {
+  for (int32_t rank : {0, 1, 2}) {
+    Producer producer(*collector_, fixtures::Hello("job-w", rank, "s-w" + std::to_string(rank)));
+    ASSERT_EQ(producer.Hello(), 0);
+    EXPECT_EQ(producer.Send(KernelBatch(1, 2)), 1);
+    EXPECT_TRUE(producer.Finish().ok());
+  }
+  server_.reset();  // shuts down: every store and reader closed
+  absl::StatusOr<std::unique_ptr<DaemonServer>> restarted = DaemonServer::Start(options_);
+  ASSERT_TRUE(restarted.ok()) << restarted.status();
+  server_ = *std::move(restarted);
+  // A wait, not a timing assertion: the warm-up thread gets up to 30 s to open three files.
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (server_->query_service().idle_readers() < 3 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  EXPECT_EQ(server_->query_service().idle_readers(), 3u);
+  channel_ = grpc::CreateChannel(server_->target(), grpc::InsecureChannelCredentials());
+  query_ = v1::Query::NewStub(channel_);
+  EXPECT_EQ(StoredKernels("job-w"), 6u);  // served by the warmed connections
+  EXPECT_EQ(server_->query_service().idle_readers(), 3u);
+}
+
 TEST_F(DaemonServerTest, FirstMessageMustBeAHello) {
   grpc::ClientContext context;
   auto stream = collector_->Stream(&context);

@@ -99,6 +99,24 @@ absl::StatusOr<std::vector<v1::RankInfo>> QueryService::WantedRanks(
   return chosen;
 }
 
+size_t QueryService::WarmRecentJobs(const std::atomic<bool>& stop) {
+  absl::StatusOr<std::vector<v1::JobInfo>> jobs = catalog_->ListJobs();
+  if (!jobs.ok()) return 0;
+  std::sort(jobs->begin(), jobs->end(), [](const v1::JobInfo& a, const v1::JobInfo& b) {
+    return a.last_seen_ns() > b.last_seen_ns();
+  });
+  size_t opened = 0;
+  for (const v1::JobInfo& job : *jobs) {
+    absl::StatusOr<std::vector<v1::RankInfo>> ranks = catalog_->ListRanks(job.job_id());
+    if (!ranks.ok()) continue;
+    for (const v1::RankInfo& rank : *ranks) {
+      if (stop.load(std::memory_order_relaxed) || readers_.full()) return opened;
+      if (readers_.Warm(RankFilePath(data_dir_, job.job_id(), rank.rank())).ok()) ++opened;
+    }
+  }
+  return opened;
+}
+
 void QueryService::PrepareReader(const std::string& job_id, int32_t rank) {
   readers_.Warm(RankFilePath(data_dir_, job_id, rank)).IgnoreError();
 }

@@ -66,6 +66,11 @@ absl::Status ReaderPool::Warm(const std::string& path) {
   return absl::OkStatus();
 }
 
+bool ReaderPool::full() {
+  absl::MutexLock lock(&mu_);  // guards idle_
+  return idle_.size() >= capacity_;
+}
+
 size_t ReaderPool::idle() {
   absl::MutexLock lock(&mu_);  // guards idle_
   return idle_.size();

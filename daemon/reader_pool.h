@@ -45,6 +45,8 @@ class ReaderPool {
   absl::Status Warm(const std::string& path) ABSL_LOCKS_EXCLUDED(mu_);
 
   size_t idle() ABSL_LOCKS_EXCLUDED(mu_);
+  // No room for another idle connection (a warm-up stops here instead of evicting).
+  bool full() ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   using Idle = std::list<std::unique_ptr<SqliteDb>>;  // most recently used first
