@@ -15,6 +15,10 @@ void AddTo(std::optional<double>& sum, std::optional<double> value) {
   if (value) sum = sum.value_or(0) + *value;
 }
 
+void MaxInto(std::optional<double>& most, std::optional<double> value) {
+  if (value && (!most || *value > *most)) most = value;
+}
+
 std::string ParentOf(const std::string& path) {
   const size_t slash = path.rfind('/');
   return slash == std::string::npos ? "" : path.substr(0, slash);
@@ -52,7 +56,11 @@ std::vector<ModuleRow> MergeModules(const std::vector<Profile>& ranks) {
       AddTo(found->flops, row.flops);
       found->flops_announced |= row.flops_announced;
       found->latency_is_gpu |= row.latency_is_gpu;
+      // A replica's ranks run in lockstep, so it is as slow as its slowest rank: the max, for the
+      // median and for the step extremes alike.
       found->latency_s = std::max(found->latency_s, row.latency_s);
+      MaxInto(found->latency_min_s, row.latency_min_s);
+      MaxInto(found->latency_max_s, row.latency_max_s);
       found->kernels += row.kernels;
     }
   }

@@ -82,6 +82,26 @@ TEST(GroupProfilesTest, ModelReplicaSumsParamsAndFlopsAndTakesTheMaxLatency) {
   EXPECT_DOUBLE_EQ(replica.modules[2].latency_s, 0.002);
 }
 
+TEST(GroupProfilesTest, AReplicaStepSpreadIsItsSlowestRanks) {
+  std::vector<Profile> ranks;
+  const double mins[] = {0.010, 0.012, 0.009, 0.011};
+  const double maxes[] = {0.020, 0.018, 0.025, 0.019};
+  for (int r = 0; r < 4; ++r) {
+    ranks.push_back(BuildProfile(RankReport(r), {}));
+    ModuleRow& gpt = ranks.back().modules[0];
+    ASSERT_EQ(gpt.path, "GPT");
+    gpt.latency_min_s = mins[r];
+    gpt.latency_max_s = maxes[r];
+  }
+  ranks[1].modules[0].latency_min_s.reset();  // rank 1 did not run in the window
+  ranks[1].modules[0].latency_max_s.reset();
+  const Profile replica = CombineModelReplica(ranks, {}, "replica");
+  // Lockstep ranks: the replica's fastest and slowest steps are its slowest rank's.
+  ASSERT_TRUE(replica.modules[0].latency_min_s.has_value());
+  EXPECT_DOUBLE_EQ(*replica.modules[0].latency_min_s, 0.011);
+  EXPECT_DOUBLE_EQ(*replica.modules[0].latency_max_s, 0.025);
+}
+
 TEST(GroupProfilesTest, DataParallelSpreadNamesTheSlowestReplicaPerModule) {
   const std::vector<ModuleSpread> rows = DataParallelSpread({Replica(0), Replica(1)});
   ASSERT_EQ(rows.size(), 4u);
