@@ -28,7 +28,7 @@ constexpr char kJob[] = "steps-job";
 // Paths of every rank file below.
 constexpr uint64_t kStep = 1, kForward = 2, kModel = 3, kLayer = 4, kLoss = 5;
 
-// One rank's steps: the step k starts at k * 10 us and lasts step_ns[k] (at least 1 us, which
+// One rank's steps: the step k starts at k * 100 us and lasts step_ns[k] (at least 1 us, which
 // holds every range of the step); inside it `forward`,
 // the module `model` with its child `layer` (whose kernels are busy layer_busy_ns[k]) and the
 // kernel-less module `loss` (loss_ns[k] push to pop). Steps listed in `counted` ran inside a
@@ -58,7 +58,7 @@ class StepBatch {
   void AddStep(const RankSteps& rank, int k) {
     const bool counted =
         std::find(rank.counted.begin(), rank.counted.end(), k) != rank.counted.end();
-    const int64_t start = 10'000 * static_cast<int64_t>(k);
+    const int64_t start = 100'000 * static_cast<int64_t>(k);
     const uint64_t model = next_instance_++;
     const uint64_t layer = Range(kLayer, model, start + 100, 500, counted);
     // Two kernels back to back: busy time is their sum.

@@ -22,7 +22,8 @@ struct StepWindowRequest {
 };
 
 // The steps of one rank, numbered 0, 1, ... in start order over all of its sessions (a rank that
-// restarted goes on counting), as the injector numbers the steps of one process. Places a moment
+// restarted goes on counting), as the injector numbers the steps of one process; overlapping
+// step ranges (two threads) make one step, as they do in the injector. Places a moment
 // in the step whose range holds it. Steps of one rank follow one another, so only the step that
 // started last at or before a moment can hold it.
 class StepIndex {

@@ -55,6 +55,18 @@ TEST(StepIndexTest, NumbersStepsInStartOrderAndPlacesMoments) {
   EXPECT_EQ(StepIndex({}).StepAt(5), -1);
 }
 
+TEST(StepIndexTest, OverlappingStepRangesAreOneStep) {
+  // Two threads each open `step` for the same training step; the injector counts it once.
+  const StepIndex index({{1000, 1900}, {1100, 2000}, {3000, 3900}, {3900, 4100}});
+  ASSERT_EQ(index.size(), 3);
+  EXPECT_EQ(index.at(0).start_ns, 1000);
+  EXPECT_EQ(index.at(0).end_ns, 2000);
+  EXPECT_EQ(index.at(1).end_ns, 3900);  // the next opens as this one closes: two steps
+  EXPECT_EQ(index.at(2).start_ns, 3900);
+  EXPECT_EQ(index.StepAt(1950), 0);
+  EXPECT_EQ(index.StepAt(4000), 2);
+}
+
 TEST(SummarizeTest, MedianOfOddAndEvenCounts) {
   const SampleSummary odd = Summarize({500, 100, 300});
   EXPECT_EQ(odd.samples, 3u);
