@@ -94,6 +94,8 @@ class StepBatchBuilder {
     const bool slow = shape_.rank == shape_.slow_rank;
     const int64_t start = next_start_;
     next_start_ += length + kStepGapNs;
+    step_ = step;
+    if (counted_ && step == shape_.counted_first) window_start_ = start;
     AddPhases(batch, start, length, slow ? SlowKernels() * kSlowKernelNs : 0);
     // Push/pop ranges close innermost first, so each range event follows its children's, as
     // the injector commits them: the instance ids of the enclosing ranges are taken up front.
@@ -116,6 +118,7 @@ class StepBatchBuilder {
       AddRange(batch, layer_instance, LayerPath(shape_, layer), model, layer_start, layer_end);
     }
     AddRange(batch, model, 1, 0, start, start + length);
+    if (counted_ && step == shape_.counted_last) AddWindow(batch, start + length);
     if (step + 1 == shape_.steps) batch.set_final(true);
     return batch;
   }
@@ -174,11 +177,56 @@ class StepBatchBuilder {
     kernel->set_block_z(1);
     kernel->set_kind(v1::ACTIVITY_KIND_KERNEL);
     kernel->set_counted(counted_);
+    if (counted_) AddFlops(batch, *kernel);
+  }
+
+  // What the injector sends for a counted kernel: a GEMM-like mix, mostly BF16 tensor FLOPs,
+  // with its raw counters.
+  void AddFlops(v1::Batch& batch, const v1::KernelRecord& kernel) {
+    v1::KernelFlops* counted = batch.add_kernel_flops();
+    counted->set_correlation_id(kernel.correlation_id());
+    counted->set_path_id(kernel.path_id());
+    counted->set_range_instance_id(kernel.range_instance_id());
+    counted->set_name_id(kernel.name_id());
+    counted->set_phase_path_id(FirstPhasePath(shape_) + 1);  // forward
+    counted->set_counted_step(step_);
+    v1::FlopCounters* flops = counted->mutable_flops();
+    flops->set_fp32(kFp32FlopsPerCountedKernel);
+    v1::FlopCounters::Tensor* tensor = flops->add_tensor();
+    tensor->set_source("bf16_dst_fp32");
+    tensor->set_flops(kFlopsPerCountedKernel - kFp32FlopsPerCountedKernel);
+    const std::pair<const char*, double> raw[] = {
+        {"sm__sass_thread_inst_executed_op_ffma_pred_on.sum", 1.0e6},
+        {"sm__ops_path_tensor_src_bf16_dst_fp32.sum", 6.7e8},
+        {"gpu__time_duration.sum", 12000}};
+    for (const auto& [metric, value] : raw) {
+      v1::FlopCounters::Raw* entry = flops->add_raw();
+      entry->set_metric(metric);
+      entry->set_value(value);
+    }
+  }
+
+  void AddWindow(v1::Batch& batch, int64_t end_ns) {
+    v1::CounterWindowRecord* window = batch.add_windows();
+    window->set_first_step(shape_.counted_first);
+    window->set_last_step(shape_.counted_last);
+    window->set_trigger("env: steps=" + std::to_string(shape_.counted_first) + "-" +
+                        std::to_string(shape_.counted_last));
+    window->set_metric_set("full");
+    window->set_chip("GH100");
+    window->set_passes(6);
+    window->set_kernels_counted(
+        static_cast<uint64_t>(shape_.counted_last - shape_.counted_first + 1) *
+        shape_.kernels_per_step);
+    window->set_start_ns(window_start_);
+    window->set_end_ns(end_ns);
   }
 
   const RankShape& shape_;
   int64_t next_start_;
   bool counted_ = false;
+  int step_ = 0;
+  int64_t window_start_ = 0;
   int64_t scale_ = 1;
   uint64_t next_instance_ = 1;
   uint64_t next_correlation_ = 1;

@@ -29,6 +29,10 @@ struct RankShape {
 
 inline constexpr int64_t kSlowKernelNs = 20'000;
 inline constexpr int kCountedSlowdown = 10;
+// The FLOPs every counted kernel carries (a KernelFlops record: mostly BF16 tensor FLOPs), and
+// the CUDA-core FP32 part of them.
+inline constexpr double kFlopsPerCountedKernel = 6.72e8;
+inline constexpr double kFp32FlopsPerCountedKernel = 2.0e6;
 
 // "model/layer.3/op.1": the module path of op `op_index` as reports print it.
 std::string OpModulePath(const RankShape& shape, int op_index);

@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -86,12 +87,22 @@ double TimeReport(const flopscope::client::DaemonClient& daemon, const RankShape
   v1::ReportRequest request;
   request.set_job_id(big.job);
   const uint64_t expected = flopscope::bench::UncountedKernels(big) * ranks;
+  // Every counted kernel carries the same FLOPs (report_bench_jobs.cc): per counted step and
+  // summed over the ranks, the model holds all of a step's kernels.
+  const double expected_flops =
+      static_cast<double>(ranks) * big.kernels_per_step * flopscope::bench::kFlopsPerCountedKernel;
   return MedianMs(repeats, [&] {
     absl::StatusOr<v1::Report> report = daemon.GetReport(request);
     if (!report.ok()) Die(report.status().ToString());
     uint64_t kernels = 0;
+    double flops = 0;
     for (const v1::ModuleStats& module : report->modules()) {
       if (module.depth() == 0) kernels += module.kernels();
+      if (module.depth() == 0) flops += module.flops();
+    }
+    if (std::abs(flops - expected_flops) > 1e-9 * expected_flops) {
+      Die("the report counts " + std::to_string(flops) + " FLOPs per counted step; expected " +
+          std::to_string(expected_flops));
     }
     if (kernels != expected || report->modules_size() != flopscope::bench::ModuleCount(big)) {
       Die("the report counts " + std::to_string(kernels) + " kernels in " +
