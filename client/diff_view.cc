@@ -12,8 +12,6 @@
 namespace flopscope::client {
 namespace {
 
-constexpr char kUnattributed[] = "<unattributed>";
-
 std::optional<double> Rate(std::optional<double> flops, std::optional<double> seconds) {
   if (!flops || !seconds || *seconds <= 0) return std::nullopt;
   return *flops / *seconds;

@@ -9,8 +9,6 @@
 namespace flopscope::client {
 namespace {
 
-constexpr char kUnattributed[] = "<unattributed>";
-
 void AddTo(std::optional<double>& sum, std::optional<double> value) {
   if (value) sum = sum.value_or(0) + *value;
 }

@@ -11,8 +11,6 @@
 namespace flopscope::client {
 namespace {
 
-constexpr char kUnattributed[] = "<unattributed>";
-
 void OptionalDouble(std::optional<double> value, JsonWriter& json) {
   if (value) {
     json.Double(*value);

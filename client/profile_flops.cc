@@ -18,7 +18,6 @@ using flopscope::v1::ModuleStats;
 using flopscope::v1::PhaseStats;
 using flopscope::v1::Report;
 
-constexpr char kUnattributed[] = "<unattributed>";
 constexpr char kTensorPrefix[] = "tensor:";
 
 bool IsMeasured(const Figure& figure) { return absl::StartsWith(figure.note, "measured"); }

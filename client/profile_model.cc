@@ -20,8 +20,6 @@ using flopscope::v1::ModuleStats;
 using flopscope::v1::PhaseStats;
 using flopscope::v1::Report;
 
-constexpr char kUnattributed[] = "<unattributed>";
-
 // What frameworks announced through the metadata channel (the last value of a key wins).
 struct Announced {
   std::optional<int64_t> batch_size;

@@ -66,6 +66,9 @@ struct CountedWindow {
   std::string status;  // "" when fine, else why counting failed
 };
 
+// The daemon's row for GPU work launched with no module open (query.proto, ReportRequest).
+inline constexpr char kUnattributed[] = "<unattributed>";
+
 inline constexpr double kAnnouncedFlopsTolerance = 0.10;
 
 struct ModuleRow {

@@ -14,7 +14,6 @@
 namespace flopscope::client {
 namespace {
 
-constexpr char kUnattributed[] = "<unattributed>";
 constexpr int kLabelWidth = 70;
 constexpr size_t kPrecisionColumns = 6;  // top-level modules in the precision table
 

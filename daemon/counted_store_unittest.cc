@@ -5,6 +5,7 @@
 
 #include "daemon/rank_store.h"
 #include "daemon/test_batches.h"
+#include "daemon/test_queries.h"
 #include "daemon/test_temp_dir.h"
 
 namespace flopscope::daemon {
@@ -53,20 +54,7 @@ class CountedStoreTest : public ::testing::Test {
     ASSERT_TRUE(status.ok()) << status;
   }
 
-  double Number(const std::string& sql) {
-    absl::StatusOr<std::unique_ptr<SqliteDb>> db = SqliteDb::OpenExisting(path_);
-    EXPECT_TRUE(db.ok()) << db.status();
-    if (!db.ok()) return -1;
-    absl::StatusOr<std::unique_ptr<SqliteStatement>> stmt = (*db)->Prepare(sql);
-    EXPECT_TRUE(stmt.ok()) << stmt.status();
-    if (!stmt.ok()) return -1;
-    absl::StatusOr<bool> row = (*stmt)->Step();
-    EXPECT_TRUE(row.ok() && *row) << sql;
-    if (!row.ok() || !*row) return -1;
-    const double value = (*stmt)->ColumnDouble(0);
-    (*stmt)->Reset();
-    return value;
-  }
+  double Number(const std::string& sql) { return fixtures::QueryNumber(path_, sql); }
 
   fixtures::ScopedTempDir dir_;
   std::string path_;

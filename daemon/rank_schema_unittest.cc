@@ -8,6 +8,7 @@
 #include "daemon/rank_reader.h"
 #include "daemon/rank_store.h"
 #include "daemon/test_batches.h"
+#include "daemon/test_queries.h"
 #include "daemon/test_temp_dir.h"
 
 namespace flopscope::daemon {
@@ -188,18 +189,7 @@ class RankSchemaTest : public ::testing::Test {
   }
 
   static int64_t Query(const std::string& path, const std::string& sql) {
-    absl::StatusOr<std::unique_ptr<SqliteDb>> db = SqliteDb::OpenExisting(path);
-    EXPECT_TRUE(db.ok()) << db.status();
-    if (!db.ok()) return -1;
-    absl::StatusOr<std::unique_ptr<SqliteStatement>> stmt = (*db)->Prepare(sql);
-    EXPECT_TRUE(stmt.ok()) << stmt.status();
-    if (!stmt.ok()) return -1;
-    absl::StatusOr<bool> row = (*stmt)->Step();
-    EXPECT_TRUE(row.ok() && *row) << sql;
-    if (!row.ok() || !*row) return -1;
-    const int64_t value = (*stmt)->ColumnInt(0);
-    (*stmt)->Reset();
-    return value;
+    return static_cast<int64_t>(fixtures::QueryNumber(path, sql));
   }
 
   fixtures::ScopedTempDir dir_;
