@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "injector/identity.h"
+#include "injector/records/identity.h"
 
 namespace flopscope::injector {
 

@@ -3,9 +3,9 @@
 #include <cstdint>
 #include <string_view>
 
-#include "injector/counter_records.h"
-#include "injector/range_tracker.h"
-#include "injector/step_tracker.h"
+#include "injector/records/counter_records.h"
+#include "injector/ranges/range_tracker.h"
+#include "injector/ranges/step_tracker.h"
 
 // The injector's internal API for kernel tracing (injector/cupti, through KernelApiSink). Every
 // function is noexcept, callable from any thread (CUPTI callbacks and buffer threads included),

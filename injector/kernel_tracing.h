@@ -6,8 +6,8 @@
 #include <string_view>
 #include <vector>
 
-#include "injector/counter_windows.h"
-#include "injector/identity.h"
+#include "injector/ranges/counter_windows.h"
+#include "injector/records/identity.h"
 #include "injector/kernel_api.h"
 
 namespace flopscope::injector {
@@ -30,7 +30,7 @@ class TraceSink {
   // Asks for an early collection cycle (records are piling up).
   virtual void Wake() noexcept = 0;
 
-  // ---- counter windows (injector/cupti/counter_collector.h) ----
+  // ---- counter windows (injector/cupti/counter_windows/counter_collector.h) ----
   // The process's step and phase (read at launches inside a window).
   virtual PhaseContext CurrentPhase() noexcept = 0;
   // RangeEvent.counted for ranges closing from now on.

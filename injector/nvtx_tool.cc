@@ -5,7 +5,7 @@
 #include <string_view>
 
 #include "injector/session.h"
-#include "injector/utf8.h"
+#include "common/utf8.h"
 
 // Every callback below runs on an application thread, inside the application's NVTX call. They
 // are noexcept with a catch-all: an exception must never unwind into the job (NVTX is C). When

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "injector/testing/dump_reader.h"
+#include "injector/export/testing/dump_reader.h"
 #include "injector/transport/testing/fake_collector.h"
 
 extern char** environ;

@@ -8,9 +8,9 @@
 #include <cstring>
 #include <mutex>
 
-#include "injector/dump_sink.h"
-#include "injector/transport_loader.h"
-#include "injector/transport_sink.h"
+#include "injector/export/dump_sink.h"
+#include "injector/export/transport_loader.h"
+#include "injector/export/transport_sink.h"
 
 namespace flopscope::injector {
 namespace {

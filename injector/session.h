@@ -5,19 +5,19 @@
 #include <string>
 #include <vector>
 
-#include "injector/domain_registry.h"
-#include "injector/exporter.h"
-#include "injector/identity.h"
+#include "injector/ranges/domain_registry.h"
+#include "injector/export/exporter.h"
+#include "injector/records/identity.h"
 #include "injector/injector_config.h"
 #include "injector/kernel_api_sink.h"
 #include "injector/kernel_tracing.h"
-#include "injector/loss_counters.h"
-#include "injector/path_table.h"
-#include "injector/range_clock.h"
-#include "injector/range_tracker.h"
-#include "injector/step_tracker.h"
-#include "injector/string_table.h"
-#include "injector/thread_buffer.h"
+#include "injector/records/loss_counters.h"
+#include "injector/ranges/path_table.h"
+#include "injector/ranges/range_clock.h"
+#include "injector/ranges/range_tracker.h"
+#include "injector/ranges/step_tracker.h"
+#include "injector/records/string_table.h"
+#include "injector/records/thread_buffer.h"
 
 namespace flopscope::injector {
 

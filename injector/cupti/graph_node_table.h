@@ -5,7 +5,7 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "injector/range_tracker.h"
+#include "injector/ranges/range_tracker.h"
 
 namespace flopscope::injector::cupti {
 

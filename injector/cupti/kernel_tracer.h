@@ -11,7 +11,7 @@
 
 #include "injector/cupti/activity_buffer_pool.h"
 #include "injector/cupti/callback_roles.h"
-#include "injector/cupti/counter_collector.h"
+#include "injector/cupti/counter_windows/counter_collector.h"
 #include "injector/cupti/cupti_api.h"
 #include "injector/cupti/device_catalog.h"
 #include "injector/cupti/graph_node_table.h"

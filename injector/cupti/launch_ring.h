@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "injector/range_tracker.h"
+#include "injector/ranges/range_tracker.h"
 
 namespace flopscope::injector::cupti {
 

@@ -1,7 +1,7 @@
 // The CUPTI build's kernel tracing: a KernelTracer carrying counter windows, configured from the
 // environment (kernel_tracing_disabled.cc is the build without CUPTI).
-#include "injector/cupti/counter_collector.h"
-#include "injector/cupti/counter_settings.h"
+#include "injector/cupti/counter_windows/counter_collector.h"
+#include "injector/cupti/counter_windows/counter_settings.h"
 #include "injector/cupti/kernel_tracer.h"
 #include "injector/cupti/tracer_options.h"
 #include "injector/kernel_tracing.h"

@@ -12,7 +12,7 @@
 #include "injector/cupti/testing/fake_cupti.h"
 #include "injector/kernel_api_sink.h"
 #include "injector/session.h"
-#include "injector/testing/dump_reader.h"
+#include "injector/export/testing/dump_reader.h"
 
 namespace flopscope::injector::cupti {
 namespace {

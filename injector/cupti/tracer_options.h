@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "injector/identity.h"
+#include "injector/records/identity.h"
 
 namespace flopscope::injector::cupti {
 

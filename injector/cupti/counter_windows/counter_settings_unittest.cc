@@ -1,0 +1,91 @@
+#include "injector/cupti/counter_windows/counter_settings.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+namespace flopscope::injector::cupti {
+namespace {
+
+using counters::MetricSetKind;
+
+CounterSettings FromEnv(std::map<std::string, std::string> vars) {
+  // The lookup's strings must outlive the call: keep the map alive in a static per call site.
+  static std::map<std::string, std::string> env;
+  env = std::move(vars);
+  return CounterSettingsFromEnvironment([](const char* name) -> const char* {
+    auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  });
+}
+
+TEST(CounterSettingsTest, UnsetMeansNoEnvironmentWindowsAndDefaults) {
+  const CounterSettings settings = FromEnv({});
+  EXPECT_FALSE(settings.windows.any);
+  EXPECT_EQ(settings.metric_set, MetricSetKind::kFull);
+  EXPECT_EQ(settings.max_ranges, 2048u);
+  EXPECT_TRUE(settings.warnings.empty());
+}
+
+TEST(CounterSettingsTest, OneStep) {
+  const CounterSettings settings = FromEnv({{"FLOPSCOPE_COUNTERS", "steps=3"}});
+  EXPECT_TRUE(settings.windows.any);
+  EXPECT_EQ(settings.windows.first, 3);
+  EXPECT_EQ(settings.windows.last, 3);
+  EXPECT_EQ(settings.windows.every, 0);
+  EXPECT_EQ(settings.text, "steps=3");
+  EXPECT_TRUE(settings.warnings.empty());
+}
+
+TEST(CounterSettingsTest, AStepRangeWithTheFullSet) {
+  const CounterSettings settings = FromEnv({{"FLOPSCOPE_COUNTERS", "set=full,steps=3-4"}});
+  EXPECT_EQ(settings.windows.first, 3);
+  EXPECT_EQ(settings.windows.last, 4);
+  EXPECT_EQ(settings.metric_set, MetricSetKind::kFull);
+}
+
+TEST(CounterSettingsTest, EveryAndEveryWithACount) {
+  CounterSettings settings = FromEnv({{"FLOPSCOPE_COUNTERS", "every=500"}});
+  EXPECT_EQ(settings.windows.every, 500);
+  EXPECT_EQ(settings.windows.count, 1);
+  settings = FromEnv({{"FLOPSCOPE_COUNTERS", "every=500,steps=2,set=cheap"}});
+  EXPECT_EQ(settings.windows.every, 500);
+  EXPECT_EQ(settings.windows.count, 2);
+  EXPECT_EQ(settings.metric_set, MetricSetKind::kCheap);
+  EXPECT_TRUE(settings.warnings.empty());
+}
+
+TEST(CounterSettingsTest, SetAloneChoosesTheDaemonWindowsSetOnly) {
+  const CounterSettings settings = FromEnv({{"FLOPSCOPE_COUNTERS", "set=full"}});
+  EXPECT_FALSE(settings.windows.any);
+  EXPECT_EQ(settings.metric_set, MetricSetKind::kFull);
+  EXPECT_TRUE(settings.warnings.empty());
+}
+
+TEST(CounterSettingsTest, MalformedTextGivesOneWarningAndNoWindows) {
+  for (const char* text :
+       {"steps=", "steps=x", "steps=4-3", "steps=-1", "step=3", "every=0", "every=10,steps=11",
+        "every=10,steps=2-3", "steps=3,steps=4", "set=fast,steps=3", "steps=3;every=2", ",",
+        "steps=3 ", "every=99999999999999999999", "steps=0-10000", "every=20000,steps=10001"}) {
+    const CounterSettings settings = FromEnv({{"FLOPSCOPE_COUNTERS", text}});
+    EXPECT_FALSE(settings.windows.any) << text;
+    EXPECT_EQ(settings.metric_set, MetricSetKind::kFull) << text;  // a bad set= changes nothing
+    ASSERT_EQ(settings.warnings.size(), 1u) << text;
+    EXPECT_NE(settings.warnings[0].find(std::string("FLOPSCOPE_COUNTERS='") + text + "'"),
+              std::string::npos)
+        << settings.warnings[0];
+    EXPECT_NE(settings.warnings[0].find("no counter windows"), std::string::npos);
+  }
+}
+
+TEST(CounterSettingsTest, RangesPerDecodeAreBounded) {
+  EXPECT_EQ(FromEnv({{"FLOPSCOPE_COUNTER_RANGES", "512"}}).max_ranges, 512u);
+  const CounterSettings bad = FromEnv({{"FLOPSCOPE_COUNTER_RANGES", "1"}});
+  EXPECT_EQ(bad.max_ranges, 2048u);
+  ASSERT_EQ(bad.warnings.size(), 1u);
+  EXPECT_NE(bad.warnings[0].find("FLOPSCOPE_COUNTER_RANGES"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace flopscope::injector::cupti

@@ -1,0 +1,175 @@
+// Counter windows riding on the kernel tracer's CUPTI subscription: CUPTI's callbacks (a scripted
+// CUPTI, range profiler and Host API) reach the collector through KernelTracer::OnCallback only
+// while a window wants them, and the kernels launched in the window come out counted.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "injector/cupti/kernel_tracer.h"
+#include "injector/cupti/testing/activity_buffer_builder.h"
+#include "injector/cupti/counter_windows/testing/fake_counter_backend.h"
+#include "injector/cupti/testing/fake_cupti.h"
+#include "injector/cupti/counter_windows/testing/fake_range_profiler.h"
+#include "injector/cupti/testing/recording_sink.h"
+
+namespace flopscope::injector::cupti {
+namespace {
+
+using testing::ActivityBufferBuilder;
+using testing::FakeCounterBackend;
+using testing::FakeCupti;
+using testing::FakeRangeProfiler;
+using testing::RecordingSink;
+
+constexpr int kDriver = CUPTI_CB_DOMAIN_DRIVER_API;
+constexpr int kRuntime = CUPTI_CB_DOMAIN_RUNTIME_API;
+constexpr uint32_t kLaunchKernel = 307;
+constexpr uint32_t kGraphLaunch = 514;
+constexpr uint32_t kRuntimeMemcpy = 41;
+
+class CounterWindowTracerTest : public ::testing::Test {
+ protected:
+  CounterWindowTracerTest() {
+    fake_.callback_names = {{{kDriver, kLaunchKernel}, "cuLaunchKernel"},
+                            {{kDriver, kGraphLaunch}, "cuGraphLaunch"},
+                            {{kRuntime, kRuntimeMemcpy}, "cudaMemcpyAsync_v3020"}};
+    fake_.context_devices = {{&gpu_, 0}};
+    fake_.chips = {{0, "GH100"}};
+    CounterSettings settings;
+    std::string error;
+    EXPECT_TRUE(ParseCounterWindows("steps=1", &settings, &error)) << error;
+    auto collector = std::make_unique<CounterCollector>(&sink_, settings, profiler_.Api(),
+                                                        std::make_unique<FakeCounterBackend>());
+    TracerOptions options;
+    options.buffer_cap_bytes = 8u << 20;
+    tracer_ =
+        std::make_unique<KernelTracer>(&sink_, options, fake_.Api(), 64, std::move(collector));
+    EXPECT_TRUE(tracer_->Attach().tracing);
+    windows_ = tracer_->counter_windows();
+  }
+  ~CounterWindowTracerTest() override { RecordingSink::SetThreadContext(RangeContext{}); }
+
+  CUcontext gpu() { return reinterpret_cast<CUcontext>(&gpu_); }
+
+  void ContextEvent(CUpti_CallbackIdResource cbid) {
+    CUpti_ResourceData data{};
+    data.context = gpu();
+    fake_.callback(fake_.userdata, CUPTI_CB_DOMAIN_RESOURCE, cbid, &data);
+  }
+
+  // An API call as CUPTI reports it to the subscriber; kernels run between enter and exit.
+  void Api(int domain, uint32_t cbid, uint32_t correlation_id, int kernels) {
+    CUpti_CallbackData data{};
+    data.callbackSite = CUPTI_API_ENTER;
+    data.correlationId = correlation_id;
+    data.context = gpu();
+    data.symbolName = "_Z6kernelv";
+    fake_.callback(fake_.userdata, static_cast<CUpti_CallbackDomain>(domain), cbid, &data);
+    for (int i = 0; i < kernels; ++i) profiler_.KernelRuns(gpu(), correlation_id);
+    CUresult ok = CUDA_SUCCESS;
+    data.callbackSite = CUPTI_API_EXIT;
+    data.functionReturnValue = &ok;
+    fake_.callback(fake_.userdata, static_cast<CUpti_CallbackDomain>(domain), cbid, &data);
+  }
+  void Launch(uint32_t correlation_id) { Api(kDriver, kLaunchKernel, correlation_id, 1); }
+
+  // The activity records of kernels 1..n arrive and are collected.
+  void DeliverKernels(uint32_t n) {
+    ActivityBufferBuilder builder;
+    for (uint32_t id = 1; id <= n; ++id) {
+      ActivityBufferBuilder::Kernel kernel;
+      kernel.correlation_id = id;
+      kernel.name = "_Z6kernelv";
+      kernel.start = 1000 * id;
+      kernel.end = kernel.start + 10;
+      builder.AddKernel(kernel);
+    }
+    uint8_t* buffer = nullptr;
+    size_t size = 0, max_records = 0;
+    KernelTracer::OnBufferRequested(&buffer, &size, &max_records);
+    ASSERT_NE(buffer, nullptr);
+    KernelTracer::OnBufferCompleted(nullptr, 0, buffer, size, builder.CopyTo(buffer));
+  }
+
+  int gpu_ = 0;
+  FakeCupti fake_;
+  FakeRangeProfiler profiler_;
+  RecordingSink sink_;
+  std::unique_ptr<KernelTracer> tracer_;
+  CounterWindows* windows_ = nullptr;
+};
+
+TEST_F(CounterWindowTracerTest, KernelsOfTheWindowAreCountedAndOnlyThose) {
+  ASSERT_NE(windows_, nullptr);
+  EXPECT_TRUE(fake_.enabled_callbacks.contains(
+      {CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING}));
+  EXPECT_FALSE(windows_->RequestWindow(1, "", 1).accepted);  // no context yet
+  ContextEvent(CUPTI_CBID_RESOURCE_CONTEXT_CREATED);         // the collector learns GH100
+
+  windows_->OnStepBegin(0);
+  Launch(1);  // step 0: not in the window
+  windows_->OnStepEnd(0);
+  EXPECT_TRUE(profiler_.calls.empty());
+  windows_->OnStepBegin(1);
+  RecordingSink::SetThreadContext(RangeContext{30, 300});
+  Launch(2);
+  Api(kRuntime, kRuntimeMemcpy, 3, 0);  // a copy in the window: slowed down, not a range
+  Api(kDriver, kGraphLaunch, 4, 2);     // a graph launch: a pass of its own
+  Launch(5);
+  RecordingSink::SetThreadContext(RangeContext{});
+  windows_->OnStepEnd(1);
+  Launch(6);  // after the window: stops the profiler first, uncounted
+  EXPECT_FALSE(profiler_.started(gpu()));
+
+  DeliverKernels(6);
+  tracer_->Collect(false);
+  std::map<uint64_t, bool> counted;
+  for (const KernelRecord& record : sink_.records())
+    counted[record.correlation_id] = record.counted;
+  EXPECT_EQ(counted, (std::map<uint64_t, bool>{
+                         {1, false}, {2, true}, {3, true}, {4, true}, {5, true}, {6, false}}));
+
+  std::map<uint64_t, KernelFlopsRecord> flops;
+  for (KernelFlopsRecord& record : sink_.flops()) flops[record.correlation_id] = record;
+  ASSERT_EQ(flops.size(), 3u);
+  EXPECT_DOUBLE_EQ(flops[2].fp32, 10.0);
+  EXPECT_EQ(flops[2].path_id, 30u);
+  EXPECT_EQ(flops[2].range_instance_id, 300u);
+  EXPECT_EQ(sink_.NameOf(flops[2].name_id), "_Z6kernelv");
+  EXPECT_DOUBLE_EQ(flops[4].fp32, 2 * 20.0);  // the graph's two kernels
+  EXPECT_DOUBLE_EQ(flops[5].fp64, 30.0);
+  ASSERT_EQ(sink_.windows().size(), 1u);
+  EXPECT_EQ(sink_.windows()[0].kernels_counted, 3u);
+  EXPECT_EQ(sink_.windows()[0].chip, "GH100");
+}
+
+TEST_F(CounterWindowTracerTest, AContextDestroyedInAWindowDecodesAndExitFinishesTheWindow) {
+  ContextEvent(CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
+  windows_->OnStepBegin(0);
+  windows_->OnStepEnd(0);
+  windows_->OnStepBegin(1);
+  Launch(1);
+  Launch(2);
+  ContextEvent(CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
+  EXPECT_TRUE(profiler_.objects.empty());
+  tracer_->Collect(/*final=*/true);  // exit inside the window
+  EXPECT_EQ(sink_.flops().size(), 2u);
+  ASSERT_EQ(sink_.windows().size(), 1u);
+  EXPECT_EQ(sink_.windows()[0].status, "the process exited before the window's last step");
+  EXPECT_TRUE(fake_.finalized);
+}
+
+TEST_F(CounterWindowTracerTest, WithoutWindowsTheLaunchPathNeverReachesTheCollector) {
+  ContextEvent(CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
+  for (uint32_t id = 1; id <= 100; ++id) Launch(id);
+  EXPECT_TRUE(profiler_.calls.empty());
+  EXPECT_EQ(profiler_.initializations, 0);
+  DeliverKernels(100);
+  tracer_->Collect(false);
+  EXPECT_EQ(sink_.records().size(), 100u);
+  for (const KernelRecord& record : sink_.records()) EXPECT_FALSE(record.counted);
+  EXPECT_TRUE(sink_.windows().empty());
+}
+
+}  // namespace
+}  // namespace flopscope::injector::cupti
