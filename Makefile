@@ -3,7 +3,7 @@ BUILD_DIR ?= build
 BUILD_TYPE ?= RelWithDebInfo
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps configure build test demo bench format clean
+.PHONY: all deps configure build test demo bench dist format clean
 
 all: build
 
@@ -24,6 +24,13 @@ demo: build
 
 bench: build
 	@bash scripts/bench.sh $(BUILD_DIR)
+
+# The relocatable bundle: $(BUILD_DIR)/dist/flopscope-<version>-linux-x86_64.tar.gz (README: GPU nodes).
+DIST_TARGETS := flopscoped flopscope flopscope_inject flopscope_transport flopscope_torch
+
+dist: configure
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target $(DIST_TARGETS)
+	@bash scripts/make_dist.sh $(BUILD_DIR)
 
 format:
 	@git ls-files '*.cc' '*.h' | xargs clang-format -i

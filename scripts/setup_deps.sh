@@ -4,11 +4,12 @@
 set -euo pipefail
 
 PACKAGES=(
-  build-essential cmake ninja-build pkg-config clang-format
+  build-essential cmake ninja-build pkg-config clang-format clang
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libsqlite3-dev sqlite3 zlib1g-dev libcli11-dev libsimdjson-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-grpcio python3-protobuf python3-torch
+  patchelf  # make dist: $ORIGIN RPATHs in the bundle
 )
 
 missing=()

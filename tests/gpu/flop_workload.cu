@@ -9,7 +9,8 @@
 //
 // It writes the analytic FLOPs per step of each module and the precision its work should be
 // counted under as JSON (argv[1], else stdout). Exits 77 (the tests' "skipped") without a CUDA
-// device; NVTX is used before that check, so the injector's session starts even then.
+// device, 1 when a driver is there but the device check fails (cuda_device_probe.h); NVTX is used
+// before that check, so the injector's session starts even then.
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -18,6 +19,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+
+#include "cuda_device_probe.h"
 
 namespace {
 
@@ -165,10 +168,13 @@ void WriteExpectations(FILE* out) {
 
 int main(int argc, char** argv) {
   { Range probe("probe"); }  // NVTX first: the injector's session starts even without a GPU
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::printf("flop_workload: no CUDA device, skipping\n");
-    return kSkip;
+  switch (gpu_test::ProbeCudaDevice("flop_workload")) {
+    case gpu_test::DeviceProbe::kReady:
+      break;
+    case gpu_test::DeviceProbe::kNoDevice:
+      return kSkip;
+    case gpu_test::DeviceProbe::kBroken:
+      return 1;
   }
   Buffers buffers;
   cublasHandle_t handle = nullptr;

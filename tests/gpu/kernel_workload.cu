@@ -10,8 +10,9 @@
 //
 // It writes what it launched as JSON (argv[1], else stdout): the CLOCK_REALTIME interval of the
 // run and, per kernel name, the range path and count expected. Exits 77 (the tests' "skipped")
-// when there is no CUDA device; NVTX is used before that check, so the injector starts a session
-// even then.
+// when there is no CUDA device, 1 when a driver is there but the device check fails
+// (cuda_device_probe.h); NVTX is used before that check, so the injector starts a session even
+// then.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <nvtx3/nvToolsExt.h>
@@ -21,6 +22,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "cuda_device_probe.h"
 
 namespace {
 
@@ -174,10 +177,13 @@ void WriteExpectations(FILE* out, long long start_ns, long long end_ns) {
 int main(int argc, char** argv) {
   const long long start_ns = RealtimeNs();
   { Range probe("probe"); }  // NVTX first: the injector's session starts even without a GPU
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::printf("kernel_workload: no CUDA device, skipping\n");
-    return kSkip;
+  switch (gpu_test::ProbeCudaDevice("kernel_workload")) {
+    case gpu_test::DeviceProbe::kReady:
+      break;
+    case gpu_test::DeviceProbe::kNoDevice:
+      return kSkip;
+    case gpu_test::DeviceProbe::kBroken:
+      return 1;
   }
   float* device = nullptr;
   if (!Check(cudaMalloc(&device, 4 * kElements * sizeof(float)), "malloc")) return 1;
