@@ -7,8 +7,11 @@ JOBS ?= $(shell nproc)
 
 all: build
 
+# `make demo` installs only what building needs; every other target, what the tests need too.
+DEPS_SET ?= test
+demo: DEPS_SET = build
 deps:
-	@bash scripts/setup_deps.sh
+	@bash scripts/setup_deps.sh $(DEPS_SET)
 
 configure: deps
 	@cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) >/dev/null

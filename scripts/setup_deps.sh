@@ -1,14 +1,28 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages flopscope builds and tests with, only those that are missing.
 # Idempotent: a machine that already has everything runs no apt command at all.
+#
+#   scripts/setup_deps.sh [build|test]   (default test)
+#
+# `build` is what building the tree and `make demo` need (about 60 MB of -dev packages);
+# `test` adds what only the tests use: Debian's torch and grpcio (about 1 GB with their
+# dependencies), clang for the thread-safety pass and the fuzzers, patchelf for `make dist`.
 set -euo pipefail
 
-PACKAGES=(
-  build-essential cmake ninja-build pkg-config clang-format clang
+readonly SET=${1:-test}
+[[ "$SET" == build || "$SET" == test ]] || { echo "usage: $0 [build|test]" >&2; exit 2; }
+
+BUILD_PACKAGES=(
+  build-essential cmake ninja-build pkg-config clang-format
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libsqlite3-dev sqlite3 zlib1g-dev libcli11-dev libsimdjson-dev
-  googletest libgtest-dev libgmock-dev libbenchmark-dev
-  python3 python3-grpcio python3-protobuf python3-torch
+  googletest libgtest-dev libgmock-dev libbenchmark-dev python3
+)
+
+PACKAGES=("${BUILD_PACKAGES[@]}")
+[[ "$SET" == build ]] || PACKAGES+=(
+  clang
+  python3-grpcio python3-protobuf python3-torch
   patchelf  # make dist: $ORIGIN RPATHs in the bundle
 )
 
