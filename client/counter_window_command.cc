@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "client/daemon_client.h"
 #include "common/job_id.h"
+#include "common/utf8.h"
 
 namespace flopscope::client {
 
@@ -64,7 +65,7 @@ std::string RenderCounterWindowAnswers(const OpenCounterWindowResponse& response
     std::string label = absl::StrCat("rank ", answer.rank());
     // Normally one process per rank; when a rank has more, say which process answered.
     if (answers_per_rank[answer.rank()] > 1 && !answer.session_id().empty()) {
-      absl::StrAppend(&label, " (session ", answer.session_id(), ")");
+      absl::StrAppend(&label, " (session ", PrintableForTerminal(answer.session_id()), ")");
     }
     width = std::max(width, label.size());
     labels.push_back(std::move(label));
@@ -72,9 +73,9 @@ std::string RenderCounterWindowAnswers(const OpenCounterWindowResponse& response
   std::string out;
   for (int i = 0; i < response.answers_size(); ++i) {
     const CounterWindowAnswer& answer = response.answers(i);
-    std::string line =
-        absl::StrFormat("%-*s  %-8s  %s", static_cast<int>(width), labels[i],
-                        answer.accepted() ? "accepted" : "refused", answer.message());
+    std::string line = absl::StrFormat("%-*s  %-8s  %s", static_cast<int>(width), labels[i],
+                                       answer.accepted() ? "accepted" : "refused",
+                                       PrintableForTerminal(answer.message()));
     line.erase(line.find_last_not_of(' ') + 1);  // no trailing blanks for an empty message
     absl::StrAppend(&out, line, "\n");
   }

@@ -6,9 +6,9 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "client/json_writer.h"
 #include "client/text_table.h"
 #include "common/flop_formulas.h"
+#include "common/json/json_writer.h"
 
 #ifdef FLOPSCOPE_HAVE_COUNTERS
 #include "counters/host_object.h"

@@ -8,10 +8,10 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "client/json_writer.h"
 #include "client/testing/json_parse_for_test.h"
 #include "client/testing/process_runner.h"
 #include "common/flop_formulas.h"
+#include "common/json/json_writer.h"
 #include "counters/metric_catalog.h"
 
 namespace flopscope::client {

@@ -6,8 +6,9 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "client/deepspeed_format.h"
-#include "client/json_writer.h"
 #include "client/text_table.h"
+#include "common/json/json_writer.h"
+#include "common/utf8.h"
 
 namespace flopscope::client {
 namespace {
@@ -106,8 +107,8 @@ std::string RenderDiff(const Profile& a, const Profile& b, const std::vector<Mod
                   Text(Rate(row.flops_a, row.latency_a), FlopsToString),
                   Text(Rate(row.flops_b, row.latency_b), FlopsToString)});
   }
-  return absl::StrCat("flopscope diff: A = job ", a.job_id, ", B = job ", b.job_id,
-                      " (per step, sorted by latency change)\n",
+  return absl::StrCat("flopscope diff: A = job ", PrintableForTerminal(a.job_id), ", B = job ",
+                      PrintableForTerminal(b.job_id), " (per step, sorted by latency change)\n",
                       "iter latency: ", Text(a.iter_latency_s.value, DurationToString), " -> ",
                       Text(b.iter_latency_s.value, DurationToString),
                       "; fwd+bwd FLOPS per GPU: ", Text(a.fwd_bwd_flops_per_s.value, FlopsToString),

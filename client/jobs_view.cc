@@ -2,20 +2,32 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/human_format.h"
-#include "client/json_writer.h"
 #include "client/text_table.h"
+#include "common/json/json_writer.h"
+#include "common/utf8.h"
 
 namespace flopscope::client {
 
 std::string RenderJobsText(const flopscope::v1::ListJobsResponse& jobs, absl::TimeZone zone) {
   if (jobs.jobs().empty()) return "No jobs recorded yet (record one with: flopscope run -- CMD)\n";
-  TextTable table({"job", "ranks", "connected", "ranges", "kernels", "lost", "last seen"});
+  // lost: records the producers counted as lost; rejected: records of batches the daemon refused
+  // (counted by the daemon), detailed under the table.
+  TextTable table(
+      {"job", "ranks", "connected", "ranges", "kernels", "lost", "rejected", "last seen"});
+  std::string rejected;
   for (const auto& job : jobs.jobs()) {
     table.AddRow({job.job_id(), absl::StrCat(job.ranks()), absl::StrCat(job.connected_sessions()),
                   absl::StrCat(job.range_events()), absl::StrCat(job.kernels()),
-                  absl::StrCat(job.lost_records()), FormatTimestamp(job.last_seen_ns(), zone)});
+                  absl::StrCat(job.lost_records()), absl::StrCat(job.rejected_records()),
+                  FormatTimestamp(job.last_seen_ns(), zone)});
+    if (job.rejected_batches() == 0) continue;
+    absl::StrAppend(&rejected, PrintableForTerminal(job.job_id()),
+                    ": rejected by daemon: ", job.rejected_batches(),
+                    job.rejected_batches() == 1 ? " batch / " : " batches / ",
+                    job.rejected_records(), job.rejected_records() == 1 ? " record" : " records",
+                    " (rules: flopscope report ", PrintableForTerminal(job.job_id()), ")\n");
   }
-  return table.Render();
+  return table.Render() + rejected;
 }
 
 std::string RenderJobsJson(const flopscope::v1::ListJobsResponse& jobs) {
@@ -29,6 +41,8 @@ std::string RenderJobsJson(const flopscope::v1::ListJobsResponse& jobs) {
     json.Key("ranges").Uint(job.range_events());
     json.Key("kernels").Uint(job.kernels());
     json.Key("lost").Uint(job.lost_records());
+    json.Key("rejected_batches").Uint(job.rejected_batches());
+    json.Key("rejected_records").Uint(job.rejected_records());
     json.Key("first_seen_ns").Int(job.first_seen_ns());
     json.Key("last_seen_ns").Int(job.last_seen_ns());
     json.EndObject();

@@ -1,4 +1,4 @@
-#include "client/json_writer.h"
+#include "common/json/json_writer.h"
 
 #include <cstdint>
 #include <limits>

@@ -11,13 +11,15 @@
 #include "client/deepspeed_format.h"
 #include "client/diff_view.h"
 #include "client/group_profiles.h"
-#include "client/json_writer.h"
 #include "client/output_file.h"
 #include "client/profile_export.h"
 #include "client/profile_text.h"
 #include "client/report_json.h"
+#include "client/report_text.h"
 #include "client/text_table.h"
 #include "common/job_id.h"
+#include "common/json/json_writer.h"
+#include "common/utf8.h"
 
 namespace flopscope::client {
 namespace {
@@ -67,12 +69,23 @@ absl::StatusOr<Profile> ReplicaProfile(const DaemonClient& daemon, const ReportO
                    ": params and FLOPs summed, latency the max"));
 }
 
+// The DeepSpeed layout has no place for what was dropped: the producers' losses and the batches
+// the daemon refused go under its first line (the job), when there are any.
+std::string WithDrops(std::string text, const Report& report) {
+  const std::string drops = RenderDropsText(report);
+  const size_t first_line_end = text.find('\n');
+  if (drops.empty() || first_line_end == std::string::npos) return text;
+  text.insert(first_line_end + 1, drops);
+  return text;
+}
+
 std::string Render(const Report& report, const Profile& profile, const ReportOptions& options) {
   if (options.format == "csv") return RenderProfileCsv(profile);
   if (options.format == "json") {
     return RenderReportJson(report, [&](JsonWriter& json) { WriteProfileJson(profile, json); });
   }
-  return RenderProfileText(profile, {.depth = options.depth, .top = options.top});
+  return WithDrops(RenderProfileText(profile, {.depth = options.depth, .top = options.top}),
+                   report);
 }
 
 std::string RenderSpread(const std::string& job, const std::vector<ModuleSpread>& rows,
@@ -113,9 +126,10 @@ std::string RenderSpread(const std::string& job, const std::vector<ModuleSpread>
                   DurationToString(row.spread_s), RoundedG(row.spread_pct) + "%",
                   absl::StrCat(row.slowest, " (", ranks_of(row.slowest), ")")});
   }
-  return absl::StrCat(
-      "flopscope report: job ", job, "\nLatency per step across the ", replica_ranks.size(),
-      " data-parallel replicas (each the max over its model-parallel ranks):\n", table.Render());
+  return absl::StrCat("flopscope report: job ", PrintableForTerminal(job),
+                      "\nLatency per step across the ", replica_ranks.size(),
+                      " data-parallel replicas (each the max over its model-parallel ranks):\n",
+                      table.Render());
 }
 
 }  // namespace

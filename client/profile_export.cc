@@ -93,6 +93,62 @@ std::optional<double> Share(std::optional<double> part, std::optional<double> to
 
 }  // namespace
 
+namespace {
+
+void WriteStepWindow(const StepScope& scope, JsonWriter& json) {
+  json.Key("step_window").BeginObject();
+  json.Key("requested").Bool(scope.window);
+  json.Key("first").Int(scope.first_step);
+  json.Key("last").Int(scope.last_step);
+  json.Key("uncounted").Uint(scope.uncounted_steps);
+  json.Key("counted").BeginArray();
+  for (int64_t step : scope.counted_steps) json.Int(step);
+  json.EndArray();
+  json.EndObject();
+}
+
+// Each summary figure as {"value": <number or null>, "note": <why missing or how estimated>}.
+void WriteSummary(const Profile& profile, JsonWriter& json) {
+  json.Key("summary").BeginObject();
+  for (const auto& [name, figure] : SummaryFigures(profile)) {
+    json.Key(name).BeginObject();
+    json.Key("value");
+    OptionalDouble(figure->value, json);
+    json.Key("note").String(figure->note);
+    json.EndObject();
+  }
+  json.EndObject();
+}
+
+void WriteModuleRow(const ModuleRow& row, JsonWriter& json) {
+  const auto optional = [&json](const char* key, std::optional<double> value) {
+    json.Key(key);
+    OptionalDouble(value, json);
+  };
+  json.BeginObject();
+  json.Key("path").String(row.path);
+  json.Key("class").String(row.class_name);
+  json.Key("depth").Uint(row.depth);
+  optional("params", row.params);
+  optional("macs", row.macs);
+  optional("flops", row.flops);
+  json.Key("flops_announced").Bool(row.flops_announced);
+  optional("announced_flops", row.announced_flops);
+  json.Key("flops_disagree").Bool(row.flops_disagree);
+  json.Key("latency_s").Double(row.latency_s);
+  optional("latency_min_s", row.latency_min_s);
+  optional("latency_max_s", row.latency_max_s);
+  optional("flops_per_s", row.flops_per_s.value);
+  json.Key("flops_per_s_note").String(row.flops_per_s.note);
+  json.Key("flops_by_precision");
+  WritePrecisions(row.flops_by_precision, json);
+  json.Key("counted_steps").Uint(row.counted_steps);
+  json.Key("counted_kernels").Uint(row.counted_kernels);
+  json.EndObject();
+}
+
+}  // namespace
+
 void WriteProfileJson(const Profile& profile, JsonWriter& json) {
   json.Key("profile").BeginObject();
   json.Key("scope").String(profile.scope);
@@ -116,54 +172,10 @@ void WriteProfileJson(const Profile& profile, JsonWriter& json) {
   json.Key("flops_source").String(profile.flops_source);
   WriteCountedSummary(profile, json);
   json.Key("latency_basis").String(profile.latency_basis);
-  json.Key("step_window").BeginObject();
-  json.Key("requested").Bool(profile.step_scope.window);
-  json.Key("first").Int(profile.step_scope.first_step);
-  json.Key("last").Int(profile.step_scope.last_step);
-  json.Key("uncounted").Uint(profile.step_scope.uncounted_steps);
-  json.Key("counted").BeginArray();
-  for (int64_t step : profile.step_scope.counted_steps) json.Int(step);
-  json.EndArray();
-  json.EndObject();
-  json.Key("summary").BeginObject();
-  for (const auto& [name, figure] : SummaryFigures(profile)) {
-    json.Key(name).BeginObject();
-    json.Key("value");
-    OptionalDouble(figure->value, json);
-    json.Key("note").String(figure->note);
-    json.EndObject();
-  }
-  json.EndObject();
+  WriteStepWindow(profile.step_scope, json);
+  WriteSummary(profile, json);
   json.Key("modules").BeginArray();
-  for (const ModuleRow& row : profile.modules) {
-    json.BeginObject();
-    json.Key("path").String(row.path);
-    json.Key("class").String(row.class_name);
-    json.Key("depth").Uint(row.depth);
-    json.Key("params");
-    OptionalDouble(row.params, json);
-    json.Key("macs");
-    OptionalDouble(row.macs, json);
-    json.Key("flops");
-    OptionalDouble(row.flops, json);
-    json.Key("flops_announced").Bool(row.flops_announced);
-    json.Key("announced_flops");
-    OptionalDouble(row.announced_flops, json);
-    json.Key("flops_disagree").Bool(row.flops_disagree);
-    json.Key("latency_s").Double(row.latency_s);
-    json.Key("latency_min_s");
-    OptionalDouble(row.latency_min_s, json);
-    json.Key("latency_max_s");
-    OptionalDouble(row.latency_max_s, json);
-    json.Key("flops_per_s");
-    OptionalDouble(row.flops_per_s.value, json);
-    json.Key("flops_per_s_note").String(row.flops_per_s.note);
-    json.Key("flops_by_precision");
-    WritePrecisions(row.flops_by_precision, json);
-    json.Key("counted_steps").Uint(row.counted_steps);
-    json.Key("counted_kernels").Uint(row.counted_kernels);
-    json.EndObject();
-  }
+  for (const ModuleRow& row : profile.modules) WriteModuleRow(row, json);
   json.EndArray();
   json.EndObject();
 }

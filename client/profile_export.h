@@ -2,8 +2,8 @@
 
 #include <string>
 
-#include "client/json_writer.h"
 #include "client/profile_model.h"
+#include "common/json/json_writer.h"
 
 namespace flopscope::client {
 

@@ -311,7 +311,11 @@ absl::StatusOr<ProfileOptions> ParseProfileOptions(const std::optional<double>& 
   return profile;
 }
 
-void DeriveRates(const ProfileOptions& options, Profile& profile) {
+namespace {
+
+// FLOPS of the forward pass, the backward pass and both together, then of every module. The
+// backward FLOPs are measured when counted, else estimated (EstimateBwdFlops).
+void DeriveFlopsRates(Profile& profile) {
   const std::optional<double> fwd_flops = profile.fwd_flops_per_gpu.value;
   const std::optional<double> fwd = profile.fwd_latency_s.value;
   const std::optional<double> bwd = profile.bwd_latency_s.value;
@@ -337,7 +341,10 @@ void DeriveRates(const ProfileOptions& options, Profile& profile) {
         measured ? "measured bwd flops" : "estimate: bwd flops = 2 x fwd flops";
   }
   DeriveModuleRates(profile);
+}
 
+// Samples per second of the whole job: every data-parallel replica takes a batch per iteration.
+void DeriveSamplesPerSecond(Profile& profile) {
   const std::optional<double> iter = profile.iter_latency_s.value;
   if (!profile.batch_size) {
     profile.samples_per_s = {std::nullopt, "batch size not announced (batch_size=<n>)"};
@@ -347,26 +354,36 @@ void DeriveRates(const ProfileOptions& options, Profile& profile) {
     profile.samples_per_s = {static_cast<double>(*profile.batch_size) * profile.dp_size / *iter,
                              ""};
   }
+}
 
+// The precision whose peak MFU divides by, and why it was chosen ("" when the user or the job
+// named it).
+struct ChosenPrecision {
   Precision precision = Precision::kBf16;
-  std::string precision_note = "assumed bf16 (announce precision=<p> or pass --precision)";
+  std::string note;
+};
+
+// In order: --precision, the dominant counted precision, the announced one, else bf16.
+ChosenPrecision ChoosePrecision(const ProfileOptions& options, const Profile& profile) {
   const std::string dominant =
       profile.flops_by_precision.empty() ? "" : profile.flops_by_precision.front().precision;
-  if (options.precision) {
-    precision = *options.precision;
-    precision_note = "";
-  } else if (std::optional<Precision> counted = PeakPrecisionOf(dominant)) {
-    precision = *counted;
-    precision_note = absl::StrCat("the dominant counted precision (", dominant, ")");
-  } else if (std::optional<Precision> announced = ParsePrecision(profile.precision)) {
-    precision = *announced;
-    precision_note = "";
+  if (options.precision) return {*options.precision, ""};
+  if (std::optional<Precision> counted = PeakPrecisionOf(dominant)) {
+    return {*counted, absl::StrCat("the dominant counted precision (", dominant, ")")};
   }
-  profile.precision = PrecisionName(precision);
+  if (std::optional<Precision> announced = ParsePrecision(profile.precision)) {
+    return {*announced, ""};
+  }
+  return {Precision::kBf16, "assumed bf16 (announce precision=<p> or pass --precision)"};
+}
+
+// MFU: fwd+bwd FLOPS per GPU over the peak of the chosen precision (--peak-tflops, else the
+// device's entry in common/peak_flops). Needs profile.precision already set to the choice.
+void DeriveMfu(const ProfileOptions& options, const ChosenPrecision& chosen, Profile& profile) {
   std::optional<double> peak = options.peak_tflops;
   std::string peak_problem;
   if (!peak) {
-    PeakLookup lookup = LookUpPeak(profile.device, precision);
+    PeakLookup lookup = LookUpPeak(profile.device, chosen.precision);
     peak = lookup.tflops;
     peak_problem = lookup.problem;
   }
@@ -378,8 +395,18 @@ void DeriveRates(const ProfileOptions& options, Profile& profile) {
   } else {
     profile.mfu = {*achieved.value / (*peak * 1e12),
                    absl::StrCat("against ", *peak, " TFLOPS ", profile.precision,
-                                precision_note.empty() ? "" : ", ", precision_note)};
+                                chosen.note.empty() ? "" : ", ", chosen.note)};
   }
+}
+
+}  // namespace
+
+void DeriveRates(const ProfileOptions& options, Profile& profile) {
+  DeriveFlopsRates(profile);
+  DeriveSamplesPerSecond(profile);
+  const ChosenPrecision chosen = ChoosePrecision(options, profile);
+  profile.precision = PrecisionName(chosen.precision);
+  DeriveMfu(options, chosen, profile);
 }
 
 Profile BuildProfile(const Report& report, const ProfileOptions& options,

@@ -10,6 +10,7 @@
 #include "client/deepspeed_format.h"
 #include "client/profile_flops.h"
 #include "client/text_table.h"
+#include "common/utf8.h"
 
 namespace flopscope::client {
 namespace {
@@ -24,8 +25,9 @@ std::string Rule(const std::string& title) {
                       std::string(dashes - dashes / 2, '-'), "\n");
 }
 
+// `value` may be producer text (device name, flops source): printable only.
 std::string Line(const std::string& label, const std::string& value) {
-  return absl::StrFormat("%-*s  %s\n", kLabelWidth, label, value);
+  return absl::StrFormat("%-*s  %s\n", kLabelWidth, label, PrintableForTerminal(value));
 }
 
 // The value, or "-" and why; an estimate carries its label.
@@ -43,7 +45,7 @@ std::string Macs(double macs) { return MacsToString(macs); }
 
 std::string PythonQuoted(const std::string& text) {
   std::string out = "'";
-  for (char c : text) {
+  for (char c : PrintableForTerminal(text)) {
     if (c == '\'' || c == '\\') out += '\\';
     out += c;
   }
@@ -133,10 +135,13 @@ std::string ModuleFigures(const ModuleRow& row, const Totals& totals, bool any_f
   return absl::StrJoin(parts, ", ");
 }
 
+// Module and class names are producer text: printable only.
 std::string ModuleHead(const ModuleRow& row) {
-  if (row.depth == 0)
-    return row.class_name == row.name ? row.name : absl::StrCat(row.name, ": ", row.class_name);
-  return absl::StrCat("(", row.name, "): ", row.class_name);
+  if (row.depth == 0) {
+    return PrintableForTerminal(
+        row.class_name == row.name ? row.name : absl::StrCat(row.name, ": ", row.class_name));
+  }
+  return PrintableForTerminal(absl::StrCat("(", row.name, "): ", row.class_name));
 }
 
 }  // namespace
@@ -148,8 +153,9 @@ std::string RenderSummary(const Profile& profile) {
                                ? absl::StrCat("steps ", steps.first_step, "-", steps.last_step)
                            : profile.steps > 0 ? absl::StrCat(profile.steps, " steps")
                                                : "the whole run";
-  absl::StrAppend(&out, "Profile Summary over ", over, " (", profile.scope, "):\n");
-  absl::StrAppend(&out, "Latencies: ", profile.latency_basis, "\n");
+  absl::StrAppend(&out, "Profile Summary over ", over, " (", PrintableForTerminal(profile.scope),
+                  "):\n");
+  absl::StrAppend(&out, "Latencies: ", PrintableForTerminal(profile.latency_basis), "\n");
   absl::StrAppend(
       &out,
       "Notations:\n"
@@ -281,19 +287,20 @@ std::string RenderAggregated(const Profile& profile, const ProfileTextOptions& o
 
 std::string RenderDetailed(const Profile& profile, const ProfileTextOptions& options) {
   std::string out = "\n" + Rule("Detailed Profile per GPU");
-  absl::StrAppend(&out,
-                  "Each module profile is listed after its name in the following order:\n"
-                  "params, percentage of total params, MACs, percentage of total MACs, latency, "
-                  "percentage of total latency, FLOPS\n\n",
-                  "Note: latency is ",
-                  std::any_of(profile.modules.begin(), profile.modules.end(),
-                              [](const ModuleRow& row) { return row.latency_is_gpu; })
-                      ? (profile.step_scope.window ? "GPU busy time" : "GPU time")
-                      : "CPU time, push to pop (no GPU records)",
-                  profile.step_scope.window
-                      ? " per step, the median over the window (step min and max last)"
-                      : " per step",
-                  "; MACs announced, else flops / 2; flops: ", profile.flops_source, ".\n\n");
+  absl::StrAppend(
+      &out,
+      "Each module profile is listed after its name in the following order:\n"
+      "params, percentage of total params, MACs, percentage of total MACs, latency, "
+      "percentage of total latency, FLOPS\n\n",
+      "Note: latency is ",
+      std::any_of(profile.modules.begin(), profile.modules.end(),
+                  [](const ModuleRow& row) { return row.latency_is_gpu; })
+          ? (profile.step_scope.window ? "GPU busy time" : "GPU time")
+          : "CPU time, push to pop (no GPU records)",
+      profile.step_scope.window ? " per step, the median over the window (step min and max last)"
+                                : " per step",
+      "; MACs announced, else flops / 2; flops: ", PrintableForTerminal(profile.flops_source),
+      ".\n\n");
   const Totals totals = RootTotals(profile);
   const bool any_flops = std::any_of(profile.modules.begin(), profile.modules.end(),
                                      [](const ModuleRow& row) { return row.flops.has_value(); });
@@ -326,8 +333,9 @@ std::string RenderDetailed(const Profile& profile, const ProfileTextOptions& opt
 }
 
 std::string RenderProfileText(const Profile& profile, const ProfileTextOptions& options) {
-  return absl::StrCat("flopscope report: job ", profile.job_id, "\n\n", RenderSummary(profile),
-                      RenderAggregated(profile, options), RenderDetailed(profile, options));
+  return absl::StrCat("flopscope report: job ", PrintableForTerminal(profile.job_id), "\n\n",
+                      RenderSummary(profile), RenderAggregated(profile, options),
+                      RenderDetailed(profile, options));
 }
 
 }  // namespace flopscope::client

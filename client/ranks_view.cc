@@ -6,8 +6,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "client/deepspeed_format.h"
-#include "client/json_writer.h"
 #include "client/text_table.h"
+#include "common/json/json_writer.h"
+#include "common/utf8.h"
 
 namespace flopscope::client {
 namespace {
@@ -127,13 +128,13 @@ std::string RenderRanksText(const flopscope::v1::ListRanksResponse& ranks,
   }
   std::string text = table.Render();
   for (const std::string& status : gpu_statuses) {
-    absl::StrAppend(&text, "No GPU records: ", status, "\n");
+    absl::StrAppend(&text, "No GPU records: ", PrintableForTerminal(status), "\n");
   }
   for (int i = 0; i < ranks.ranks_size(); ++i) {
     const RankFigures* rank_figures = FiguresAt(figures, i);
     if (rank_figures != nullptr && !rank_figures->problem.empty()) {
       absl::StrAppend(&text, "Rank ", ranks.ranks(i).rank(),
-                      ": no figures: ", rank_figures->problem, "\n");
+                      ": no figures: ", PrintableForTerminal(rank_figures->problem), "\n");
     }
   }
   return text;

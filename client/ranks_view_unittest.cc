@@ -51,6 +51,21 @@ TEST(RenderRanksTextTest, OneLinePerRankAndWhyThereAreNoKernels) {
   EXPECT_EQ(lines[4], "No GPU records: no CUDA driver: NVTX ranges only");
 }
 
+TEST(RenderRanksTextTest, ProducerTextCannotEscapeItsCell) {
+  flopscope::v1::ListRanksResponse ranks = TwoRanks();
+  ranks.mutable_ranks(0)->set_host("node\x1b[31m\nred");
+  ranks.mutable_ranks(0)->set_gpu_status("gone\x1b[2J");
+  ranks.mutable_ranks(1)->mutable_devices(0)->set_name("H100\t\x9b");
+  const std::string text = RenderRanksText(ranks);
+  EXPECT_EQ(text.find('\x1b'), std::string::npos) << text;
+  const std::vector<std::string> lines = absl::StrSplit(text, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 5u) << text;  // the newline in the host did not add a line
+  EXPECT_NE(lines[2].find("node\xEF\xBF\xBD[31m\xEF\xBF\xBDred"), std::string::npos) << lines[2];
+  // A tab is one space; a lone C1 byte (not UTF-8) is replaced too.
+  EXPECT_NE(lines[3].find("H100 \xEF\xBF\xBD"), std::string::npos) << lines[3];
+  EXPECT_EQ(lines[4], "No GPU records: gone\xEF\xBF\xBD[2J");
+}
+
 TEST(RenderRanksJsonTest, ListsEveryRank) {
   absl::StatusOr<std::map<std::string, std::string>> flat =
       testing::FlattenJson(RenderRanksJson(TwoRanks()));

@@ -4,8 +4,9 @@
 #include <utility>
 #include <vector>
 
-#include "client/json_writer.h"
 #include "client/loss_cause_names.h"
+#include "client/rejected_batches.h"
+#include "common/json/json_writer.h"
 
 namespace flopscope::client {
 namespace {
@@ -34,6 +35,22 @@ void WriteLosses(const google::protobuf::RepeatedPtrField<LossCounter>& losses, 
   json.EndObject();
 }
 
+// Batches the daemon refused (counted by the daemon, beside the producer's own losses):
+// {"batches": B, "records": R, "rules": {"<rule>": {"batches": b, "records": r}, ...}}.
+void WriteRejected(const RejectedBatches& rejected, JsonWriter& json) {
+  json.BeginObject();
+  json.Key("batches").Uint(rejected.total.batches);
+  json.Key("records").Uint(rejected.total.records);
+  json.Key("rules").BeginObject();
+  for (const auto& [rule, counts] : rejected.by_rule) {
+    json.Key(rule).BeginObject();
+    json.Key("batches").Uint(counts.batches).Key("records").Uint(counts.records);
+    json.EndObject();
+  }
+  json.EndObject();
+  json.EndObject();
+}
+
 void WriteRank(const RankInfo& rank, JsonWriter& json) {
   json.BeginObject();
   json.Key("rank").Int(rank.rank());
@@ -56,6 +73,10 @@ void WriteRank(const RankInfo& rank, JsonWriter& json) {
   json.EndArray();
   json.Key("losses");
   WriteLosses(rank.losses(), json);
+  json.Key("rejected");
+  RejectedBatches rejected;
+  rejected.Add(rank);
+  WriteRejected(rejected, json);
   json.EndObject();
 }
 
@@ -199,6 +220,10 @@ std::string RenderReportJson(const flopscope::v1::Report& report,
   json.EndArray();
   json.Key("losses");
   WriteLosses(report.losses(), json);
+  json.Key("rejected");
+  RejectedBatches rejected;
+  for (const RankInfo& rank : report.ranks()) rejected.Add(rank);
+  WriteRejected(rejected, json);
   json.Key("counter_windows").BeginArray();
   for (const auto& window : report.counter_windows()) WriteCounterWindow(window, json);
   json.EndArray();

@@ -3,7 +3,7 @@
 #include <functional>
 #include <string>
 
-#include "client/json_writer.h"
+#include "common/json/json_writer.h"
 #include "flopscope/v1/query.pb.h"
 
 namespace flopscope::client {

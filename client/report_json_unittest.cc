@@ -22,7 +22,7 @@ std::map<std::string, std::string> Parse(const flopscope::v1::Report& report) {
 
 TEST(RenderReportJsonTest, HasExactlyTheContractedTopLevelKeys) {
   PARSE_OR_SKIP(flat, testing::CpuOnlyReport());
-  EXPECT_EQ(flat.at("#"), "7");
+  EXPECT_EQ(flat.at("#"), "8");
   EXPECT_EQ(flat.at("job"), "\"demo-job\"");
   EXPECT_EQ(flat.at("ranks#"), "2");
   EXPECT_EQ(flat.at("modules#"), "4");
@@ -30,6 +30,30 @@ TEST(RenderReportJsonTest, HasExactlyTheContractedTopLevelKeys) {
   EXPECT_EQ(flat.at("losses#"), "1");
   EXPECT_EQ(flat.at("counter_windows#"), "0");
   EXPECT_EQ(flat.at("fp16_convention"), "\"\"");
+  EXPECT_EQ(flat.at("rejected.batches"), "0");  // present, and zero, when nothing was refused
+  EXPECT_EQ(flat.at("rejected.rules#"), "0");
+}
+
+TEST(RenderReportJsonTest, BatchesTheDaemonRejectedAreSummedByRule) {
+  flopscope::v1::Report report = testing::CpuOnlyReport();
+  auto add = [](flopscope::v1::RankInfo* rank, const char* rule, uint64_t batches,
+                uint64_t records) {
+    flopscope::v1::Rejection* rejection = rank->add_rejections();
+    rejection->set_rule(rule);
+    rejection->set_batches(batches);
+    rejection->set_records(records);
+  };
+  add(report.mutable_ranks(0), "ranges", 2, 100);
+  add(report.mutable_ranks(1), "ranges", 1, 20);
+  add(report.mutable_ranks(1), "seq", 1, 5);
+  PARSE_OR_SKIP(flat, report);
+  EXPECT_EQ(flat.at("rejected.batches"), "4");
+  EXPECT_EQ(flat.at("rejected.records"), "125");
+  EXPECT_EQ(flat.at("rejected.rules.ranges.batches"), "3");
+  EXPECT_EQ(flat.at("rejected.rules.ranges.records"), "120");
+  EXPECT_EQ(flat.at("rejected.rules.seq.records"), "5");
+  EXPECT_EQ(flat.at("ranks[1].rejected.batches"), "2");
+  EXPECT_EQ(flat.at("ranks[0].rejected.rules.ranges.records"), "100");
 }
 
 TEST(RenderReportJsonTest, ModulesCarryEveryFieldWithNullWhereUnknown) {
@@ -103,7 +127,8 @@ TEST(RenderReportJsonTest, KernelFiguresDevicesAndTopKernels) {
 
 TEST(RenderReportJsonTest, RanksPhasesAndLosses) {
   PARSE_OR_SKIP(flat, testing::CpuOnlyReport());
-  EXPECT_EQ(flat.at("ranks[0]#"), "6");
+  EXPECT_EQ(flat.at("ranks[0]#"), "7");
+  EXPECT_EQ(flat.at("ranks[0].rejected.records"), "0");
   EXPECT_EQ(flat.at("ranks[0].devices#"), "0");
   EXPECT_EQ(flat.at("ranks[0].rank"), "0");
   EXPECT_EQ(flat.at("ranks[0].host"), "\"node-a\"");
@@ -193,7 +218,7 @@ TEST(RenderReportJsonTest, EmptyReportIsStillTheSameShape) {
   flopscope::v1::Report report;
   report.set_job_id("empty");
   PARSE_OR_SKIP(flat, report);
-  EXPECT_EQ(flat.at("#"), "7");
+  EXPECT_EQ(flat.at("#"), "8");
   EXPECT_EQ(flat.at("modules#"), "0");
   EXPECT_EQ(flat.at("losses#"), "0");
 }

@@ -13,7 +13,9 @@
 #include "client/human_format.h"
 #include "client/loss_cause_names.h"
 #include "client/profile_flops.h"
+#include "client/rejected_batches.h"
 #include "client/text_table.h"
+#include "common/utf8.h"
 
 namespace flopscope::client {
 namespace {
@@ -71,7 +73,7 @@ std::string RankLine(const RankInfo& rank) {
   }
   if (rank.sessions() > 1) absl::StrAppend(&line, "  (restarted: ", rank.sessions(), " sessions)");
   if (rank.connected()) absl::StrAppend(&line, "  (still connected)");
-  return line + "\n";
+  return PrintableForTerminal(line) + "\n";  // host and device names come from the producer
 }
 
 std::string LossesSection(const Report& report) {
@@ -87,6 +89,25 @@ std::string LossesSection(const Report& report) {
   return absl::StrCat("Lost records: ", total, " (", absl::StrJoin(parts, "; "), ")\n");
 }
 
+// Batches the daemon refused, beside the producer's own losses: the daemon counts them where it
+// drops them (the producer cannot), by the validator rule each broke, summed over the ranks.
+std::string RejectedSection(const Report& report) {
+  RejectedBatches rejected;
+  for (const RankInfo& rank : report.ranks()) rejected.Add(rank);
+  const RejectedBatches::Counts& total = rejected.total;
+  if (total.batches == 0) return "";
+  std::vector<std::string> parts;
+  for (const auto& [rule, counts] : rejected.by_rule) {
+    parts.push_back(absl::StrCat(rule, ": ", counts.batches, " / ", counts.records));
+  }
+  return PrintableForTerminal(absl::StrCat("Rejected by daemon: ", total.batches,
+                                           total.batches == 1 ? " batch / " : " batches / ",
+                                           total.records,
+                                           total.records == 1 ? " record" : " records",
+                                           " (rule: ", absl::StrJoin(parts, "; "), ")")) +
+         "\n";
+}
+
 std::string NoGpuRecordsSection(const Report& report) {
   if (HasGpuRecords(report)) return "";
   std::set<std::string> reasons;
@@ -94,11 +115,15 @@ std::string NoGpuRecordsSection(const Report& report) {
     if (!rank.gpu_status().empty()) reasons.insert(rank.gpu_status());
   }
   if (reasons.empty()) return "No GPU records (the ranks did not say why)\n";
-  if (reasons.size() == 1) return absl::StrCat("No GPU records: ", *reasons.begin(), "\n");
+  if (reasons.size() == 1) {
+    return absl::StrCat("No GPU records: ", PrintableForTerminal(*reasons.begin()), "\n");
+  }
   std::string out = "No GPU records:\n";
   for (const RankInfo& rank : report.ranks()) {
-    absl::StrAppend(&out, "  rank ", rank.rank(), ": ",
-                    rank.gpu_status().empty() ? "(no reason given)" : rank.gpu_status(), "\n");
+    absl::StrAppend(
+        &out, "  rank ", rank.rank(), ": ",
+        rank.gpu_status().empty() ? "(no reason given)" : PrintableForTerminal(rank.gpu_status()),
+        "\n");
   }
   return out;
 }
@@ -127,7 +152,7 @@ std::string AnnouncedSection(const Report& report) {
   std::set<std::string> seen;
   for (const auto& entry : report.metadata()) {
     if (IsPerModuleKey(entry.key()) || IsInjectorGpuKey(entry.key())) continue;
-    std::string fact = absl::StrCat(entry.key(), "=", entry.value());
+    std::string fact = PrintableForTerminal(absl::StrCat(entry.key(), "=", entry.value()));
     if (seen.insert(fact).second) facts.push_back(std::move(fact));
   }
   if (facts.empty()) return "";
@@ -139,18 +164,31 @@ std::string CountersSection(const Report& report) {
   if (report.counter_windows().empty()) return "";
   std::string out =
       absl::StrCat("Counted steps: ", CountedStepsLine(CountedWindowsOf(report)), "\n");
+  uint64_t excluded = 0;
+  for (const auto& entry : report.counter_windows()) {
+    excluded += entry.window().comm_kernels_excluded();
+  }
+  if (excluded > 0) {
+    // Kernel replay would hang their peers (docs/architecture.md, CUPTI review D1).
+    absl::StrAppend(
+        &out, excluded,
+        " communication kernels excluded (never replayed: no FLOPs counted for them)\n");
+  }
   if (!report.fp16_convention().empty()) {
-    absl::StrAppend(&out, "FP16 convention: ", report.fp16_convention(), "\n");
+    absl::StrAppend(&out, "FP16 convention: ", PrintableForTerminal(report.fp16_convention()),
+                    "\n");
   }
   return out;
 }
 
 std::string Header(const Report& report) {
-  std::string out = absl::StrCat("flopscope report: job ", report.job_id(), "\n");
+  std::string out =
+      absl::StrCat("flopscope report: job ", PrintableForTerminal(report.job_id()), "\n");
   absl::StrAppend(&out, "Ranks: ", report.ranks_size(), "\n");
   for (const RankInfo& rank : report.ranks()) out += RankLine(rank);
   out += AnnouncedSection(report);
   out += LossesSection(report);
+  out += RejectedSection(report);
   out += NoGpuRecordsSection(report);
   out += LaunchNotSeenSection(report);
   out += CountersSection(report);
@@ -243,14 +281,18 @@ std::string MemorySection(const Report& report) {
 
 std::string KernelLabel(const flopscope::v1::KernelSummary& kernel) {
   std::string name = kernel.demangled().empty() ? kernel.name() : kernel.demangled();
-  if (name.size() > kMaxKernelNameWidth) name = name.substr(0, kMaxKernelNameWidth - 3) + "...";
+  if (name.size() > kMaxKernelNameWidth) {
+    TruncateUtf8(kMaxKernelNameWidth - 3, &name);  // never inside a multi-byte character
+    name += "...";
+  }
   return name;
 }
 
 std::string TopKernelsSection(const Report& report) {
   if (report.top_kernels_of().empty()) return "";
+  const std::string of = PrintableForTerminal(report.top_kernels_of());
   if (report.top_kernels().empty()) {
-    return absl::StrCat("\nTop GPU activities of ", report.top_kernels_of(), ": none\n");
+    return absl::StrCat("\nTop GPU activities of ", of, ": none\n");
   }
   int64_t all = 0;
   for (const auto& kernel : report.top_kernels()) all += kernel.total_ns();
@@ -265,7 +307,7 @@ std::string TopKernelsSection(const Report& report) {
                   FormatDuration(kernel.max_ns()),
                   kernel.bytes() == 0 ? kUnknown : FormatBytes(kernel.bytes())});
   }
-  return absl::StrCat("\nTop GPU activities of ", report.top_kernels_of(),
+  return absl::StrCat("\nTop GPU activities of ", of,
                       " (children included; share of the listed total)\n", table.Render());
 }
 
@@ -333,11 +375,15 @@ std::string PhasesSection(const Report& report) {
 
 std::string RenderTopKernelsText(const Report& report) {
   std::string out =
-      absl::StrCat("flopscope report: job ", report.job_id(), ", ", report.ranks_size(),
-                   report.ranks_size() == 1 ? " rank" : " ranks", "\n");
+      absl::StrCat("flopscope report: job ", PrintableForTerminal(report.job_id()), ", ",
+                   report.ranks_size(), report.ranks_size() == 1 ? " rank" : " ranks", "\n");
   out += NoGpuRecordsSection(report);
   out += LaunchNotSeenSection(report);
   return out + TopKernelsSection(report);
+}
+
+std::string RenderDropsText(const Report& report) {
+  return LossesSection(report) + RejectedSection(report);
 }
 
 std::string RenderReportText(const Report& report) {

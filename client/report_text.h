@@ -14,6 +14,11 @@ namespace flopscope::client {
 // activities of a module when the report carries them (`--kernels`), then steps and phases.
 std::string RenderReportText(const flopscope::v1::Report& report);
 
+// What was dropped, one line each when there is any: the records the producers counted as lost
+// ("Lost records: ...") and the batches the daemon refused ("Rejected by daemon: ...", counted
+// by the daemon, by rule). "" when nothing was. For views that have no header of their own.
+std::string RenderDropsText(const flopscope::v1::Report& report);
+
 // `flopscope report --kernels PATH`: the job line and the top GPU activities of the module
 // (kernels by demangled name, memcpy and memset): calls, total, share, mean, min, max, bytes.
 std::string RenderTopKernelsText(const flopscope::v1::Report& report);

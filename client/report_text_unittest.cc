@@ -1,5 +1,6 @@
 #include "client/report_text.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -100,6 +101,7 @@ TEST(RenderReportTextTest, CountedStepsConventionAndPhaseFlops) {
     entry->mutable_window()->set_metric_set("full");
     entry->mutable_window()->set_passes(3);
     entry->mutable_window()->set_ranges_unmatched(rank);
+    entry->mutable_window()->set_comm_kernels_excluded(3 + rank);
   }
   report.set_fp16_convention("ncu-packed-half: fp16 = 2*hadd + 2*hmul + 4*hfma");
   report.mutable_phases(1)->set_flops(1.5e12);
@@ -108,6 +110,9 @@ TEST(RenderReportTextTest, CountedStepsConventionAndPhaseFlops) {
             "Counted steps: steps 3-4 on ranks 0-1 (set full, 3 passes, 1 unmatched)");
   EXPECT_EQ(LineStartingWith(text, "FP16 convention:"),
             "FP16 convention: ncu-packed-half: fp16 = 2*hadd + 2*hmul + 4*hfma");
+  // Both ranks' windows kept their NCCL kernels out of replay (CUPTI review D1).
+  EXPECT_EQ(LineStartingWith(text, "7 communication kernels"),
+            "7 communication kernels excluded (never replayed: no FLOPs counted for them)");
   EXPECT_NE(LineStartingWith(text, "FLOPs/step: counted FLOPs per counted step"), "");
   EXPECT_EQ(Cells(LineStartingWith(text, "phase")),
             (std::vector<std::string>{"phase", "calls", "CPU total", "mean", "min", "max",
@@ -251,6 +256,84 @@ TEST(RenderReportTextTest, TopKernelsListDemangledNamesWithShares) {
                                       "1.00 ms", "4.00 MB"}));
   // The module tree format carries the same list after the memory table.
   EXPECT_NE(LineStartingWith(RenderReportText(report), "Top GPU activities of"), "");
+}
+
+// Producer text never reaches the terminal raw: an escape sequence and a line break inside a
+// module name, a host, a metadata value and a kernel name each become U+FFFD in place, so the
+// report keeps its line structure and holds no ESC byte at all.
+TEST(RenderReportTextTest, ProducerControlCharactersAreNeutralised) {
+  const std::string evil = "evil\x1b[31m\nname";
+  const std::string shown = "evil\xEF\xBF\xBD[31m\xEF\xBF\xBDname";
+  flopscope::v1::Report report = KernelReport();
+  report.set_job_id("job\x1b]0;title\x07");
+  report.mutable_ranks(0)->set_host(evil);
+  report.mutable_modules(0)->set_name(evil);
+  auto* mark = report.add_metadata();
+  mark->set_key("note");
+  mark->set_value(evil);
+  report.set_top_kernels_of(evil);
+  flopscope::v1::KernelSummary* kernel = report.add_top_kernels();
+  kernel->set_demangled(evil);
+  kernel->set_count(1);
+  kernel->set_total_ns(1000);
+  for (const std::string& text : {RenderReportText(report), RenderTopKernelsText(report)}) {
+    EXPECT_FALSE(absl::StrContains(text, "\x1b")) << text;
+    EXPECT_FALSE(absl::StrContains(text, "\x07")) << text;
+    EXPECT_FALSE(absl::StrContains(text, "\nname")) << text;
+    EXPECT_TRUE(absl::StrContains(text, shown)) << text;
+  }
+  const std::string text = RenderReportText(report);
+  EXPECT_TRUE(absl::StrContains(LineStartingWith(text, "  rank 0"), "host " + shown));
+  EXPECT_TRUE(absl::StrContains(LineStartingWith(text, "Announced:"), "note=" + shown));
+  EXPECT_EQ(Lines(text)[0], "flopscope report: job job\xEF\xBF\xBD]0;title\xEF\xBF\xBD");
+}
+
+TEST(RenderReportTextTest, LongKernelNamesAreCutBetweenCharacters) {
+  flopscope::v1::Report report = testing::CpuOnlyReport();
+  report.set_top_kernels_of("Net");
+  flopscope::v1::KernelSummary* kernel = report.add_top_kernels();
+  std::string name = "k";
+  while (name.size() < 200) name += "\xE2\x82\xAC";  // euro signs, 3 bytes each
+  kernel->set_demangled(name);
+  kernel->set_count(1);
+  const std::string text = RenderTopKernelsText(report);
+  EXPECT_FALSE(absl::StrContains(text, "\xEF\xBF\xBD")) << "a character was split";
+  // 87 bytes at most before "...": "k" and 28 whole euro signs.
+  std::string expected = "k";
+  for (int i = 0; i < 28; ++i) expected += "\xE2\x82\xAC";
+  EXPECT_TRUE(absl::StrContains(text, expected + "...")) << text;
+}
+
+TEST(RenderReportTextTest, BatchesTheDaemonRejectedStandBesideTheLosses) {
+  flopscope::v1::Report report = testing::CpuOnlyReport();
+  EXPECT_EQ(LineStartingWith(RenderReportText(report), "Rejected by daemon"), "");
+  for (int i : {0, 1}) {
+    flopscope::v1::Rejection* rejection = report.mutable_ranks(i)->add_rejections();
+    rejection->set_rule(i == 0 ? "ranges" : "kernels");
+    rejection->set_batches(1 + i);
+    rejection->set_records(40 * (1 + i));
+  }
+  const std::vector<std::string> lines = Lines(RenderReportText(report));
+  const auto lost = std::find_if(lines.begin(), lines.end(), [](const std::string& line) {
+    return absl::StartsWith(line, "Lost records:");
+  });
+  ASSERT_NE(lost, lines.end());
+  ASSERT_NE(lost + 1, lines.end());
+  EXPECT_EQ(*(lost + 1),
+            "Rejected by daemon: 3 batches / 120 records (rule: kernels: 2 / 80; ranges: 1 / 40)");
+}
+
+TEST(RenderDropsTextTest, LossesThenRejectionsOrNothing) {
+  flopscope::v1::Report report = testing::CpuOnlyReport();
+  EXPECT_EQ(RenderDropsText(report),
+            "Lost records: 3 (buffer_full 3: the injector's buffer was full)\n");
+  flopscope::v1::Rejection* rejection = report.mutable_ranks(0)->add_rejections();
+  rejection->set_rule("seq");
+  rejection->set_batches(1);
+  rejection->set_records(1);
+  EXPECT_EQ(Lines(RenderDropsText(report))[1],
+            "Rejected by daemon: 1 batch / 1 record (rule: seq: 1 / 1)");
+  EXPECT_EQ(RenderDropsText(flopscope::v1::Report()), "");
 }
 
 TEST(RenderReportTextTest, AnEmptyTopKernelsListSaysSo) {

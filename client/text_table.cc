@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/ascii.h"
+#include "common/utf8.h"
 
 namespace flopscope::client {
 namespace {
@@ -16,10 +17,14 @@ size_t DisplayWidth(const std::string& text) {
 
 }  // namespace
 
-TextTable::TextTable(std::vector<std::string> headers) : headers_(std::move(headers)) {}
+TextTable::TextTable(std::vector<std::string> headers) : headers_(std::move(headers)) {
+  for (std::string& header : headers_) header = PrintableForTerminal(header);
+}
 
 void TextTable::AddRow(std::vector<std::string> cells) {
   cells.resize(headers_.size());
+  // Cells hold producer text (range, module and kernel names): never let it act on the terminal.
+  for (std::string& cell : cells) cell = PrintableForTerminal(cell);
   rows_.push_back(std::move(cells));
 }
 

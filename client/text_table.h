@@ -7,6 +7,8 @@ namespace flopscope::client {
 
 // Columns of text lined up for a terminal: the first column left-aligned (names, indented to show
 // depth), the others right-aligned (figures), two spaces between columns, no trailing blanks.
+// Every header and cell passes through PrintableForTerminal (common/utf8.h): cells hold producer
+// text, and a control character in one must neither act on the terminal nor break the layout.
 class TextTable {
  public:
   explicit TextTable(std::vector<std::string> headers);

@@ -12,7 +12,7 @@
 //   { MutexLock lock(&mutex_); ++count_; }
 //
 // Under GCC the macros expand to nothing; `make test` runs a clang pass with
-// -Werror=thread-safety over every file that uses them (tests/style/thread_safety_check.sh).
+// -Werror=thread-safety over every file that uses them (tests/style/thread_safety_check.py).
 
 #include <chrono>
 #include <condition_variable>

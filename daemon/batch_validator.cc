@@ -3,6 +3,8 @@
 #include <cmath>
 #include <utility>
 
+#include "absl/strings/cord.h"
+#include "absl/types/optional.h"
 #include "absl/strings/str_cat.h"
 #include "daemon/text_checks.h"
 
@@ -16,7 +18,27 @@ std::string FieldProblem(absl::string_view field, const std::string& problem) {
 
 bool IsCount(double value) { return std::isfinite(value) && value >= 0; }
 
+// The status payload that carries the broken rule (RejectedRule).
+constexpr absl::string_view kRulePayload = "type.flopscope.dev/rejected-rule";
+
+absl::Status Rejection(absl::string_view rule, absl::string_view message) {
+  absl::Status status = absl::InvalidArgumentError(message);
+  status.SetPayload(kRulePayload, absl::Cord(rule));
+  return status;
+}
+
 }  // namespace
+
+size_t BatchRecordCount(const v1::Batch& batch) {
+  return static_cast<size_t>(batch.strings_size()) + batch.paths_size() + batch.ranges_size() +
+         batch.kernels_size() + batch.metadata_size() + batch.losses_size() +
+         batch.kernel_flops_size() + batch.windows_size();
+}
+
+std::string RejectedRule(const absl::Status& status) {
+  const absl::optional<absl::Cord> rule = status.GetPayload(kRulePayload);
+  return rule.has_value() ? std::string(*rule) : "other";
+}
 
 BatchValidator::BatchValidator(const SessionDefinitions& known, absl::Time now)
     : known_(known), latest_ns_(absl::ToUnixNanos(now + absl::Hours(24))) {}
@@ -25,7 +47,7 @@ absl::Status BatchValidator::Validate(const v1::Batch& batch, SessionDefinitions
   seq_ = batch.seq();
   added_ = added;
   added_->Clear();
-  if (seq_ == 0) return absl::InvalidArgumentError("batch seq 0: seq must be > 0");
+  if (seq_ == 0) return Rejection("seq", "batch seq 0: seq must be > 0");
   // Counts first: cheap, and they bound the work of everything after. Definitions before the
   // records that use them.
   absl::Status status = CheckCounts(batch);
@@ -41,17 +63,16 @@ absl::Status BatchValidator::Validate(const v1::Batch& batch, SessionDefinitions
 }
 
 absl::Status BatchValidator::CheckCounts(const v1::Batch& batch) const {
-  const size_t records = static_cast<size_t>(batch.strings_size()) + batch.paths_size() +
-                         batch.ranges_size() + batch.kernels_size() + batch.metadata_size() +
-                         batch.losses_size() + batch.kernel_flops_size() + batch.windows_size();
+  const size_t records = BatchRecordCount(batch);
   if (records > kMaxRecordsPerBatch) {
-    return absl::InvalidArgumentError(absl::StrCat("batch seq ", seq_, ": holds ", records,
-                                                   " records (at most ", kMaxRecordsPerBatch,
-                                                   " per batch)"));
+    return Rejection("limits",
+                     absl::StrCat("batch seq ", seq_, ": holds ", records, " records (at most ",
+                                  kMaxRecordsPerBatch, " per batch)"));
   }
   if (known_.path_count() + batch.paths_size() > kMaxPathsPerSession ||
       known_.string_count() + batch.strings_size() > kMaxStringsPerSession) {
-    return absl::InvalidArgumentError(
+    return Rejection(
+        "limits",
         absl::StrCat("batch seq ", seq_, ": the session would define more than ",
                      kMaxPathsPerSession, " range paths or ", kMaxStringsPerSession, " strings"));
   }
@@ -262,6 +283,10 @@ std::string BatchValidator::WindowProblem(const v1::CounterWindowRecord& window)
     return absl::StrCat("kernels_counted ", window.kernels_counted(), " or ranges_unmatched ",
                         window.ranges_unmatched(), " is not below ", kMaxWindowCount);
   }
+  if (window.comm_kernels_excluded() >= kMaxWindowCount) {
+    return absl::StrCat("comm_kernels_excluded ", window.comm_kernels_excluded(),
+                        " is not below ", kMaxWindowCount);
+  }
   return "";
 }
 
@@ -323,8 +348,8 @@ std::string BatchValidator::TimestampProblem(absl::string_view field, int64_t ns
 
 absl::Status BatchValidator::Reject(absl::string_view record, int index,
                                     absl::string_view problem) const {
-  return absl::InvalidArgumentError(
-      absl::StrCat("batch seq ", seq_, ": ", record, "[", index, "]: ", problem));
+  return Rejection(record,
+                   absl::StrCat("batch seq ", seq_, ": ", record, "[", index, "]: ", problem));
 }
 
 }  // namespace flopscope::daemon

@@ -34,6 +34,15 @@ inline constexpr uint64_t kMaxWindowCount = uint64_t{1} << 48;
 // Timestamps are Unix-epoch nanoseconds; anything before 2000-01-01 is a unit or clock mistake.
 inline constexpr int64_t kEarliestTimestampNs = 946'684'800LL * 1'000'000'000LL;
 
+// Records of every kind in `batch` (what a rejection of it drops).
+size_t BatchRecordCount(const v1::Batch& batch);
+
+// The rule a status from BatchValidator::Validate names, for counting rejections by rule: the
+// record list the problem was found in ("strings", "paths", "ranges", "kernels", "kernel_flops",
+// "windows", "metadata", "losses"), "seq" or "limits" for the batch as a whole, and "other" for
+// a status the validator did not write. Carried as a status payload, not parsed from the text.
+std::string RejectedRule(const absl::Status& status);
+
 // Checks one batch against what its session already defined, before anything is stored. Pure:
 // no I/O and no clock (the caller passes `now`), so every rule is unit-tested directly.
 //

@@ -33,6 +33,17 @@ class BatchValidatorTest : public ::testing::Test {
     absl::Status status = Validate();
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
     for (const char* fragment : fragments) EXPECT_THAT(status.message(), HasSubstr(fragment));
+    // Every rejection names its rule: the record list the message points at ("kernels[3]: ..."),
+    // else seq or limits for the batch as a whole.
+    const std::string rule = RejectedRule(status);
+    const std::string message(status.message());
+    const size_t bracket = message.find('[');
+    if (bracket != std::string::npos) {
+      const size_t start = message.find(": ") + 2;
+      EXPECT_EQ(rule, message.substr(start, bracket - start)) << message;
+    } else {
+      EXPECT_TRUE(rule == "seq" || rule == "limits") << rule << " for " << message;
+    }
   }
 
   // Defines path 1 "model" and string 1 "gemm" as if an earlier batch had.
@@ -62,6 +73,25 @@ TEST_F(BatchValidatorTest, AcceptsAWellFormedBatchAndReportsNewDefinitions) {
   ASSERT_NE(added_.FindPath(2), nullptr);
   EXPECT_EQ(added_.FindPath(2)->depth, 2u);
   EXPECT_EQ(added_.FindPath(2)->parent_id, 1u);
+}
+
+TEST(RejectedRuleTest, OnlyTheValidatorsStatusesNameARule) {
+  EXPECT_EQ(RejectedRule(absl::InvalidArgumentError("batch seq 1: ranges[0]: made up")), "other");
+  EXPECT_EQ(RejectedRule(absl::OkStatus()), "other");
+}
+
+TEST(BatchRecordCountTest, CountsEveryKindOfRecord) {
+  v1::Batch batch;
+  batch.add_strings();
+  batch.add_paths();
+  batch.add_ranges();
+  batch.add_ranges();
+  batch.add_kernels();
+  batch.add_metadata();
+  batch.add_losses();
+  batch.add_kernel_flops();
+  batch.add_windows();
+  EXPECT_EQ(BatchRecordCount(batch), 9u);
 }
 
 TEST_F(BatchValidatorTest, SeqMustBePositive) {

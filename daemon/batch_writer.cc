@@ -52,19 +52,18 @@ void BindKernel(SqliteStatement& stmt, int first, int64_t sid, const v1::KernelR
 
 absl::StatusOr<std::unique_ptr<BatchWriter>> BatchWriter::Prepare(SqliteDb& db) {
   std::unique_ptr<BatchWriter> writer(new BatchWriter());
-  struct Entry {
-    std::unique_ptr<SqliteStatement>* slot;
-    std::string sql;
-  };
-  const Entry entries[] = {
+  // Built first: PrepareAll takes the SQL as C strings, which these must outlive.
+  const std::string insert_kernel_sql = KernelInsertSql(1);
+  const std::string insert_kernel_many_sql = KernelInsertSql(kKernelRowsPerInsert);
+  const absl::Status prepared = db.PrepareAll({
       {&writer->insert_string_, "INSERT OR IGNORE INTO strings(sid, id, value) VALUES(?,?,?)"},
       {&writer->insert_path_,
        "INSERT OR IGNORE INTO range_paths(sid, id, parent_id, domain, name) VALUES(?,?,?,?,?)"},
       {&writer->insert_range_,
        "INSERT INTO range_events(sid, path_id, instance_id, parent_instance_id, thread_id, "
        "start_ns, end_ns, kind, counted) VALUES(?,?,?,?,?,?,?,?,?)"},
-      {&writer->insert_kernel_, KernelInsertSql(1)},
-      {&writer->insert_kernel_many_, KernelInsertSql(kKernelRowsPerInsert)},
+      {&writer->insert_kernel_, insert_kernel_sql.c_str()},
+      {&writer->insert_kernel_many_, insert_kernel_many_sql.c_str()},
       {&writer->insert_metadata_, "INSERT INTO metadata(sid, time_ns, key, value) VALUES(?,?,?,?)"},
       // Loss counts are cumulative per session: keep the largest seen, so resends never add up.
       {&writer->upsert_loss_,
@@ -97,12 +96,8 @@ absl::StatusOr<std::unique_ptr<BatchWriter>> BatchWriter::Prepare(SqliteDb& db) 
       {&writer->update_session_,
        "UPDATE sessions SET last_seq = ?, last_seen_ns = ?, range_events = range_events + ?, "
        "kernels = kernels + ?, final = MAX(final, ?) WHERE sid = ?"},
-  };
-  for (const Entry& entry : entries) {
-    absl::StatusOr<std::unique_ptr<SqliteStatement>> stmt = db.Prepare(entry.sql);
-    if (!stmt.ok()) return stmt.status();
-    *entry.slot = *std::move(stmt);
-  }
+  });
+  if (!prepared.ok()) return prepared;
   absl::StatusOr<std::unique_ptr<CountedWriter>> counted = CountedWriter::Prepare(db);
   if (!counted.ok()) return counted.status();
   writer->counted_ = *std::move(counted);

@@ -5,11 +5,11 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/sqlite/sqlite_db.h"
+#include "common/sqlite/sqlite_statement.h"
 #include "daemon/batch_rollup.h"
 #include "daemon/counted_writer.h"
 #include "daemon/session_definitions.h"
-#include "daemon/sqlite_db.h"
-#include "daemon/sqlite_statement.h"
 #include "flopscope/v1/records.pb.h"
 
 namespace flopscope::daemon {

@@ -28,6 +28,23 @@ void FillFromHello(absl::string_view serialized, v1::RankInfo* info) {
   info->set_command(hello.command());
 }
 
+// Steps `rows` (bound to one job, in rank order, the rank in column 0) and hands each row to
+// `fill` with the listed rank it belongs to; rows of ranks not listed are skipped. `ranks` is in
+// rank order too, so both are walked together.
+template <typename Fill>
+absl::Status ForEachRankRow(SqliteStatement& rows, std::vector<v1::RankInfo>* ranks, Fill fill) {
+  size_t next = 0;
+  while (true) {
+    absl::StatusOr<bool> row = rows.Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return absl::OkStatus();
+    const int64_t rank = rows.ColumnInt(0);
+    while (next < ranks->size() && (*ranks)[next].rank() < rank) ++next;
+    if (next == ranks->size() || (*ranks)[next].rank() != rank) continue;
+    fill(rows, &(*ranks)[next]);
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Catalog>> Catalog::Open(const std::string& path) {
@@ -68,7 +85,10 @@ absl::Status Catalog::PrepareStatements() {
       {&list_jobs_,
        "SELECT j.job_id, COUNT(r.rank), COALESCE(SUM(r.connected), 0), j.first_seen_ns, "
        "j.last_seen_ns, COALESCE(SUM(r.range_events), 0), COALESCE(SUM(r.kernels), 0), "
-       "COALESCE(SUM(r.lost_records), 0) FROM jobs j LEFT JOIN ranks r ON r.job_id = j.job_id "
+       "COALESCE(SUM(r.lost_records), 0), "
+       "(SELECT COALESCE(SUM(batches), 0) FROM rank_rejections x WHERE x.job_id = j.job_id), "
+       "(SELECT COALESCE(SUM(records), 0) FROM rank_rejections x WHERE x.job_id = j.job_id) "
+       "FROM jobs j LEFT JOIN ranks r ON r.job_id = j.job_id "
        "GROUP BY j.job_id ORDER BY j.first_seen_ns, j.job_id"},
       {&list_ranks_,
        "SELECT rank, host, pid, session_id, hello, connected, first_seen_ns, last_seen_ns, "
@@ -77,6 +97,13 @@ absl::Status Catalog::PrepareStatements() {
       {&set_layout_, "UPDATE ranks SET announced_layout = ?3 WHERE job_id = ?1 AND rank = ?2"},
       {&list_losses_,
        "SELECT rank, cause, records FROM rank_losses WHERE job_id = ? ORDER BY rank, cause"},
+      {&add_rejection_,
+       "INSERT INTO rank_rejections(job_id, rank, session_id, rule, batches, records) "
+       "VALUES(?1, ?2, ?3, ?4, 1, ?5) ON CONFLICT(job_id, rank, session_id, rule) DO UPDATE SET "
+       "batches = batches + 1, records = records + excluded.records"},
+      {&list_rejections_,
+       "SELECT rank, rule, SUM(batches), SUM(records) FROM rank_rejections WHERE job_id = ? "
+       "GROUP BY rank, rule ORDER BY rank, rule"},
   });
 }
 
@@ -181,6 +208,8 @@ absl::StatusOr<std::vector<v1::JobInfo>> Catalog::ListJobs() {
     job.set_range_events(list_jobs_->ColumnUint(5));
     job.set_kernels(list_jobs_->ColumnUint(6));
     job.set_lost_records(list_jobs_->ColumnUint(7));
+    job.set_rejected_batches(list_jobs_->ColumnUint(8));
+    job.set_rejected_records(list_jobs_->ColumnUint(9));
   }
   return jobs;
 }
@@ -216,24 +245,40 @@ absl::StatusOr<std::vector<v1::RankInfo>> Catalog::ListRanks(absl::string_view j
     }
   }
   if (absl::Status s = ReadLosses(job_id, &ranks); !s.ok()) return s;
+  if (absl::Status s = ReadRejections(job_id, &ranks); !s.ok()) return s;
   return ranks;
 }
 
 absl::Status Catalog::ReadLosses(absl::string_view job_id, std::vector<v1::RankInfo>* ranks) {
   list_losses_->BindText(1, job_id);
-  size_t next = 0;  // both result sets are in rank order: walk them together
-  while (true) {
-    absl::StatusOr<bool> row = list_losses_->Step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
-    const int64_t rank = list_losses_->ColumnInt(0);
-    while (next < ranks->size() && (*ranks)[next].rank() < rank) ++next;
-    if (next == ranks->size() || (*ranks)[next].rank() != rank) continue;
-    v1::LossCounter* loss = (*ranks)[next].add_losses();
-    loss->set_cause(static_cast<v1::LossCause>(list_losses_->ColumnInt(1)));
-    loss->set_records(list_losses_->ColumnUint(2));
-  }
-  return absl::OkStatus();
+  return ForEachRankRow(*list_losses_, ranks, [](const SqliteStatement& row, v1::RankInfo* rank) {
+    v1::LossCounter* loss = rank->add_losses();
+    loss->set_cause(static_cast<v1::LossCause>(row.ColumnInt(1)));
+    loss->set_records(row.ColumnUint(2));
+  });
+}
+
+absl::Status Catalog::AddRejection(absl::string_view job_id, int32_t rank,
+                                   absl::string_view session_id, absl::string_view rule,
+                                   uint64_t records) {
+  absl::MutexLock lock(&mu_);  // serializes the connection between all streams
+  add_rejection_->BindText(1, job_id);
+  add_rejection_->BindInt(2, rank);
+  add_rejection_->BindText(3, session_id);
+  add_rejection_->BindText(4, rule);
+  add_rejection_->BindUint(5, records);
+  return add_rejection_->Run();
+}
+
+absl::Status Catalog::ReadRejections(absl::string_view job_id, std::vector<v1::RankInfo>* ranks) {
+  list_rejections_->BindText(1, job_id);
+  return ForEachRankRow(*list_rejections_, ranks,
+                        [](const SqliteStatement& row, v1::RankInfo* rank) {
+                          v1::Rejection* rejection = rank->add_rejections();
+                          rejection->set_rule(row.ColumnString(1));
+                          rejection->set_batches(row.ColumnUint(2));
+                          rejection->set_records(row.ColumnUint(3));
+                        });
 }
 
 }  // namespace flopscope::daemon

@@ -10,8 +10,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "common/sqlite/sqlite_db.h"
 #include "daemon/rank_totals.h"
-#include "daemon/sqlite_db.h"
 #include "flopscope/v1/query.pb.h"
 #include "flopscope/v1/records.pb.h"
 
@@ -39,6 +39,12 @@ class Catalog {
   absl::Status UpdateTotals(absl::string_view job_id, int32_t rank, const RankTotals& totals,
                             int64_t now_ns) ABSL_LOCKS_EXCLUDED(mu_);
 
+  // The daemon refused a batch of `session_id` for breaking `rule` (daemon/batch_validator.h:
+  // RejectedRule); it held `records` records. Counted per session and rule, where the drop
+  // happens: the producer's own loss counts cannot include it.
+  absl::Status AddRejection(absl::string_view job_id, int32_t rank, absl::string_view session_id,
+                            absl::string_view rule, uint64_t records) ABSL_LOCKS_EXCLUDED(mu_);
+
   // Jobs by first appearance.
   // Records the layout a rank announced with a `parallel` mark (daemon/parallel_mark.h); from
   // then on ListRanks reports it instead of the hello's environment-derived layout.
@@ -59,6 +65,8 @@ class Catalog {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status ReadLosses(absl::string_view job_id, std::vector<v1::RankInfo>* ranks)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status ReadRejections(absl::string_view job_id, std::vector<v1::RankInfo>* ranks)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   absl::Mutex mu_;
   // Declared first so that it is destroyed last: the statements below belong to it.
@@ -76,6 +84,8 @@ class Catalog {
   std::unique_ptr<SqliteStatement> set_layout_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<SqliteStatement> list_ranks_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<SqliteStatement> list_losses_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<SqliteStatement> add_rejection_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<SqliteStatement> list_rejections_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace flopscope::daemon

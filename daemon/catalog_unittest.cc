@@ -130,5 +130,65 @@ TEST_F(CatalogTest, RestartForgetsConnectionsButKeepsTheRest) {
   EXPECT_EQ(Ranks("gpt")[0].rank(), 3);
 }
 
+TEST_F(CatalogTest, RejectionsAreCountedPerRuleAndSummedOverSessions) {
+  ASSERT_TRUE(catalog_->SessionConnected(fixtures::Hello("bad", 0, "s-a"), 1000).ok());
+  ASSERT_TRUE(catalog_->SessionConnected(fixtures::Hello("bad", 1, "s-b"), 1000).ok());
+  ASSERT_TRUE(catalog_->AddRejection("bad", 0, "s-a", "ranges", 40).ok());
+  ASSERT_TRUE(catalog_->AddRejection("bad", 0, "s-a", "ranges", 2).ok());
+  ASSERT_TRUE(catalog_->AddRejection("bad", 0, "s-c", "ranges", 8).ok());  // a later session
+  ASSERT_TRUE(catalog_->AddRejection("bad", 0, "s-a", "kernels", 70).ok());
+  ASSERT_TRUE(catalog_->AddRejection("bad", 1, "s-b", "seq", 5).ok());
+  Reopen();  // persisted, not held in memory
+
+  std::vector<v1::JobInfo> jobs = Jobs();
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(jobs[0].rejected_batches(), 5u);
+  EXPECT_EQ(jobs[0].rejected_records(), 125u);
+  std::vector<v1::RankInfo> ranks = Ranks("bad");
+  ASSERT_EQ(ranks.size(), 2u);
+  ASSERT_EQ(ranks[0].rejections_size(), 2);
+  EXPECT_EQ(ranks[0].rejections(0).rule(), "kernels");
+  EXPECT_EQ(ranks[0].rejections(0).batches(), 1u);
+  EXPECT_EQ(ranks[0].rejections(0).records(), 70u);
+  EXPECT_EQ(ranks[0].rejections(1).rule(), "ranges");
+  EXPECT_EQ(ranks[0].rejections(1).batches(), 3u);
+  EXPECT_EQ(ranks[0].rejections(1).records(), 50u);
+  ASSERT_EQ(ranks[1].rejections_size(), 1);
+  EXPECT_EQ(ranks[1].rejections(0).rule(), "seq");
+}
+
+// A version 1 catalog (before rank_rejections) is upgraded in place when opened, and keeps
+// what it listed.
+TEST(CatalogUpgradeTest, VersionOneCatalogGainsRejections) {
+  fixtures::ScopedTempDir dir;
+  const std::string path = dir.File("catalog.sqlite");
+  {
+    absl::StatusOr<std::unique_ptr<SqliteDb>> db = SqliteDb::OpenWithSchema(
+        path,
+        "CREATE TABLE schema_version(version INTEGER NOT NULL);"
+        "INSERT INTO schema_version VALUES (1);"
+        "CREATE TABLE jobs(job_id TEXT PRIMARY KEY, first_seen_ns INTEGER NOT NULL, "
+        "last_seen_ns INTEGER NOT NULL);"
+        "INSERT INTO jobs VALUES ('old', 5, 6);");
+    ASSERT_TRUE(db.ok()) << db.status();
+  }
+  absl::StatusOr<std::unique_ptr<Catalog>> catalog = Catalog::Open(path);
+  ASSERT_TRUE(catalog.ok()) << catalog.status();
+  ASSERT_TRUE((*catalog)->AddRejection("old", 0, "s", "limits", 3).ok());
+  absl::StatusOr<std::vector<v1::JobInfo>> jobs = (*catalog)->ListJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 1u);
+  EXPECT_EQ((*jobs)[0].job_id(), "old");
+  EXPECT_EQ((*jobs)[0].rejected_records(), 3u);
+  catalog->reset();
+  absl::StatusOr<std::unique_ptr<SqliteDb>> db = SqliteDb::OpenExisting(path);
+  ASSERT_TRUE(db.ok()) << db.status();
+  absl::StatusOr<std::unique_ptr<SqliteStatement>> version =
+      (*db)->Prepare("SELECT MAX(version) FROM schema_version");
+  ASSERT_TRUE(version.ok());
+  ASSERT_TRUE(*(*version)->Step());
+  EXPECT_EQ((*version)->ColumnInt(0), 2);
+}
+
 }  // namespace
 }  // namespace flopscope::daemon

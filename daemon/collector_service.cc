@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/version.h"
+#include "daemon/batch_validator.h"
 #include "daemon/grpc_status.h"
 #include "daemon/hello_validator.h"
 #include "daemon/logger.h"
@@ -173,6 +174,11 @@ grpc::Status CollectorService::StoreBatch(grpc::ServerContext* context,
   const absl::Status status = connection.store->Commit(connection.sid, batch, &outcome);
   if (absl::IsInvalidArgument(status)) {
     LogWarning("rejected ", Describe(connection.hello), ": ", status.message());
+    // Counted here, where the batch is dropped (the producer cannot count it), by rule.
+    const absl::Status counted = catalog_->AddRejection(
+        connection.hello.job_id(), connection.hello.rank(), connection.hello.session_id(),
+        RejectedRule(status), BatchRecordCount(batch));
+    if (!counted.ok()) LogWarning("catalog: ", counted.message());
     context->AddTrailingMetadata(kRejectedSeqKey, std::to_string(batch.seq()));
     return ToGrpcStatus(status);
   }

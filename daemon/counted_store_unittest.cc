@@ -151,6 +151,7 @@ TEST_F(CountedStoreTest, WindowsAreStoredAndTheirStepsCount) {
   v1::CounterWindowRecord* window = AddWindow(batch, 5, 7);
   window->set_kernels_counted(120);
   window->set_ranges_unmatched(2);
+  window->set_comm_kernels_excluded(4);
   AddWindow(batch, 9, 9)->set_status("hardware busy (DCGM?)");  // counted nothing
   AddWindow(batch, -1, -1);                                     // no step marks
   AddKernelFlops(batch, kLayer, 1, 6, kForward)->mutable_flops()->set_fp32(1);
@@ -159,6 +160,7 @@ TEST_F(CountedStoreTest, WindowsAreStoredAndTheirStepsCount) {
   EXPECT_EQ(Number("SELECT COUNT(*) FROM counter_windows"), 3);
   EXPECT_EQ(Number("SELECT kernels_counted FROM counter_windows WHERE first_step = 5"), 120);
   EXPECT_EQ(Number("SELECT ranges_unmatched FROM counter_windows WHERE first_step = 5"), 2);
+  EXPECT_EQ(Number("SELECT comm_kernels_excluded FROM counter_windows WHERE first_step = 5"), 4);
   EXPECT_EQ(Number("SELECT passes FROM counter_windows WHERE first_step = 5"), 3);
   EXPECT_EQ(Number("SELECT COUNT(*) FROM counter_windows WHERE status LIKE 'hardware busy%'"), 1);
   // Steps 5, 6, 7 (the kernel's step 6 among them); the failed window's step 9 is not one.

@@ -2,9 +2,27 @@
 
 #include <string>
 
-#include "daemon/flops_json.h"
+#include "common/json/json_writer.h"
 
 namespace flopscope::daemon {
+namespace {
+
+// The tensor FLOPs of one kernel as the JSON object stored in kernel_flops.tensor:
+// {"<source>":<flops>,...}, sources in the order received, numbers that read back as the same
+// double, so that plain SQL (json_each, json_extract) can read them.
+std::string TensorFlopsJson(const v1::FlopCounters& flops) {
+  JsonWriter json(/*indent_width=*/0);
+  json.BeginObject();
+  for (const v1::FlopCounters::Tensor& tensor : flops.tensor()) {
+    json.Key(tensor.source()).Double(tensor.flops());
+  }
+  json.EndObject();
+  std::string text = json.Finish();
+  text.pop_back();  // Finish() ends the document with a newline; the column holds the object only
+  return text;
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<CountedWriter>> CountedWriter::Prepare(SqliteDb& db) {
   std::unique_ptr<CountedWriter> writer(new CountedWriter());
@@ -15,8 +33,8 @@ absl::StatusOr<std::unique_ptr<CountedWriter>> CountedWriter::Prepare(SqliteDb& 
        "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)"},
       {&writer->insert_window_,
        "INSERT INTO counter_windows(sid, first_step, last_step, trigger, metric_set, chip, "
-       "passes, kernels_counted, ranges_unmatched, start_ns, end_ns, status) "
-       "VALUES(?,?,?,?,?,?,?,?,?,?,?,?)"},
+       "passes, kernels_counted, ranges_unmatched, start_ns, end_ns, status, "
+       "comm_kernels_excluded) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)"},
       // A path may have counted FLOPs before (or without) any uncounted record: the row is
       // created with the other figures at their defaults.
       {&writer->upsert_module_counted_,
@@ -84,6 +102,7 @@ absl::Status CountedWriter::WriteWindow(int64_t sid, const v1::CounterWindowReco
   stmt.BindInt(10, window.start_ns());
   stmt.BindInt(11, window.end_ns());
   stmt.BindText(12, window.status());
+  stmt.BindUint(13, window.comm_kernels_excluded());
   return stmt.Run();
 }
 

@@ -5,9 +5,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/sqlite/sqlite_db.h"
+#include "common/sqlite/sqlite_statement.h"
 #include "daemon/counted_rollup.h"
-#include "daemon/sqlite_db.h"
-#include "daemon/sqlite_statement.h"
 #include "flopscope/v1/records.pb.h"
 
 namespace flopscope::daemon {

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/job_id.h"
+#include "common/utf8.h"
 #include "daemon/grpc_status.h"
 #include "daemon/logger.h"
 #include "daemon/query_service.h"
@@ -20,17 +21,13 @@ namespace {
 constexpr size_t kMaxReplyMessageBytes = 1024;
 
 std::string PrintableReply(const std::string& message) {
-  size_t length = std::min(message.size(), kMaxReplyMessageBytes);
-  // Cut at a character boundary: never inside a UTF-8 sequence (continuation bytes 10xxxxxx).
-  while (length < message.size() && length > 0 &&
-         (static_cast<unsigned char>(message[length]) & 0xC0) == 0x80) {
-    --length;
-  }
-  std::string out = message.substr(0, length);
+  std::string out = message.substr(0, kMaxReplyMessageBytes + 1);  // one byte past: see the cut
+  TruncateUtf8(kMaxReplyMessageBytes, &out);  // never inside a UTF-8 sequence
+  const bool cut = out.size() < message.size();
   for (char& c : out) {
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) c = ' ';
   }
-  if (length < message.size()) out += "...";
+  if (cut) out += "...";
   return out;
 }
 

@@ -177,6 +177,19 @@ TEST_F(ProfilingServiceTest, EveryConnectedRankAnswersInRankOrder) {
   EXPECT_EQ(server_->sessions().pending_controls(), 0u);
 }
 
+// A reply is shown on a terminal: controls become spaces, and a long one is cut to 1024 bytes
+// at a character boundary (here inside the euro sign that straddles byte 1024).
+TEST_F(ProfilingServiceTest, RepliesAreBoundedAndPrintable) {
+  std::string reply = "ok\x1b[2J\n" + std::string(1015, 'x');  // 1022 bytes
+  reply += "\xE2\x82\xAC tail";
+  auto rank0 = Connect("job", 0, Behaviour::kAccept, reply);
+  WaitForSessions("job", 1);
+  v1::OpenCounterWindowResponse response;
+  ASSERT_TRUE(Open("job", {}, 1, &response).ok());
+  ASSERT_EQ(response.answers_size(), 1);
+  EXPECT_EQ(response.answers(0).message(), "ok [2J " + std::string(1015, 'x') + "...");
+}
+
 TEST_F(ProfilingServiceTest, OnlyTheListedRanksAreAsked) {
   auto rank0 = Connect("job", 0, Behaviour::kAccept);
   auto rank1 = Connect("job", 1, Behaviour::kAccept);

@@ -5,9 +5,9 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "common/sqlite/sqlite_db.h"
 #include "daemon/rank_schema.h"
 #include "daemon/report_builder.h"
-#include "daemon/sqlite_db.h"
 
 namespace flopscope::daemon {
 namespace {
@@ -211,7 +211,8 @@ absl::Status ReadWindows(SqliteDb& db, RankSnapshot* snapshot) {
   return ForEachRow(
       db,
       "SELECT first_step, last_step, trigger, metric_set, chip, passes, kernels_counted, "
-      "ranges_unmatched, start_ns, end_ns, status FROM counter_windows ORDER BY sid, rowid",
+      "ranges_unmatched, start_ns, end_ns, status, comm_kernels_excluded FROM counter_windows "
+      "ORDER BY sid, rowid",
       [&](SqliteStatement& row) {
         v1::CounterWindowRecord& window = snapshot->windows.emplace_back();
         window.set_first_step(row.ColumnInt(0));
@@ -225,6 +226,7 @@ absl::Status ReadWindows(SqliteDb& db, RankSnapshot* snapshot) {
         window.set_start_ns(row.ColumnInt(8));
         window.set_end_ns(row.ColumnInt(9));
         window.set_status(row.ColumnString(10));
+        window.set_comm_kernels_excluded(row.ColumnUint(11));
       });
 }
 

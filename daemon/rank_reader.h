@@ -5,8 +5,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "common/sqlite/sqlite_db.h"
 #include "daemon/rank_snapshot.h"
-#include "daemon/sqlite_db.h"
 
 namespace flopscope::daemon {
 

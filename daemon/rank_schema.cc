@@ -9,14 +9,14 @@
 namespace flopscope::daemon {
 namespace {
 
-// Columns that version 2 added to tables version 1 already had, with their definitions as
+// Columns that versions 2 and 3 added to tables older versions had, with their definitions as
 // schema/rank.sql spells them (ADD COLUMN needs the DEFAULT of a NOT NULL column).
 struct AddedColumn {
   const char* table;
   const char* column;
   const char* definition;
 };
-constexpr AddedColumn kAddedInVersion2[] = {
+constexpr AddedColumn kAddedColumns[] = {
     {"range_events", "counted", "INTEGER NOT NULL DEFAULT 0"},
     {"kernels", "counted", "INTEGER NOT NULL DEFAULT 0"},
     {"kernel_flops", "path_id", "INTEGER NOT NULL DEFAULT 0"},
@@ -25,6 +25,8 @@ constexpr AddedColumn kAddedInVersion2[] = {
     {"kernel_flops", "device_id", "INTEGER NOT NULL DEFAULT 0"},
     {"kernel_flops", "phase_path_id", "INTEGER NOT NULL DEFAULT 0"},
     {"module_stats", "counted_kernels", "INTEGER NOT NULL DEFAULT 0"},
+    // Version 3.
+    {"counter_windows", "comm_kernels_excluded", "INTEGER NOT NULL DEFAULT 0"},
 };
 
 // Version 1 kept counted FLOPs (imports only) in kernel_flops rows keyed by correlation id and
@@ -90,7 +92,10 @@ absl::Status RankSchema::UpgradeInTransaction(SqliteDb& db) {
   if (*version >= kSchemaVersion) return absl::OkStatus();
   if (absl::Status s = db.Exec(schema::krankSql); !s.ok()) return s;
   if (absl::Status s = AddMissingColumns(db); !s.ok()) return s;
-  if (absl::Status s = FillFromVersion1(db); !s.ok()) return s;
+  // Only version 1 files lack the rollups (a version 2 file has them complete already).
+  if (*version < 2) {
+    if (absl::Status s = FillFromVersion1(db); !s.ok()) return s;
+  }
   absl::StatusOr<std::unique_ptr<SqliteStatement>> bump =
       db.Prepare("UPDATE schema_version SET version = ?");
   if (!bump.ok()) return bump.status();
@@ -112,7 +117,7 @@ absl::StatusOr<bool> RankSchema::HasColumn(SqliteDb& db, const char* table, cons
 }
 
 absl::Status RankSchema::AddMissingColumns(SqliteDb& db) {
-  for (const AddedColumn& added : kAddedInVersion2) {
+  for (const AddedColumn& added : kAddedColumns) {
     absl::StatusOr<bool> present = HasColumn(db, added.table, added.column);
     if (!present.ok()) return present.status();
     if (*present) continue;

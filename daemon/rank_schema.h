@@ -4,7 +4,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "daemon/sqlite_db.h"
+#include "common/sqlite/sqlite_db.h"
 
 namespace flopscope::daemon {
 
@@ -16,7 +16,8 @@ namespace flopscope::daemon {
 // upgrade interrupted before its commit simply runs again), fills the new rollups from the counted
 // FLOPs the file already holds (version 1 stored them for imports only: their module comes from
 // the matching `kernels` row, their split by precision from kernel_flops' columns, their steps
-// from counted_step), and moves schema_version to 2. A file already at the current version is
+// from counted_step), and moves schema_version to kSchemaVersion. Version 2 files only lack
+// counter_windows.comm_kernels_excluded (3), added the same way. A file at the current version is
 // only read (one query). Both writers (RankStore) and readers (RankReader: the files of finished
 // jobs are opened by reports only) call it right after opening, so every query can rely on the
 // current columns.

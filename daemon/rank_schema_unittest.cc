@@ -206,7 +206,7 @@ TEST_F(RankSchemaTest, StoreUpgradesAVersion1FileInPlace) {
   const std::string path = WriteVersion1File("rank-00000.sqlite");
   absl::StatusOr<std::unique_ptr<RankStore>> store = RankStore::Open(path);
   ASSERT_TRUE(store.ok()) << store.status();
-  EXPECT_EQ(Query(path, "SELECT version FROM schema_version"), 2);
+  EXPECT_EQ(Query(path, "SELECT version FROM schema_version"), kSchemaVersion);
   EXPECT_EQ(Query(path, "SELECT COUNT(*) FROM schema_version"), 1);
   for (const char* column : {"counted"}) {
     for (const char* table : {"range_events", "kernels"}) {
@@ -272,7 +272,7 @@ TEST_F(RankSchemaTest, AColumnAlreadyAddedByAnInterruptedUpgradeIsKept) {
                     .ok());
   }
   ASSERT_TRUE(RankStore::Open(path).ok());
-  EXPECT_EQ(Query(path, "SELECT version FROM schema_version"), 2);
+  EXPECT_EQ(Query(path, "SELECT version FROM schema_version"), kSchemaVersion);
   EXPECT_EQ(Query(path, "SELECT SUM(counted) FROM kernels"), 1);
 }
 
@@ -301,7 +301,7 @@ TEST_F(RankSchemaTest, AReportUpgradesTheFileOfAFinishedJob) {
   const std::string path = WriteVersion1File("rank-00000.sqlite");
   absl::StatusOr<RankSnapshot> snapshot = RankReader::Read(path);
   ASSERT_TRUE(snapshot.ok()) << snapshot.status();
-  EXPECT_EQ(Query(path, "SELECT version FROM schema_version"), 2);
+  EXPECT_EQ(Query(path, "SELECT version FROM schema_version"), kSchemaVersion);
   EXPECT_EQ(snapshot->module_flops.size(), 5u);
   // Session 1: steps 3 and 4; session 2: counted_step 0 (version 1's "none") reads as one step.
   EXPECT_EQ(snapshot->counted_steps, 3u);
@@ -321,6 +321,34 @@ TEST_F(RankSchemaTest, FailsClearlyOnAFileThatIsNotARankFile) {
   EXPECT_FALSE(status.ok());
   EXPECT_THAT(status.message(), HasSubstr("cannot upgrade"));
   EXPECT_EQ(Query(path, "SELECT version FROM schema_version"), 1) << "rolled back";
+}
+
+// A version 2 file (written before windows counted excluded communication kernels) gains only
+// that column; its rollups are left as they were (they were complete already).
+TEST_F(RankSchemaTest, AVersion2FileGainsTheExcludedCountAndKeepsItsRollups) {
+  const std::string path = WriteVersion1File("rank-00000.sqlite");
+  ASSERT_TRUE(RankStore::Open(path).ok());  // now current
+  {
+    absl::StatusOr<std::unique_ptr<SqliteDb>> db = SqliteDb::OpenExisting(path);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE((*db)
+                    ->Exec("ALTER TABLE counter_windows DROP COLUMN comm_kernels_excluded; "
+                           "UPDATE schema_version SET version = 2; "
+                           "UPDATE module_stats SET counted_kernels = 41 WHERE path_id = 2")
+                    .ok());
+  }
+  EXPECT_EQ(Query(path, "SELECT COUNT(*) FROM pragma_table_info('counter_windows') WHERE name = "
+                        "'comm_kernels_excluded'"),
+            0);
+  absl::StatusOr<RankSnapshot> snapshot = RankReader::Read(path);
+  ASSERT_TRUE(snapshot.ok()) << snapshot.status();
+  EXPECT_EQ(Query(path, "SELECT version FROM schema_version"), kSchemaVersion);
+  EXPECT_EQ(Query(path, "SELECT COUNT(*) FROM pragma_table_info('counter_windows') WHERE name = "
+                        "'comm_kernels_excluded'"),
+            1);
+  // Version 1's fill did not run again over the version 2 rollups.
+  EXPECT_EQ(Query(path, "SELECT counted_kernels FROM module_stats WHERE sid = 1 AND path_id = 2"),
+            41);
 }
 
 }  // namespace

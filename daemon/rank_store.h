@@ -9,10 +9,10 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "common/sqlite/sqlite_db.h"
 #include "daemon/batch_writer.h"
 #include "daemon/rank_totals.h"
 #include "daemon/session_definitions.h"
-#include "daemon/sqlite_db.h"
 #include "flopscope/v1/records.pb.h"
 
 namespace flopscope::daemon {

@@ -73,7 +73,7 @@ TEST_F(RankStoreTest, UsesWalModeAndTheCurrentSchemaVersion) {
   EXPECT_EQ((*mode)->ColumnText(0), "wal");
   (*mode)->Reset();
   EXPECT_EQ(Query("SELECT MAX(version) FROM schema_version"), kSchemaVersion);
-  EXPECT_EQ(kSchemaVersion, 2);
+  EXPECT_EQ(kSchemaVersion, 3);
   EXPECT_EQ(Query("SELECT COUNT(*) FROM schema_version"), 1);
 }
 
@@ -260,14 +260,15 @@ TEST_F(RankStoreTest, UnknownSessionIsAnError) {
 
 TEST_F(RankStoreTest, RefusesAFileFromANewerDaemonWithoutTouchingIt) {
   const std::string newer = dir_.File("newer.sqlite");
-  ASSERT_TRUE(SqliteDb::OpenWithSchema(newer,
-                                       "CREATE TABLE schema_version(version INTEGER NOT NULL);"
-                                       "INSERT INTO schema_version VALUES(3);")
-                  .ok());
+  const std::string schema = "CREATE TABLE schema_version(version INTEGER NOT NULL);"
+                             "INSERT INTO schema_version VALUES(" +
+                             std::to_string(kSchemaVersion + 1) + ");";
+  ASSERT_TRUE(SqliteDb::OpenWithSchema(newer, schema.c_str()).ok());
   absl::StatusOr<std::unique_ptr<RankStore>> store = RankStore::Open(newer);
   ASSERT_FALSE(store.ok());
   EXPECT_THAT(store.status().message(),
-              HasSubstr("has schema version 3; this flopscoped reads up to 2"));
+              HasSubstr("has schema version " + std::to_string(kSchemaVersion + 1) +
+                        "; this flopscoped reads up to " + std::to_string(kSchemaVersion)));
   sqlite3* raw = nullptr;
   ASSERT_EQ(sqlite3_open_v2(newer.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
   EXPECT_NE(sqlite3_exec(raw, "SELECT COUNT(*) FROM kernels", nullptr, nullptr, nullptr),

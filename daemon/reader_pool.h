@@ -10,7 +10,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "daemon/sqlite_db.h"
+#include "common/sqlite/sqlite_db.h"
 
 namespace flopscope::daemon {
 

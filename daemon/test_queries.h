@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "daemon/sqlite_db.h"
+#include "common/sqlite/sqlite_db.h"
 
 namespace flopscope::daemon::fixtures {
 

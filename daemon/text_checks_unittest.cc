@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "common/utf8.h"  // the UTF-8 rule TextProblem applies
+
 namespace flopscope::daemon {
 namespace {
 

@@ -35,13 +35,16 @@ absl::Status RowError(absl::string_view table, std::optional<int64_t> rowid,
 }
 
 // The interval of a row, checked: both ends present and in order.
-absl::Status ReadInterval(const SqliteRow& row, absl::string_view table, int start_column,
+absl::Status ReadInterval(const SqliteStatement& row, absl::string_view table, int start_column,
                           int64_t* start, int64_t* end) {
-  const std::optional<int64_t> s = row.Int(start_column);
-  const std::optional<int64_t> e = row.Int(start_column + 1);
-  if (!s.has_value() || !e.has_value()) return RowError(table, row.Int(0), "start or end is NULL");
+  const std::optional<int64_t> s = row.ColumnOptionalInt(start_column);
+  const std::optional<int64_t> e = row.ColumnOptionalInt(start_column + 1);
+  if (!s.has_value() || !e.has_value()) {
+    return RowError(table, row.ColumnOptionalInt(0), "start or end is NULL");
+  }
   if (*e < *s) {
-    return RowError(table, row.Int(0), absl::StrCat("end ", *e, " is before start ", *s));
+    return RowError(table, row.ColumnOptionalInt(0),
+                    absl::StrCat("end ", *e, " is before start ", *s));
   }
   *start = *s;
   *end = *e;
@@ -78,10 +81,11 @@ absl::StatusOr<TraceRecording> NsysExportReader::Read(const std::string& path,
     recording.content_digest = (*source)->digest();
     recording.bytes_read = (*source)->file_size();
   }
-  absl::StatusOr<std::unique_ptr<SqliteFile>> db = SqliteFile::Open(path);
+  absl::StatusOr<std::unique_ptr<SqliteDb>> db = SqliteDb::OpenReadOnly(path);
   if (!db.ok()) return db.status();
   NsysExportReader reader(db->get(), &recording, progress);
-  absl::Status status = reader.CheckIsExport();
+  absl::Status status = reader.LoadTableNames();
+  if (status.ok()) status = reader.CheckIsExport();
   if (status.ok()) status = reader.ReadMetadata();
   if (status.ok()) status = reader.ReadStrings();
   if (status.ok()) status = reader.ReadKernels();
@@ -96,11 +100,26 @@ absl::StatusOr<TraceRecording> NsysExportReader::Read(const std::string& path,
   return recording;
 }
 
+absl::Status NsysExportReader::LoadTableNames() {
+  absl::StatusOr<absl::flat_hash_set<std::string>> tables = db_->TableNames();
+  if (!tables.ok()) return absl::InvalidArgumentError(tables.status().message());
+  tables_ = *std::move(tables);
+  return absl::OkStatus();
+}
+
+absl::Status NsysExportReader::Rows(
+    absl::string_view sql, const std::function<absl::Status(const SqliteStatement&)>& on_row) {
+  absl::Status status = db_->ForEachRow(sql, on_row);
+  // The file is someone else's: SQL that fails on it is a problem of the input, not of ours.
+  if (absl::IsInternal(status)) return absl::InvalidArgumentError(status.message());
+  return status;
+}
+
 absl::Status NsysExportReader::CheckIsExport() const {
-  const bool has_strings = db_->HasTable("StringIds") || db_->HasTable("StringTable");
-  const bool has_events = db_->HasTable("CUPTI_ACTIVITY_KIND_KERNEL") ||
-                          db_->HasTable("CUPTI_ACTIVITY_KIND_RUNTIME") ||
-                          db_->HasTable("NVTX_EVENTS") || db_->HasTable("META_DATA_EXPORT");
+  const bool has_strings = HasTable("StringIds") || HasTable("StringTable");
+  const bool has_events = HasTable("CUPTI_ACTIVITY_KIND_KERNEL") ||
+                          HasTable("CUPTI_ACTIVITY_KIND_RUNTIME") || HasTable("NVTX_EVENTS") ||
+                          HasTable("META_DATA_EXPORT");
   if (has_strings && has_events) return absl::OkStatus();
   return absl::InvalidArgumentError(
       "an SQLite database, but not an Nsight Systems export (it needs a StringIds table and "
@@ -108,33 +127,33 @@ absl::Status NsysExportReader::CheckIsExport() const {
 }
 
 absl::Status NsysExportReader::ReadMetadata() {
-  if (db_->HasTable("META_DATA_EXPORT")) {
-    absl::Status s =
-        db_->ForEachRow("SELECT value FROM META_DATA_EXPORT WHERE name = 'EXPORT_SCHEMA_VERSION'",
-                        [this](const SqliteRow& row) {
-                          recording_->format_version = CleanText(row.Text(0), kMaxNameBytes);
-                          return absl::OkStatus();
-                        });
+  if (HasTable("META_DATA_EXPORT")) {
+    absl::Status s = Rows("SELECT value FROM META_DATA_EXPORT WHERE name = 'EXPORT_SCHEMA_VERSION'",
+                          [this](const SqliteStatement& row) {
+                            recording_->format_version =
+                                CleanText(row.ColumnText(0), kMaxNameBytes);
+                            return absl::OkStatus();
+                          });
     if (!s.ok()) return s;
   }
-  if (db_->HasTable("TARGET_INFO_SESSION_START_TIME")) {
-    absl::Status s = db_->ForEachRow("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME",
-                                     [this](const SqliteRow& row) {
-                                       if (std::optional<int64_t> start = row.Int(0)) {
-                                         recording_->base_time_ns = *start;
-                                         recording_->base_is_required = true;
-                                       }
-                                       return absl::OkStatus();
-                                     });
+  if (HasTable("TARGET_INFO_SESSION_START_TIME")) {
+    absl::Status s = Rows("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME",
+                          [this](const SqliteStatement& row) {
+                            if (std::optional<int64_t> start = row.ColumnOptionalInt(0)) {
+                              recording_->base_time_ns = *start;
+                              recording_->base_is_required = true;
+                            }
+                            return absl::OkStatus();
+                          });
     if (!s.ok()) return s;
   }
   for (const char* table :
        {"CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
         "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS"}) {
-    if (!db_->HasTable(table)) continue;
+    if (!HasTable(table)) continue;
     absl::Status s =
-        db_->ForEachRow(absl::StrCat("SELECT count(*) FROM ", table), [this](const SqliteRow& row) {
-          rows_total_ += static_cast<uint64_t>(row.Int(0).value_or(0));
+        Rows(absl::StrCat("SELECT count(*) FROM ", table), [this](const SqliteStatement& row) {
+          rows_total_ += static_cast<uint64_t>(row.ColumnOptionalInt(0).value_or(0));
           return absl::OkStatus();
         });
     if (!s.ok()) return s;
@@ -143,12 +162,12 @@ absl::Status NsysExportReader::ReadMetadata() {
 }
 
 absl::Status NsysExportReader::ReadStrings() {
-  string_table_ = db_->HasTable("StringIds") ? "StringIds" : "StringTable";
-  return db_->ForEachRow(
-      absl::StrCat("SELECT id, value FROM ", string_table_), [this](const SqliteRow& row) {
-        const std::optional<int64_t> id = row.Int(0);
+  string_table_ = HasTable("StringIds") ? "StringIds" : "StringTable";
+  return Rows(
+      absl::StrCat("SELECT id, value FROM ", string_table_), [this](const SqliteStatement& row) {
+        const std::optional<int64_t> id = row.ColumnOptionalInt(0);
         if (!id.has_value()) return absl::OkStatus();
-        strings_[*id] = recording_->strings.Intern(CleanText(row.Text(1), kMaxStringBytes));
+        strings_[*id] = recording_->strings.Intern(CleanText(row.ColumnText(1), kMaxStringBytes));
         return absl::OkStatus();
       });
 }
@@ -172,8 +191,8 @@ void NsysExportReader::CountRow() {
 
 absl::Status NsysExportReader::ReadKernels() {
   const std::string table = "CUPTI_ACTIVITY_KIND_KERNEL";
-  if (!db_->HasTable(table)) return absl::OkStatus();
-  absl::StatusOr<absl::flat_hash_set<std::string>> columns = db_->Columns(table);
+  if (!HasTable(table)) return absl::OkStatus();
+  absl::StatusOr<absl::flat_hash_set<std::string>> columns = db_->ColumnNames(table);
   if (!columns.ok()) return columns.status();
   // The mangled name, as the injector sends; older exports only have the demangled ones.
   std::vector<std::string> names;
@@ -190,24 +209,25 @@ absl::Status NsysExportReader::ReadKernels() {
                    Column(*columns, "blockX", "0"), ", ", Column(*columns, "blockY", "0"), ", ",
                    Column(*columns, "blockZ", "0"), ", ", Column(*columns, "graphNodeId", "0"),
                    ", ", Column(*columns, "globalPid"), " FROM ", table, " ORDER BY start");
-  return db_->ForEachRow(sql, [&](const SqliteRow& row) {
+  return Rows(sql, [&](const SqliteStatement& row) {
     CountRow();
     GpuActivity kernel;
     kernel.kind = v1::ACTIVITY_KIND_KERNEL;
     if (absl::Status s = ReadInterval(row, table, 1, &kernel.start_ns, &kernel.end_ns); !s.ok())
       return s;
-    kernel.device = ToU32(row.Int(3));
-    kernel.context = ToU32(row.Int(4));
-    kernel.stream = ToU32(row.Int(5));
-    kernel.correlation_id = static_cast<uint64_t>(row.Int(6).value_or(0));
-    kernel.name = String(row.Int(7));
-    if (kernel.name == 0) return RowError(table, row.Int(0), "its kernel name is not in StringIds");
+    kernel.device = ToU32(row.ColumnOptionalInt(3));
+    kernel.context = ToU32(row.ColumnOptionalInt(4));
+    kernel.stream = ToU32(row.ColumnOptionalInt(5));
+    kernel.correlation_id = static_cast<uint64_t>(row.ColumnOptionalInt(6).value_or(0));
+    kernel.name = String(row.ColumnOptionalInt(7));
+    if (kernel.name == 0)
+      return RowError(table, row.ColumnOptionalInt(0), "its kernel name is not in StringIds");
     for (int i = 0; i < 3; ++i) {
-      kernel.grid[i] = ToU32(row.Int(8 + i));
-      kernel.block[i] = ToU32(row.Int(11 + i));
+      kernel.grid[i] = ToU32(row.ColumnOptionalInt(8 + i));
+      kernel.block[i] = ToU32(row.ColumnOptionalInt(11 + i));
     }
-    kernel.graph_node_id = static_cast<uint64_t>(row.Int(14).value_or(0));
-    if (recording_->pid == 0) recording_->pid = PidOf(row.Int(15));
+    kernel.graph_node_id = static_cast<uint64_t>(row.ColumnOptionalInt(14).value_or(0));
+    if (recording_->pid == 0) recording_->pid = PidOf(row.ColumnOptionalInt(15));
     ++used_devices_[kernel.device];
     recording_->activities.push_back(kernel);
     return absl::OkStatus();
@@ -215,24 +235,24 @@ absl::Status NsysExportReader::ReadKernels() {
 }
 
 absl::Status NsysExportReader::ReadMemoryOps(const std::string& table, v1::ActivityKind kind) {
-  if (!db_->HasTable(table)) return absl::OkStatus();
-  absl::StatusOr<absl::flat_hash_set<std::string>> columns = db_->Columns(table);
+  if (!HasTable(table)) return absl::OkStatus();
+  absl::StatusOr<absl::flat_hash_set<std::string>> columns = db_->ColumnNames(table);
   if (!columns.ok()) return columns.status();
   const std::string sql =
       absl::StrCat("SELECT rowid, start, end, ", Column(*columns, "deviceId", "0"), ", ",
                    Column(*columns, "contextId", "0"), ", ", Column(*columns, "streamId", "0"),
                    ", ", Column(*columns, "correlationId", "0"), ", ",
                    Column(*columns, "bytes", "0"), " FROM ", table, " ORDER BY start");
-  return db_->ForEachRow(sql, [&](const SqliteRow& row) {
+  return Rows(sql, [&](const SqliteStatement& row) {
     CountRow();
     GpuActivity op;
     op.kind = kind;
     if (absl::Status s = ReadInterval(row, table, 1, &op.start_ns, &op.end_ns); !s.ok()) return s;
-    op.device = ToU32(row.Int(3));
-    op.context = ToU32(row.Int(4));
-    op.stream = ToU32(row.Int(5));
-    op.correlation_id = static_cast<uint64_t>(row.Int(6).value_or(0));
-    op.bytes = static_cast<uint64_t>(std::max<int64_t>(0, row.Int(7).value_or(0)));
+    op.device = ToU32(row.ColumnOptionalInt(3));
+    op.context = ToU32(row.ColumnOptionalInt(4));
+    op.stream = ToU32(row.ColumnOptionalInt(5));
+    op.correlation_id = static_cast<uint64_t>(row.ColumnOptionalInt(6).value_or(0));
+    op.bytes = static_cast<uint64_t>(std::max<int64_t>(0, row.ColumnOptionalInt(7).value_or(0)));
     ++used_devices_[op.device];
     recording_->activities.push_back(op);
     return absl::OkStatus();
@@ -241,43 +261,44 @@ absl::Status NsysExportReader::ReadMemoryOps(const std::string& table, v1::Activ
 
 absl::Status NsysExportReader::ReadLaunches() {
   const std::string table = "CUPTI_ACTIVITY_KIND_RUNTIME";
-  if (!db_->HasTable(table)) return absl::OkStatus();
-  absl::StatusOr<absl::flat_hash_set<std::string>> columns = db_->Columns(table);
+  if (!HasTable(table)) return absl::OkStatus();
+  absl::StatusOr<absl::flat_hash_set<std::string>> columns = db_->ColumnNames(table);
   if (!columns.ok()) return columns.status();
   const std::string sql =
       absl::StrCat("SELECT rowid, start, ", Column(*columns, "globalTid"), ", correlationId, ",
                    Column(*columns, "nameId"), " FROM ", table, " WHERE correlationId IS NOT NULL");
-  return db_->ForEachRow(sql, [&](const SqliteRow& row) {
+  return Rows(sql, [&](const SqliteStatement& row) {
     CountRow();
-    const std::optional<int64_t> start = row.Int(1);
-    if (!start.has_value()) return RowError(table, row.Int(0), "start is NULL");
+    const std::optional<int64_t> start = row.ColumnOptionalInt(1);
+    if (!start.has_value()) return RowError(table, row.ColumnOptionalInt(0), "start is NULL");
     LaunchSite site;
-    site.thread = ThreadOf(row.Int(2));
+    site.thread = ThreadOf(row.ColumnOptionalInt(2));
     site.time_ns = *start;
-    site.launches_kernel = LaunchesKernel(recording_->strings.Get(String(row.Int(4))));
-    if (recording_->pid == 0) recording_->pid = PidOf(row.Int(2));
-    recording_->launches.insert_or_assign(static_cast<uint64_t>(*row.Int(3)), site);
+    site.launches_kernel =
+        LaunchesKernel(recording_->strings.Get(String(row.ColumnOptionalInt(4))));
+    if (recording_->pid == 0) recording_->pid = PidOf(row.ColumnOptionalInt(2));
+    recording_->launches.insert_or_assign(static_cast<uint64_t>(*row.ColumnOptionalInt(3)), site);
     return absl::OkStatus();
   });
 }
 
 absl::StatusOr<int64_t> NsysExportReader::EventTypeId(const std::string& name, int64_t fallback) {
-  if (!db_->HasTable("ENUM_NSYS_EVENT_TYPE")) return fallback;
+  if (!HasTable("ENUM_NSYS_EVENT_TYPE")) return fallback;
   int64_t id = fallback;
   absl::Status s =
-      db_->ForEachRow(absl::StrCat("SELECT id FROM ENUM_NSYS_EVENT_TYPE WHERE name = '", name, "'"),
-                      [&id](const SqliteRow& row) {
-                        id = row.Int(0).value_or(id);
-                        return absl::OkStatus();
-                      });
+      Rows(absl::StrCat("SELECT id FROM ENUM_NSYS_EVENT_TYPE WHERE name = '", name, "'"),
+           [&id](const SqliteStatement& row) {
+             id = row.ColumnOptionalInt(0).value_or(id);
+             return absl::OkStatus();
+           });
   if (!s.ok()) return s;
   return id;
 }
 
 absl::Status NsysExportReader::ReadNvtx() {
   const std::string table = "NVTX_EVENTS";
-  if (!db_->HasTable(table)) return absl::OkStatus();
-  absl::StatusOr<absl::flat_hash_set<std::string>> columns = db_->Columns(table);
+  if (!HasTable(table)) return absl::OkStatus();
+  absl::StatusOr<absl::flat_hash_set<std::string>> columns = db_->ColumnNames(table);
   if (!columns.ok()) return columns.status();
   absl::StatusOr<int64_t> mark = EventTypeId("NvtxMark", 34);
   absl::StatusOr<int64_t> push_pop = EventTypeId("NvtxPushPopRange", 59);
@@ -298,14 +319,14 @@ absl::Status NsysExportReader::ReadNvtx() {
       "SELECT rowid, start, end, eventType, ", text_sql, ", ", Column(*columns, "globalTid"), ", ",
       Column(*columns, "domainId", "0"), " FROM ", table, " WHERE eventType IN (", *mark, ", ",
       *push_pop, ", ", *start_end, ") ORDER BY start");
-  return db_->ForEachRow(sql, [&](const SqliteRow& row) {
+  return Rows(sql, [&](const SqliteStatement& row) {
     CountRow();
-    const std::optional<int64_t> start = row.Int(1);
-    if (!start.has_value()) return RowError(table, row.Int(0), "start is NULL");
-    const auto domain = domains_.find(row.Int(6).value_or(0));
+    const std::optional<int64_t> start = row.ColumnOptionalInt(1);
+    if (!start.has_value()) return RowError(table, row.ColumnOptionalInt(0), "start is NULL");
+    const auto domain = domains_.find(row.ColumnOptionalInt(6).value_or(0));
     const uint32_t domain_id = domain == domains_.end() ? 0 : domain->second;
-    const absl::string_view text = row.Text(4);
-    if (row.Int(3) == *mark) {
+    const absl::string_view text = row.ColumnText(4);
+    if (row.ColumnOptionalInt(3) == *mark) {
       const size_t equals = text.find('=');
       if (domain_id == flopscope_domain && equals != absl::string_view::npos) {
         recording_->marks.push_back({CleanText(text.substr(0, equals), kMaxMetadataKeyBytes),
@@ -314,17 +335,19 @@ absl::Status NsysExportReader::ReadNvtx() {
       }
       return absl::OkStatus();
     }
-    const std::optional<int64_t> end = row.Int(2);
+    const std::optional<int64_t> end = row.ColumnOptionalInt(2);
     if (!end.has_value()) {
       ++recording_->unclosed_ranges;  // still open when the capture stopped
       return absl::OkStatus();
     }
     if (*end < *start) {
-      return RowError(table, row.Int(0), absl::StrCat("end ", *end, " is before start ", *start));
+      return RowError(table, row.ColumnOptionalInt(0),
+                      absl::StrCat("end ", *end, " is before start ", *start));
     }
     RawRange range;
-    range.origin = row.Int(3) == *push_pop ? RangeOrigin::kAnnotation : RangeOrigin::kStartEnd;
-    range.thread = ThreadOf(row.Int(5));
+    range.origin =
+        row.ColumnOptionalInt(3) == *push_pop ? RangeOrigin::kAnnotation : RangeOrigin::kStartEnd;
+    range.thread = ThreadOf(row.ColumnOptionalInt(5));
     range.start_ns = *start;
     range.end_ns = *end;
     range.domain = domain_id;
@@ -337,22 +360,22 @@ absl::Status NsysExportReader::ReadNvtx() {
 
 absl::Status NsysExportReader::ReadNvtxDomains(const std::string& text_sql,
                                                int64_t domain_create_type) {
-  return db_->ForEachRow(absl::StrCat("SELECT domainId, ", text_sql,
-                                      " FROM NVTX_EVENTS WHERE eventType = ", domain_create_type),
-                         [this](const SqliteRow& row) {
-                           if (std::optional<int64_t> id = row.Int(0)) {
-                             domains_[*id] =
-                                 recording_->strings.Intern(CleanText(row.Text(1), kMaxNameBytes));
-                           }
-                           return absl::OkStatus();
-                         });
+  return Rows(absl::StrCat("SELECT domainId, ", text_sql,
+                           " FROM NVTX_EVENTS WHERE eventType = ", domain_create_type),
+              [this](const SqliteStatement& row) {
+                if (std::optional<int64_t> id = row.ColumnOptionalInt(0)) {
+                  domains_[*id] =
+                      recording_->strings.Intern(CleanText(row.ColumnText(1), kMaxNameBytes));
+                }
+                return absl::OkStatus();
+              });
 }
 
 absl::Status NsysExportReader::ReadDevices() {
   const std::string table =
-      db_->HasTable("TARGET_INFO_GPU") ? "TARGET_INFO_GPU" : "TARGET_INFO_CUDA_GPU";
-  if (!db_->HasTable(table)) return absl::OkStatus();
-  absl::StatusOr<absl::flat_hash_set<std::string>> columns = db_->Columns(table);
+      HasTable("TARGET_INFO_GPU") ? "TARGET_INFO_GPU" : "TARGET_INFO_CUDA_GPU";
+  if (!HasTable(table)) return absl::OkStatus();
+  absl::StatusOr<absl::flat_hash_set<std::string>> columns = db_->ColumnNames(table);
   if (!columns.ok()) return columns.status();
   const std::string sql = absl::StrCat(
       "SELECT ", Column(*columns, "id", "0"), ", ", Column(*columns, "name"), ", ",
@@ -360,19 +383,21 @@ absl::Status NsysExportReader::ReadDevices() {
       Column(*columns, "clockRate", "0"), ", ", Column(*columns, "computeMajor", "0"), ", ",
       Column(*columns, "computeMinor", "0"), ", ", Column(*columns, "uuid"), ", ",
       Column(*columns, "chipName"), " FROM ", table, " ORDER BY 1");
-  return db_->ForEachRow(sql, [&](const SqliteRow& row) {
-    const uint32_t index = ToU32(row.Int(0));
+  return Rows(sql, [&](const SqliteStatement& row) {
+    const uint32_t index = ToU32(row.ColumnOptionalInt(0));
     // A node's export lists every GPU; the rank is the process, so keep the ones it used.
     if (!used_devices_.empty() && !used_devices_.contains(index)) return absl::OkStatus();
     v1::Device device;
     device.set_index(index);
-    device.set_name(CleanText(row.Text(1), kMaxNameBytes));
-    device.set_memory_bytes(static_cast<uint64_t>(std::max<int64_t>(0, row.Int(2).value_or(0))));
-    device.set_sm_count(ToU32(row.Int(3)));
-    device.set_sm_clock_khz(ToU32(row.Int(4).value_or(0) / 1000));  // stored in Hz
-    device.set_compute_capability(ToU32(row.Int(5).value_or(0) * 10 + row.Int(6).value_or(0)));
-    device.set_uuid(CleanText(row.Text(7), kMaxNameBytes));
-    device.set_chip(CleanText(row.Text(8), kMaxNameBytes));
+    device.set_name(CleanText(row.ColumnText(1), kMaxNameBytes));
+    device.set_memory_bytes(
+        static_cast<uint64_t>(std::max<int64_t>(0, row.ColumnOptionalInt(2).value_or(0))));
+    device.set_sm_count(ToU32(row.ColumnOptionalInt(3)));
+    device.set_sm_clock_khz(ToU32(row.ColumnOptionalInt(4).value_or(0) / 1000));  // stored in Hz
+    device.set_compute_capability(
+        ToU32(row.ColumnOptionalInt(5).value_or(0) * 10 + row.ColumnOptionalInt(6).value_or(0)));
+    device.set_uuid(CleanText(row.ColumnText(7), kMaxNameBytes));
+    device.set_chip(CleanText(row.ColumnText(8), kMaxNameBytes));
     recording_->devices.push_back(std::move(device));
     return absl::OkStatus();
   });

@@ -1,11 +1,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
-#include "importer/sqlite_file.h"
+#include "common/sqlite/sqlite_db.h"
 #include "importer/trace_recording.h"
 
 namespace flopscope::importer {
@@ -31,9 +33,14 @@ class NsysExportReader {
                                              const ProgressCallback& progress);
 
  private:
-  NsysExportReader(SqliteFile* db, TraceRecording* recording, const ProgressCallback& progress)
+  NsysExportReader(SqliteDb* db, TraceRecording* recording, const ProgressCallback& progress)
       : db_(db), recording_(recording), progress_(progress) {}
 
+  absl::Status LoadTableNames();
+  bool HasTable(absl::string_view table) const { return tables_.contains(table); }
+  // db_->ForEachRow, with SQL failures reported as bad input (InvalidArgument).
+  absl::Status Rows(absl::string_view sql,
+                    const std::function<absl::Status(const SqliteStatement&)>& on_row);
   absl::Status CheckIsExport() const;
   absl::Status ReadMetadata();
   absl::Status ReadStrings();
@@ -48,7 +55,8 @@ class NsysExportReader {
   uint32_t String(std::optional<int64_t> export_id) const;
   void CountRow();
 
-  SqliteFile* db_;
+  SqliteDb* db_;
+  absl::flat_hash_set<std::string> tables_;  // tables and views of the export
   TraceRecording* recording_;
   const ProgressCallback& progress_;
   std::string string_table_;

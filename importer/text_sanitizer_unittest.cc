@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 namespace flopscope::importer {
 namespace {
 
@@ -21,6 +23,12 @@ TEST(CleanTextTest, ReplacesIllFormedBytesAndNul) {
 TEST(CleanTextTest, CutsOnACharacterBoundary) {
   EXPECT_EQ(CleanText("ab\xE2\x82\xAC", 4), "ab");
   EXPECT_EQ(CleanText("abcdef", 3), "abc");
+  // Only a bounded prefix is read: what starts before the limit is whole or left out.
+  EXPECT_EQ(CleanText("abc\xF0\x9F\x98\x80", 5), "abc");
+  EXPECT_EQ(CleanText("abc\xF0\x9F\x98\x80" "def", 7), "abc\xF0\x9F\x98\x80");
+  EXPECT_EQ(CleanText(std::string(1 << 20, 'a') + "\xFF", 10), std::string(10, 'a'));
+  // A replacement (3 bytes) that would cross the limit is left out too.
+  EXPECT_EQ(CleanText("ab\xFF", 4), "ab");
 }
 
 }  // namespace

@@ -3,9 +3,10 @@
 #include <cstdint>
 #include <string_view>
 
-#include "injector/records/counter_records.h"
 #include "injector/ranges/range_tracker.h"
 #include "injector/ranges/step_tracker.h"
+#include "injector/records/counter_records.h"
+#include "injector/transport/transport_abi.h"
 
 // The injector's internal API for kernel tracing (injector/cupti, through KernelApiSink). Every
 // function is noexcept, callable from any thread (CUPTI callbacks and buffer threads included),
@@ -22,7 +23,7 @@ struct KernelRecord {
   int64_t start_ns = 0, end_ns = 0;  // CLOCK_REALTIME ns, already converted (not RangeClock)
   uint32_t grid_x = 0, grid_y = 0, grid_z = 0;
   uint32_t block_x = 0, block_y = 0, block_z = 0;
-  uint32_t kind = 1;  // flopscope.v1.ActivityKind (1 = kernel)
+  uint32_t kind = FS_ACTIVITY_KIND_KERNEL;  // enum fs_activity_kind
   uint64_t bytes = 0, graph_id = 0, graph_node_id = 0;
   bool counted = false;  // launched inside a counter window (kernel replay slowed it)
 };

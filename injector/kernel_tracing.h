@@ -59,9 +59,16 @@ class KernelTracing {
   // Whether Attach ran already (whatever its outcome).
   virtual bool attempted() const noexcept = 0;
   // The exporter thread, at the start of every cycle: flush what CUPTI holds and hand the
-  // attributed records and metadata to the sink. `final` at exit: a forced flush, every waiting
-  // record released, open counter windows finished, then CUPTI detached.
+  // attributed records and metadata to the sink. `final` at exit: every waiting record released
+  // (FinishAtExit did the CUPTI half; when it could not run, this does it).
   virtual void Collect(bool final) noexcept = 0;
+  // At exit, on the exiting thread, before the exporter's final cycle (an atexit handler
+  // registered right after a successful Attach, so it runs before CUDA's own teardown): the
+  // CUPTI half of the final collection (unsubscribe, forced flush, counter windows finished).
+  // Afterwards Collect makes no CUPTI call. Idempotent.
+  virtual void FinishAtExit() noexcept {}
+  // The exporter did not stop in time at exit: no CUPTI call from now on, from any thread.
+  virtual void Abandon() noexcept {}
   // Counter windows on this tracing's CUPTI subscription; null when it has none.
   virtual CounterWindows* counter_windows() noexcept { return nullptr; }
 };

@@ -3,14 +3,14 @@
 #include <dlfcn.h>
 #include <pthread.h>
 
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 
+#include "common/mutex.h"
 #include "injector/export/dump_sink.h"
 #include "injector/export/transport_loader.h"
 #include "injector/export/transport_sink.h"
+#include "injector/warn.h"
 
 namespace flopscope::injector {
 namespace {
@@ -24,8 +24,9 @@ constexpr const char* kGpuStatusKey = "gpu.status";
 // loads) must not deadlock on the start mutex.
 thread_local bool t_starting;
 
-std::mutex& StartMutex() {
-  static std::mutex mutex;
+// Serialises session starts; never held by anything that could start a session in turn.
+Mutex& StartMutex() {
+  static Mutex mutex;
   return mutex;
 }
 
@@ -82,18 +83,14 @@ Session* Session::StartOnce(StartReason reason) noexcept {
   if (Session* session = Current()) return session;
   if (disabled_.load(std::memory_order_acquire) || t_starting) return nullptr;
   try {
-    std::lock_guard<std::mutex> lock(StartMutex());
+    MutexLock lock(&StartMutex());
     if (Session* session = Current()) return session;
     if (disabled_.load(std::memory_order_acquire)) return nullptr;
     t_starting = true;
     InjectorConfig config = ConfigFromEnvironment(RealEnv);
     SessionIdentity identity = IdentityFromEnvironment(RealEnv, CollectHostFacts());
-    for (const std::string& warning : config.warnings) {
-      std::fprintf(stderr, "flopscope: %s\n", warning.c_str());
-    }
-    for (const std::string& warning : identity.warnings) {
-      std::fprintf(stderr, "flopscope: %s\n", warning.c_str());
-    }
+    for (const std::string& warning : config.warnings) Warn(warning);
+    for (const std::string& warning : identity.warnings) Warn(warning);
     auto* session = new Session(std::move(config), std::move(identity));
     // Published before the slow half so that NVTX calls made meanwhile are already recorded.
     current_.store(session, std::memory_order_release);
@@ -107,9 +104,7 @@ Session* Session::StartOnce(StartReason reason) noexcept {
 }
 
 void Session::StartBackground(StartReason reason) {
-  for (const std::string& warning : tracing_warnings_) {
-    std::fprintf(stderr, "flopscope: %s\n", warning.c_str());
-  }
+  for (const std::string& warning : tracing_warnings_) Warn(warning);
   gpu_status_ = InitialGpuStatus(reason);
   Exporter::Options options;
   options.flush_ms = config_.flush_ms;
@@ -138,7 +133,7 @@ void Session::StartBackground(StartReason reason) {
 
 std::string Session::InitialGpuStatus(StartReason reason) {
   if (!CudaDriverPresent()) {
-    std::fprintf(stderr, "flopscope: %s\n", kNoDriverStatus);
+    Warn(kNoDriverStatus);
     return kNoDriverStatus;
   }
   if (tracing_ == nullptr) return tracing_unavailable_;
@@ -151,7 +146,14 @@ std::string Session::InitialGpuStatus(StartReason reason) {
 
 std::string Session::AttachKernelTracing() {
   const TracingOutcome outcome = tracing_->Attach();
-  if (!outcome.tracing) std::fprintf(stderr, "flopscope: %s\n", outcome.status.c_str());
+  if (!outcome.tracing) Warn(outcome.status);
+  if (outcome.tracing) {
+    // Registered right after the attach, so after the exit handlers CUDA registered while
+    // initialising: handlers run in reverse order, so CUPTI's last flush runs on the exiting
+    // thread while CUDA and libcupti are still whole (review D3).
+    static const bool registered = std::atexit(&Session::OnTracingExit) == 0;
+    (void)registered;
+  }
   // The hello may have gone out before this (the session began at an NVTX call): the daemon
   // takes the latest gpu.status over the hello's.
   tracker_.AppendMetadata(kGpuStatusKey, outcome.status);
@@ -192,8 +194,21 @@ void Session::OnProcessExit() {
   static std::atomic<bool> ran{false};
   if (ran.exchange(true) || disabled_.load(std::memory_order_acquire)) return;
   Session* session = Current();
-  if (session == nullptr || session->exporter() == nullptr) return;
+  if (session == nullptr) return;
+  // Idempotent: this is the tracer's own exit handler when that one has not run yet (the
+  // session's handler was registered after the attach, as when InitializeInjection started it).
+  if (session->tracing_ != nullptr) session->tracing_->FinishAtExit();
+  if (session->exporter() == nullptr) return;
   session->exporter()->Stop();
+  // Stop is bounded: an exporter that overran may still be inside its cycle. No CUPTI call may
+  // follow, whatever it does next (exit goes on into CUDA's and libcupti's teardown).
+  if (session->tracing_ != nullptr) session->tracing_->Abandon();
+}
+
+void Session::OnTracingExit() {
+  if (disabled_.load(std::memory_order_acquire)) return;  // a forked child: nothing of ours
+  Session* session = Current();
+  if (session != nullptr && session->tracing_ != nullptr) session->tracing_->FinishAtExit();
 }
 
 void Session::OnForkChild() {

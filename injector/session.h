@@ -73,6 +73,8 @@ class Session {
 
   static void WakeExporter(void* session);
   static void OnProcessExit();
+  // The atexit handler registered after kernel tracing attached (KernelTracing::FinishAtExit).
+  static void OnTracingExit();
   static void OnForkChild();
 
   static inline std::atomic<Session*> current_{nullptr};

@@ -1,8 +1,10 @@
 -- <data_dir>/catalog.sqlite: what the daemon holds, for listings (DESIGN: Storage). Applied on
--- every open, so every statement is idempotent; version 1 is this file.
+-- every open, so every statement is idempotent; version 2 is this file. Upgrades are additive
+-- and happen here, on open: version 2 added rank_rejections (a version 1 file gains the empty
+-- table and its version becomes 2; a daemon that reads up to 2 reads either).
 
 CREATE TABLE IF NOT EXISTS schema_version(version INTEGER NOT NULL);
-INSERT INTO schema_version(version) SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM schema_version);
+INSERT INTO schema_version(version) SELECT 2 WHERE NOT EXISTS (SELECT 1 FROM schema_version);
 
 CREATE TABLE IF NOT EXISTS jobs(
   job_id TEXT PRIMARY KEY,
@@ -41,3 +43,17 @@ CREATE TABLE IF NOT EXISTS rank_losses(
   records INTEGER NOT NULL,
   PRIMARY KEY(job_id, rank, cause)
 ) WITHOUT ROWID;
+
+-- Batches the daemon refused (daemon/batch_validator.h), counted where they were dropped: per
+-- session and broken rule, with the records they held. Version 2.
+CREATE TABLE IF NOT EXISTS rank_rejections(
+  job_id TEXT NOT NULL,
+  rank INTEGER NOT NULL,
+  session_id TEXT NOT NULL,
+  rule TEXT NOT NULL,
+  batches INTEGER NOT NULL,
+  records INTEGER NOT NULL,
+  PRIMARY KEY(job_id, rank, session_id, rule)
+) WITHOUT ROWID;
+
+UPDATE schema_version SET version = 2 WHERE version < 2;

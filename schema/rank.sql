@@ -1,15 +1,16 @@
 -- One file per job and rank: <data_dir>/jobs/<job>/rank-<NNNNN>.sqlite (DESIGN: Storage).
--- Applied on every open, so every statement is idempotent; version 2 is this file. Files written
--- by version 1 lack some columns, which CREATE TABLE IF NOT EXISTS cannot add: the daemon adds them
--- (daemon/rank_schema.h) and then moves schema_version forward. Columns added since version 1 are
--- marked "(v2)" and carry a DEFAULT, as ALTER TABLE ... ADD COLUMN requires.
+-- Applied on every open, so every statement is idempotent; version 3 is this file. Files written
+-- by versions 1 and 2 lack some columns, which CREATE TABLE IF NOT EXISTS cannot add: the daemon
+-- adds them (daemon/rank_schema.h) and then moves schema_version forward. Columns added since
+-- version 1 are marked "(v2)" or "(v3)" and carry a DEFAULT, as ALTER TABLE ... ADD COLUMN
+-- requires.
 --
 -- Conventions: `sid` is the local integer key of a session (one process instance). Protobuf
 -- uint64 values (ids, correlation ids, thread ids) are stored bit-for-bit in INTEGER columns, so
 -- values above 2^63 read back negative in plain SQL; the daemon casts them back.
 
 CREATE TABLE IF NOT EXISTS schema_version(version INTEGER NOT NULL);
-INSERT INTO schema_version(version) SELECT 2 WHERE NOT EXISTS (SELECT 1 FROM schema_version);
+INSERT INTO schema_version(version) SELECT 3 WHERE NOT EXISTS (SELECT 1 FROM schema_version);
 
 -- Identity from the SessionHello, and how far the session got. last_seq is the highest batch
 -- sequence number committed; a batch at or below it is a duplicate.
@@ -127,7 +128,8 @@ CREATE TABLE IF NOT EXISTS counter_windows(
   ranges_unmatched INTEGER NOT NULL,
   start_ns INTEGER NOT NULL,
   end_ns INTEGER NOT NULL,
-  status TEXT NOT NULL
+  status TEXT NOT NULL,
+  comm_kernels_excluded INTEGER NOT NULL DEFAULT 0  -- (v3) NCCL & co. kept out of kernel replay
 );
 
 CREATE TABLE IF NOT EXISTS metadata(

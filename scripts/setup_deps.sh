@@ -21,7 +21,7 @@ BUILD_PACKAGES=(
 
 PACKAGES=("${BUILD_PACKAGES[@]}")
 [[ "$SET" == build ]] || PACKAGES+=(
-  clang
+  clang libclang-rt-dev  # the thread-safety pass; the fuzzers' libFuzzer/ASan runtimes
   python3-grpcio python3-protobuf python3-torch
   patchelf  # make dist: $ORIGIN RPATHs in the bundle
 )

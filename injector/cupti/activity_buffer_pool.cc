@@ -13,7 +13,7 @@ ActivityBufferPool::~ActivityBufferPool() {
 
 uint8_t* ActivityBufferPool::Acquire() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     if (!idle_.empty()) {
       uint8_t* buffer = idle_.back();
       idle_.pop_back();
@@ -27,7 +27,7 @@ uint8_t* ActivityBufferPool::Acquire() {
   }
   void* buffer = std::aligned_alloc(kAlignment, buffer_bytes_);
   if (buffer == nullptr) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     allocated_ -= buffer_bytes_;
     ++refusals_;
   }
@@ -37,7 +37,7 @@ uint8_t* ActivityBufferPool::Acquire() {
 void ActivityBufferPool::Release(uint8_t* buffer) {
   if (buffer == nullptr) return;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     if (idle_.size() < kMaxIdle) {
       idle_.push_back(buffer);
       return;
@@ -48,12 +48,12 @@ void ActivityBufferPool::Release(uint8_t* buffer) {
 }
 
 uint64_t ActivityBufferPool::bytes_allocated() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   return allocated_;
 }
 
 uint64_t ActivityBufferPool::refusals() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   return refusals_;
 }
 

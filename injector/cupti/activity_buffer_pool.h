@@ -2,8 +2,9 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
 #include <vector>
+
+#include "common/mutex.h"
 
 namespace flopscope::injector::cupti {
 
@@ -38,10 +39,10 @@ class ActivityBufferPool {
   const size_t buffer_bytes_;
   // Guards the counters and the idle list; held for a few instructions, never across a CUPTI
   // call (the callbacks that take it are called by CUPTI, not the other way round).
-  mutable std::mutex mutex_;
-  std::vector<uint8_t*> idle_;
-  uint64_t allocated_ = 0;
-  uint64_t refusals_ = 0;
+  mutable Mutex mutex_;
+  std::vector<uint8_t*> idle_ FS_GUARDED_BY(mutex_);
+  uint64_t allocated_ FS_GUARDED_BY(mutex_) = 0;
+  uint64_t refusals_ FS_GUARDED_BY(mutex_) = 0;
 };
 
 }  // namespace flopscope::injector::cupti

@@ -18,6 +18,9 @@ CallbackRole ClassifyApiCallback(std::string_view name) {
   if (StartsWith(name, "cuGraphLaunch") || StartsWith(name, "cudaGraphLaunch")) {
     return CallbackRole::kGraphLaunch;
   }
+  if (StartsWith(name, "cuGraphInstantiate") || StartsWith(name, "cudaGraphInstantiate")) {
+    return CallbackRole::kGraphInstantiate;
+  }
   if (IsHostFunction(name)) return CallbackRole::kIgnore;
   // Driver: cuLaunch, cuLaunchGrid(Async), cuLaunchKernel(Ex), cuLaunchCooperativeKernel(...);
   // runtime: cudaLaunch, cudaLaunchKernel(ExC), cudaLaunchCooperativeKernel(...).

@@ -11,6 +11,9 @@ enum class CallbackRole {
   kLaunch,       // kernel launches, every variant (cuLaunchKernel, _ptsz, Ex, Cooperative, ...)
   kGraphLaunch,  // cuGraphLaunch / cudaGraphLaunch: many kernels share one correlation id
   kMemory,       // memcpy / memset entry points
+  // cuGraphInstantiate* / cudaGraphInstantiate*: no GPU work, but the graph nodes CUPTI reports
+  // as created inside it are the executable graph's copies, not captured work (review D10).
+  kGraphInstantiate,
 };
 
 // Classifies a driver or runtime API by the name cuptiGetCallbackName gives it ("cuLaunchKernel",

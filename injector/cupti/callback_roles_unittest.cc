@@ -32,8 +32,16 @@ TEST(CallbackRolesTest, MemoryCopiesAndSetsAreMemory) {
 TEST(CallbackRolesTest, EverythingElseIsIgnored) {
   for (const char* name :
        {"cuCtxGetCurrent", "cuMemAlloc_v2", "cuStreamSynchronize", "cuLaunchHostFunc",
-        "cudaLaunchHostFunc_v10000", "cudaGetDevice_v3020", "cuGraphInstantiate", ""}) {
+        "cudaLaunchHostFunc_v10000", "cudaGetDevice_v3020", "cuGraphCreate", ""}) {
     EXPECT_EQ(ClassifyApiCallback(name), CallbackRole::kIgnore) << name;
+  }
+}
+
+TEST(CallbackRolesTest, GraphInstantiationIsHookedForItsNodes) {
+  for (const char* name :
+       {"cuGraphInstantiate", "cuGraphInstantiateWithFlags", "cuGraphInstantiateWithParams_ptsz",
+        "cudaGraphInstantiate_v10000", "cudaGraphInstantiateWithParams_v12000"}) {
+    EXPECT_EQ(ClassifyApiCallback(name), CallbackRole::kGraphInstantiate) << name;
   }
 }
 

@@ -11,7 +11,7 @@ std::string Key(uint32_t device_id, const char* field) {
 
 void DeviceCatalog::AddDevice(const DeviceFacts& facts, std::vector<MetadataPair>* out) {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     if (!described_.insert(facts.id).second) return;
   }
   out->emplace_back(Key(facts.id, "name"), facts.name);
@@ -26,7 +26,7 @@ void DeviceCatalog::AddChip(uint32_t device_id, const std::string& chip,
                             std::vector<MetadataPair>* out) {
   if (chip.empty()) return;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     if (!chip_known_.insert(device_id).second) return;
   }
   out->emplace_back(Key(device_id, "chip"), chip);

@@ -1,12 +1,12 @@
 #pragma once
 
 #include <cstdint>
-#include <mutex>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "common/mutex.h"
 #include "injector/cupti/activity_parser.h"
 
 namespace flopscope::injector::cupti {
@@ -28,9 +28,9 @@ class DeviceCatalog {
 
  private:
   // Guards the two sets; held only while they are read or changed.
-  std::mutex mutex_;
-  std::set<uint32_t> described_;
-  std::set<uint32_t> chip_known_;
+  Mutex mutex_;
+  std::set<uint32_t> described_ FS_GUARDED_BY(mutex_);
+  std::set<uint32_t> chip_known_ FS_GUARDED_BY(mutex_);
 };
 
 }  // namespace flopscope::injector::cupti

@@ -4,7 +4,7 @@ namespace flopscope::injector::cupti {
 
 void GraphNodeTable::NodeCreated(uint64_t node_id, RangeContext context) {
   if (context.path_id == 0) return;
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   if (nodes_.size() >= max_nodes_ && !nodes_.contains(node_id)) {
     ++not_kept_;
     return;
@@ -13,7 +13,7 @@ void GraphNodeTable::NodeCreated(uint64_t node_id, RangeContext context) {
 }
 
 void GraphNodeTable::NodeCloned(uint64_t node_id, uint64_t original_node_id) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   auto original = nodes_.find(original_node_id);
   if (original == nodes_.end()) return;
   if (nodes_.size() >= max_nodes_ && !nodes_.contains(node_id)) {
@@ -25,7 +25,7 @@ void GraphNodeTable::NodeCloned(uint64_t node_id, uint64_t original_node_id) {
 }
 
 bool GraphNodeTable::Find(uint64_t node_id, RangeContext* context) const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   auto it = nodes_.find(node_id);
   if (it == nodes_.end()) return false;
   *context = it->second;
@@ -33,12 +33,12 @@ bool GraphNodeTable::Find(uint64_t node_id, RangeContext* context) const {
 }
 
 size_t GraphNodeTable::size() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   return nodes_.size();
 }
 
 uint64_t GraphNodeTable::not_kept() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   return not_kept_;
 }
 

@@ -2,9 +2,9 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
 #include <unordered_map>
 
+#include "common/mutex.h"
 #include "injector/ranges/range_tracker.h"
 
 namespace flopscope::injector::cupti {
@@ -37,9 +37,9 @@ class GraphNodeTable {
  private:
   const size_t max_nodes_;
   // Guards everything below; held for one map operation, never across a CUPTI call.
-  mutable std::mutex mutex_;
-  std::unordered_map<uint64_t, RangeContext> nodes_;
-  uint64_t not_kept_ = 0;
+  mutable Mutex mutex_;
+  std::unordered_map<uint64_t, RangeContext> nodes_ FS_GUARDED_BY(mutex_);
+  uint64_t not_kept_ FS_GUARDED_BY(mutex_) = 0;
 };
 
 }  // namespace flopscope::injector::cupti

@@ -25,7 +25,7 @@ uint32_t KernelNameCache::Lookup(const char* name, TraceSink* sink) {
 void KernelNameCache::Resolve(std::vector<KernelRecord>* records,
                               const std::vector<const char*>& names, TraceSink* sink,
                               uint64_t* unnamed) {
-  std::lock_guard<std::mutex> lock(mutex_);  // entries_; the sink's own lock nests inside
+  MutexLock lock(&mutex_);  // entries_; the sink's own lock nests inside
   size_t kept = 0;
   for (size_t i = 0; i < records->size(); ++i) {
     KernelRecord& record = (*records)[i];

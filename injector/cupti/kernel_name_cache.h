@@ -2,11 +2,11 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "common/mutex.h"
 #include "injector/kernel_api.h"
 #include "injector/kernel_tracing.h"
 
@@ -33,10 +33,10 @@ class KernelNameCache {
     uint32_t id = 0;
     std::string text;
   };
-  uint32_t Lookup(const char* name, TraceSink* sink);
+  uint32_t Lookup(const char* name, TraceSink* sink) FS_REQUIRES(mutex_);
 
-  std::mutex mutex_;  // guards entries_
-  std::unordered_map<const char*, Entry> entries_;
+  Mutex mutex_;  // guards entries_
+  std::unordered_map<const char*, Entry> entries_ FS_GUARDED_BY(mutex_);
 };
 
 }  // namespace flopscope::injector::cupti

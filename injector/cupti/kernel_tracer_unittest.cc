@@ -6,6 +6,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <set>
 #include <thread>
 
 #include "injector/cupti/testing/activity_buffer_builder.h"
@@ -331,11 +334,203 @@ TEST_F(KernelTracerTest, CollectFlushesCuptiWithoutHoldingALockAndFinalizesAtExi
   EXPECT_EQ(fake_.flushes.size(), 2u);
 }
 
-TEST_F(KernelTracerTest, FinalizeCanBeTurnedOff) {
+TEST_F(KernelTracerTest, FinalizeOnlyWhenAskedFor) {
+  EXPECT_FALSE(TracerOptions{}.finalize_at_exit);  // D2: off by default
   auto tracer = Attached(/*finalize=*/false);
   tracer->Collect(true);
   EXPECT_TRUE(fake_.unsubscribed);
   EXPECT_FALSE(fake_.finalized);
+}
+
+// D2/D3: the exit's CUPTI work runs on the exiting thread, like NVIDIA's samples: unsubscribe,
+// a forced flush, our kinds disabled, no cuptiFinalize; the exporter's final cycle then only
+// delivers.
+TEST_F(KernelTracerTest, FinishAtExitFlushesOnTheExitingThreadAndLeavesNoCuptiCallAfter) {
+  auto tracer = Attached(/*finalize=*/false);
+  LaunchIn(fake_, RangeContext{8, 80}, 70);
+  std::thread::id flushing_thread;
+  fake_.on_flush = [&](uint32_t) {
+    flushing_thread = std::this_thread::get_id();
+    EXPECT_TRUE(fake_.unsubscribed);  // no launch callback races the last flush
+    ActivityBufferBuilder builder;
+    builder.AddKernel(Kernel(70, "_Z4exitv", 100));
+    Deliver(builder);
+    fake_.on_flush = nullptr;
+  };
+  tracer->FinishAtExit();
+  EXPECT_EQ(flushing_thread, std::this_thread::get_id());
+  EXPECT_EQ(fake_.flushes,
+            std::vector<uint32_t>{static_cast<uint32_t>(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED)});
+  EXPECT_TRUE(fake_.enabled_kinds.empty());
+  EXPECT_FALSE(fake_.finalized);
+  EXPECT_TRUE(sink_.records().empty());  // delivered by the exporter, not the exiting thread
+  tracer->FinishAtExit();                // idempotent
+  tracer->Collect(/*final=*/true);
+  EXPECT_EQ(fake_.flushes.size(), 1u);
+  ASSERT_EQ(sink_.records().size(), 1u);
+  EXPECT_EQ(sink_.records()[0].path_id, 8u);
+}
+
+TEST_F(KernelTracerTest, AnAbandonedTracerMakesNoCuptiCall) {
+  auto tracer = Attached(/*finalize=*/true);
+  tracer->Abandon();  // the exporter's Stop timed out at exit
+  tracer->Collect(false);
+  tracer->Collect(true);
+  tracer->FinishAtExit();
+  EXPECT_TRUE(fake_.flushes.empty());
+  EXPECT_FALSE(fake_.unsubscribed);
+  EXPECT_FALSE(fake_.finalized);
+}
+
+TEST_F(KernelTracerTest, TheExitGivesUpOnAFlushThatNeverReturns) {
+  auto tracer = Attached(/*finalize=*/false);
+  std::atomic<bool> in_flush{false}, release{false};
+  fake_.on_flush = [&](uint32_t) {
+    in_flush = true;
+    while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  };
+  std::thread exporter([&] { tracer->Collect(false); });
+  while (!in_flush) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const auto start = std::chrono::steady_clock::now();
+  tracer->FinishAtExit();  // bounded wait for the exporter's cycle, then no CUPTI call
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  EXPECT_FALSE(fake_.unsubscribed);
+  release = true;
+  exporter.join();
+  fake_.on_flush = nullptr;
+  tracer->Collect(true);
+  EXPECT_EQ(fake_.flushes.size(), 1u);  // only the one that hung
+}
+
+// D8: activity state is process-wide; a failed attach leaves another client's kinds alone.
+TEST_F(KernelTracerTest, AFailedAttachDisablesNothingItDidNotEnable) {
+  // Kinds a CUPTI client already in the process (Kineto) enabled.
+  fake_.enabled_kinds = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY};
+  fake_.subscribe_result = CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+  KernelTracer held(&sink_, Options(), fake_.Api(), 64);
+  EXPECT_FALSE(held.Attach().tracing);
+  EXPECT_EQ(fake_.enabled_kinds.size(), 2u);
+  EXPECT_TRUE(held.enabled_kinds().empty());
+
+  fake_.subscribe_result = CUPTI_SUCCESS;
+  fake_.enabled_kinds = {CUPTI_ACTIVITY_KIND_MEMSET};
+  fake_.activity_enable_result = CUPTI_ERROR_INSUFFICIENT_PRIVILEGES;
+  KernelTracer restricted(&sink_, Options(), fake_.Api(), 64);
+  EXPECT_FALSE(restricted.Attach().tracing);
+  EXPECT_TRUE(fake_.unsubscribed);
+  EXPECT_TRUE(fake_.enabled_kinds.contains(CUPTI_ACTIVITY_KIND_MEMSET));
+}
+
+TEST_F(KernelTracerTest, ExitDisablesExactlyTheKindsThisTracerEnabled) {
+  auto tracer = Attached(/*finalize=*/false);
+  const std::vector<CUpti_ActivityKind> ours = tracer->enabled_kinds();
+  EXPECT_EQ(ours.size(), 5u);
+  fake_.enabled_kinds.insert(CUPTI_ACTIVITY_KIND_OVERHEAD);  // another client's
+  tracer->FinishAtExit();
+  EXPECT_EQ(fake_.enabled_kinds, std::set<int>{CUPTI_ACTIVITY_KIND_OVERHEAD});
+}
+
+// D10: nodes created inside cu*/cudaGraphInstantiate* are the executable graph's copies; they
+// keep the range of the node they were cloned from, not the range open at instantiation.
+TEST_F(KernelTracerTest, InstantiationDoesNotOverwriteTheCaptureRange) {
+  fake_.callback_names[{kDriver, 643}] = "cuGraphInstantiateWithFlags";
+  fake_.callback_names[{kRuntime, 310}] = "cudaGraphInstantiate_v10000";
+  auto tracer = Attached();
+  EXPECT_TRUE(fake_.enabled_callbacks.contains({kDriver, 643}));
+  EXPECT_TRUE(fake_.enabled_callbacks.contains({kRuntime, 310}));
+  int captured = 0, exec = 0, later = 0;
+  fake_.graph_node_ids = {{&captured, 1001}, {&exec, 2001}, {&later, 3001}};
+  auto resource = [&](CUpti_CallbackId cbid, int* node, int* original) {
+    CUpti_GraphData graph{};
+    graph.node = reinterpret_cast<CUgraphNode>(node);
+    graph.originalNode = reinterpret_cast<CUgraphNode>(original);
+    CUpti_ResourceData data{};
+    data.resourceDescriptor = &graph;
+    fake_.callback(fake_.userdata, CUPTI_CB_DOMAIN_RESOURCE, cbid, &data);
+  };
+  auto api = [&](int domain, uint32_t cbid, CUpti_ApiCallbackSite site) {
+    CUpti_CallbackData data{};
+    data.callbackSite = site;
+    fake_.callback(fake_.userdata, static_cast<CUpti_CallbackDomain>(domain), cbid, &data);
+  };
+  RecordingSink::SetThreadContext(RangeContext{30, 300});  // capture inside `Model/attn`
+  resource(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, &captured, nullptr);
+  RecordingSink::SetThreadContext(RangeContext{50, 500});  // instantiate inside `Other`
+  api(kRuntime, 310, CUPTI_API_ENTER);
+  api(kDriver, 643, CUPTI_API_ENTER);
+  resource(CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED, &exec, &captured);
+  resource(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, &exec, nullptr);
+  api(kDriver, 643, CUPTI_API_EXIT);
+  resource(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, &exec, nullptr);  // still in the runtime call
+  api(kRuntime, 310, CUPTI_API_EXIT);
+  resource(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, &later, nullptr);  // built after: kept
+  RecordingSink::SetThreadContext(RangeContext{});
+
+  LaunchIn(fake_, RangeContext{40, 400}, 90);  // the graph launch
+  ActivityBufferBuilder builder;
+  ActivityBufferBuilder::Kernel a = Kernel(90, "_Z1av", 100);
+  a.graph_id = 1;
+  a.graph_node_id = 2001;
+  ActivityBufferBuilder::Kernel c = Kernel(90, "_Z1cv", 200);
+  c.graph_id = 1;
+  c.graph_node_id = 3001;
+  builder.AddKernel(a).AddKernel(c);
+  Deliver(builder);
+  tracer->Collect(false);
+  const std::vector<KernelRecord> records = sink_.records();
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records[0].path_id, 30u);
+  EXPECT_EQ(records[1].path_id, 50u);
+}
+
+// D9: another client's cuptiActivityRegisterCallbacks takes the buffers: launches go on, no
+// buffer comes back. The tracer says so in gpu.status and stops making CUPTI calls.
+TEST_F(KernelTracerTest, BuffersTakenByAnotherClientStopTracingWithAStatus) {
+  TracerOptions options = Options(false);
+  options.takeover_stall_ms = 0;
+  KernelTracer tracer(&sink_, options, fake_.Api(), 1024);
+  ASSERT_TRUE(tracer.Attach().tracing);
+  tracer.Collect(false);  // the watch starts
+  for (uint32_t id = 1; id <= KernelTracer::kTakeoverLaunches / 2; ++id) {
+    LaunchIn(fake_, RangeContext{1, 1}, id);
+  }
+  tracer.Collect(false);  // too few launches to be sure
+  EXPECT_TRUE(sink_.metadata().empty());
+  for (uint32_t id = KernelTracer::kTakeoverLaunches / 2 + 1;
+       id <= 2 * KernelTracer::kTakeoverLaunches; ++id) {
+    LaunchIn(fake_, RangeContext{1, 1}, id);
+  }
+  tracer.Collect(false);
+  const auto metadata = sink_.metadata();
+  ASSERT_EQ(metadata.size(), 1u);
+  EXPECT_EQ(metadata[0],
+            std::make_pair(std::string("gpu.status"), std::string(KernelTracer::kTakeoverStatus)));
+  const size_t flushes = fake_.flushes.size();
+  tracer.Collect(false);
+  tracer.FinishAtExit();
+  tracer.Collect(true);
+  EXPECT_EQ(fake_.flushes.size(), flushes);
+  // The kinds now fill the other client's buffers: left enabled for it.
+  EXPECT_TRUE(fake_.enabled_kinds.contains(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+}
+
+TEST_F(KernelTracerTest, BuffersThatKeepComingAreNoTakeover) {
+  TracerOptions options = Options(false);
+  options.takeover_stall_ms = 0;
+  KernelTracer tracer(&sink_, options, fake_.Api(), 1024);
+  ASSERT_TRUE(tracer.Attach().tracing);
+  for (uint32_t round = 0; round < 3; ++round) {
+    ActivityBufferBuilder builder;
+    for (uint32_t i = 1; i <= 2 * KernelTracer::kTakeoverLaunches; ++i) {
+      const uint32_t id = round * 1000 + i;
+      LaunchIn(fake_, RangeContext{1, 1}, id);
+      builder.AddKernel(Kernel(id, "_Z1kv", id * 10));
+    }
+    Deliver(builder);
+    tracer.Collect(false);
+  }
+  EXPECT_TRUE(sink_.metadata().empty());
+  EXPECT_EQ(sink_.records().size(), 3u * 2 * KernelTracer::kTakeoverLaunches);
 }
 
 TEST_F(KernelTracerTest, AForkedChildNeitherFlushesNorRecords) {

@@ -5,7 +5,7 @@
 namespace flopscope::injector::cupti {
 
 TraceOutbox::Batch TraceOutbox::TakeSpare() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   if (spares_.empty()) return {};
   Batch spare = std::move(spares_.back());
   spares_.pop_back();
@@ -14,12 +14,12 @@ TraceOutbox::Batch TraceOutbox::TakeSpare() {
 
 void TraceOutbox::ReturnSpare(Batch batch) {
   batch.clear();
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   if (spares_.size() < kMaxSpares) spares_.push_back(std::move(batch));
 }
 
 bool TraceOutbox::Add(Batch records, std::vector<MetadataPair>* metadata) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   const size_t room = max_records_ > waiting_records_ ? max_records_ - waiting_records_ : 0;
   if (records.size() > room) {
     waiting_.overflow += records.size() - room;
@@ -37,7 +37,7 @@ bool TraceOutbox::Add(Batch records, std::vector<MetadataPair>* metadata) {
 void TraceOutbox::Take(Contents* out) {
   Contents taken;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     std::swap(taken, waiting_);
     waiting_records_ = 0;
   }

@@ -2,9 +2,9 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
 #include <vector>
 
+#include "common/mutex.h"
 #include "injector/cupti/device_catalog.h"
 #include "injector/kernel_api.h"
 
@@ -49,10 +49,10 @@ class TraceOutbox {
 
  private:
   const size_t max_records_;
-  std::mutex mutex_;  // guards everything below
-  Contents waiting_;
-  size_t waiting_records_ = 0;
-  std::vector<Batch> spares_;
+  Mutex mutex_;  // guards everything below
+  Contents waiting_ FS_GUARDED_BY(mutex_);
+  size_t waiting_records_ FS_GUARDED_BY(mutex_) = 0;
+  std::vector<Batch> spares_ FS_GUARDED_BY(mutex_);
 };
 
 }  // namespace flopscope::injector::cupti

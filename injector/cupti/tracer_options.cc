@@ -31,7 +31,8 @@ TracerOptions TracerOptionsFromEnvironment(const EnvLookup& env) {
   options.buffer_cap_bytes = ReadBoundedEnv(env, "FLOPSCOPE_CUPTI_BUFFER_MB", 4, 4096,
                                             options.buffer_cap_bytes >> 20, &options.warnings)
                              << 20;
-  options.finalize_at_exit = ReadSwitch(env, "FLOPSCOPE_CUPTI_FINALIZE", true, &options.warnings);
+  options.finalize_at_exit = ReadSwitch(env, "FLOPSCOPE_CUPTI_FINALIZE", false, &options.warnings);
+  if (const char* dir = env("FLOPSCOPE_RECORD_DIR")) options.record_dir = dir;
   return options;
 }
 

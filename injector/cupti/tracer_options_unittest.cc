@@ -20,7 +20,9 @@ TEST(TracerOptionsTest, DefaultsWorkOutOfTheBox) {
   EXPECT_TRUE(options.enabled);
   EXPECT_TRUE(options.cupti_path.empty());
   EXPECT_EQ(options.buffer_cap_bytes, 32ull << 20);
-  EXPECT_TRUE(options.finalize_at_exit);
+  // D2: no cuptiFinalize at exit unless asked for, and no recording.
+  EXPECT_FALSE(options.finalize_at_exit);
+  EXPECT_TRUE(options.record_dir.empty());
   EXPECT_TRUE(options.warnings.empty());
 }
 
@@ -29,11 +31,13 @@ TEST(TracerOptionsTest, ReadsEverySetting) {
       TracerOptionsFromEnvironment(Env({{"FLOPSCOPE_KERNELS", "0"},
                                         {"FLOPSCOPE_CUPTI_PATH", "/opt/cuda/lib64/libcupti.so.13"},
                                         {"FLOPSCOPE_CUPTI_BUFFER_MB", "128"},
-                                        {"FLOPSCOPE_CUPTI_FINALIZE", "off"}}));
+                                        {"FLOPSCOPE_CUPTI_FINALIZE", "on"},
+                                        {"FLOPSCOPE_RECORD_DIR", "/tmp/rec"}}));
   EXPECT_FALSE(options.enabled);
   EXPECT_EQ(options.cupti_path, "/opt/cuda/lib64/libcupti.so.13");
   EXPECT_EQ(options.buffer_cap_bytes, 128ull << 20);
-  EXPECT_FALSE(options.finalize_at_exit);
+  EXPECT_TRUE(options.finalize_at_exit);
+  EXPECT_EQ(options.record_dir, "/tmp/rec");
 }
 
 TEST(TracerOptionsTest, MalformedValuesAreReportedAndReplacedByDefaults) {

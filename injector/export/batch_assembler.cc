@@ -89,7 +89,8 @@ void BatchAssembler::ViewCounterRecords() {
   for (const CounterWindowRecord& w : content_.records.windows) {
     window_views_.push_back(fs_counter_window{
         w.first_step, w.last_step, View(w.trigger), View(w.metric_set), View(w.chip),
-        View(w.status), w.passes, w.kernels_counted, w.ranges_unmatched, w.start_ns, w.end_ns});
+        View(w.status), w.passes, w.kernels_counted, w.ranges_unmatched, w.start_ns, w.end_ns,
+        w.comm_kernels_excluded});
   }
 }
 

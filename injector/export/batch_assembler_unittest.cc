@@ -137,6 +137,7 @@ TEST(BatchAssemblerTest, KernelFlopsKeepTheirOwnEntriesAcrossSlices) {
   window.trigger = "env: steps=3-4";
   window.chip = "GH100";
   window.kernels_counted = 3;
+  window.comm_kernels_excluded = 2;
   content.records.windows.push_back(window);
   assembler.Reset(std::move(content), false);
 
@@ -163,6 +164,7 @@ TEST(BatchAssemblerTest, KernelFlopsKeepTheirOwnEntriesAcrossSlices) {
   ASSERT_EQ(batch.num_windows, 1u);
   EXPECT_EQ(Text(batch.windows[0].trigger), "env: steps=3-4");
   EXPECT_EQ(Text(batch.windows[0].chip), "GH100");
+  EXPECT_EQ(batch.windows[0].comm_kernels_excluded, 2u);
   EXPECT_EQ(batch.windows[0].last_step, 4);
   EXPECT_EQ(batch.windows[0].kernels_counted, 3u);
   EXPECT_EQ(records, 2u);

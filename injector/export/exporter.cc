@@ -3,19 +3,16 @@
 #include <pthread.h>
 
 #include <chrono>
-#include <cstdio>
 #include <cstring>
 #include <string>
+
+#include "injector/warn.h"
 
 namespace flopscope::injector {
 namespace {
 
 // How long Stop waits beyond the delivery timeout for the thread to wrap up (encoding, closing).
 constexpr uint32_t kStopMarginMs = 2000;
-
-// fs_control::kind
-constexpr uint32_t kCounterWindowControl = 1;
-constexpr uint32_t kFlushControl = 2;
 
 bool SameLosses(const std::vector<fs_loss>& a, const std::vector<fs_loss>& b) {
   if (a.size() != b.size()) return false;
@@ -39,7 +36,7 @@ Exporter::~Exporter() {
 }
 
 void Exporter::Start() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   if (started_) return;
   thread_ = std::thread([this] { Run(); });  // may throw; then Stop has nothing to wait for
   started_ = true;
@@ -49,22 +46,27 @@ void Exporter::Wake() {
   // No lock: this runs on application threads. A wake-up that races with the exporter going to
   // sleep is only late by one flush interval.
   early_.store(true, std::memory_order_relaxed);
-  wake_.notify_one();
+  wake_.Signal();
 }
 
 void Exporter::Stop() {
-  std::unique_lock<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   if (!started_ || finished_) return;
   stop_requested_ = true;
-  wake_.notify_one();
+  wake_.Signal();
   // Bounded: the job's exit must never hang on us. If the thread overruns, the process exits
   // around it.
-  const auto limit = std::chrono::milliseconds(options_.exit_timeout_ms + kStopMarginMs);
-  done_.wait_for(lock, limit, [this] { return finished_; });
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(options_.exit_timeout_ms + kStopMarginMs);
+  while (!finished_) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) break;
+    done_.WaitFor(&mutex_, deadline - now);
+  }
 }
 
 Exporter::Stats Exporter::stats() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   return stats_;
 }
 
@@ -73,27 +75,33 @@ void Exporter::Run() {
   pthread_setname_np(pthread_self(), "flopscope-exp");
   std::string error;
   sink_open_ = sink_->Open(&error);
-  if (!sink_open_) std::fprintf(stderr, "flopscope: %s\n", error.c_str());
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stats_.sink_open = sink_open_;
-  }
-  std::unique_lock<std::mutex> lock(mutex_);
+  if (!sink_open_) Warn(error);
+  mutex_.Lock();
+  stats_.sink_open = sink_open_;
   while (!stop_requested_) {
-    wake_.wait_for(lock, std::chrono::milliseconds(options_.flush_ms), [this] {
-      return stop_requested_ || wake_requested_ || early_.load(std::memory_order_relaxed);
-    });
+    WaitForWorkLocked();
     if (stop_requested_) break;
     wake_requested_ = false;
     early_.store(false, std::memory_order_relaxed);
-    lock.unlock();
+    // Unlocked for the cycle: it calls the sink, and application threads only ever Wake().
+    mutex_.Unlock();
     ExportCycle(/*final=*/false);
     HandleControls();
-    lock.lock();
+    mutex_.Lock();
   }
-  lock.unlock();
+  mutex_.Unlock();
   ExportCycle(/*final=*/true);
   FinishSink();
+}
+
+void Exporter::WaitForWorkLocked() {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.flush_ms);
+  while (!stop_requested_ && !wake_requested_ && !early_.load(std::memory_order_relaxed)) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) return;
+    wake_.WaitFor(&mutex_, deadline - now);
+  }
 }
 
 void Exporter::ExportCycle(bool final) {
@@ -128,7 +136,7 @@ void Exporter::ExportCycle(bool final) {
     ++batches;
     sent += records;
   }
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   stats_.batches += batches;
   stats_.records += sent;
 }
@@ -151,13 +159,13 @@ void Exporter::HandleControls() {
   if (!sink_open_) return;
   fs_control control;
   while (sink_->PollControl(&control)) {
-    if (control.kind == kFlushControl) {  // the next cycle starts at once
+    if (control.kind == FS_CONTROL_FLUSH) {  // the next cycle starts at once
       {
-        std::lock_guard<std::mutex> lock(mutex_);
+        MutexLock lock(&mutex_);
         wake_requested_ = true;
       }
       sink_->ReplyControl(control.id, true, "flushing");
-    } else if (control.kind == kCounterWindowControl) {
+    } else if (control.kind == FS_CONTROL_COUNTER_WINDOW) {
       const ControlAnswer answer = AnswerCounterWindow(control);
       sink_->ReplyControl(control.id, answer.accepted, answer.message);
     } else {
@@ -186,14 +194,13 @@ void Exporter::FinishSink() {
     outcome.reason = "the transport could not be opened";
   }
   if (outcome.undelivered_records > 0) {
-    std::fprintf(stderr, "flopscope: %llu records not delivered to %s: %s\n",
-                 static_cast<unsigned long long>(outcome.undelivered_records),
-                 sink_->Destination().c_str(), outcome.reason.c_str());
+    Warn(std::to_string(outcome.undelivered_records) + " records not delivered to " +
+         sink_->Destination() + ": " + outcome.reason);
   }
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   stats_.undelivered = outcome.undelivered_records;
   finished_ = true;
-  done_.notify_all();
+  done_.SignalAll();
 }
 
 }  // namespace flopscope::injector

@@ -1,20 +1,19 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
 
+#include "common/mutex.h"
 #include "injector/export/batch_assembler.h"
 #include "injector/export/batch_sink.h"
 #include "injector/ranges/counter_windows.h"
-#include "injector/records/loss_counters.h"
 #include "injector/ranges/path_table.h"
 #include "injector/ranges/range_clock.h"
+#include "injector/records/loss_counters.h"
 #include "injector/records/string_table.h"
 #include "injector/records/thread_buffer.h"
 
@@ -63,22 +62,25 @@ class Exporter {
   // Never destroyed while its thread runs: the injector's exporter lives as long as the process.
   ~Exporter();
 
-  void Start();
+  void Start() FS_EXCLUDES(mutex_);
   // Asks for an early drain; callable from any thread, cheap, never blocks.
   void Wake();
   // Sends the final batch, waits for delivery (bounded by exit_timeout_ms plus a margin for the
   // thread itself) and prints one stderr line if records stay undelivered. Idempotent.
-  void Stop();
+  void Stop() FS_EXCLUDES(mutex_);
 
-  Stats stats();
+  Stats stats() FS_EXCLUDES(mutex_);
 
  private:
-  void Run();
-  void ExportCycle(bool final);
+  void Run() FS_EXCLUDES(mutex_);
+  // Waits (at most flush_ms) until a stop, a flush control or an early wake asks for a cycle.
+  void WaitForWorkLocked() FS_REQUIRES(mutex_);
+  // Both call out to the sink (the transport, which may block): never under mutex_.
+  void ExportCycle(bool final) FS_EXCLUDES(mutex_);
   void ConvertTimestamps(RecordSet* records);
-  void HandleControls();
+  void HandleControls() FS_EXCLUDES(mutex_);
   ControlAnswer AnswerCounterWindow(const fs_control& control);
-  void FinishSink();
+  void FinishSink() FS_EXCLUDES(mutex_);
 
   const Options options_;
   const Sources sources_;
@@ -90,14 +92,14 @@ class Exporter {
   uint64_t undelivered_while_closed_ = 0;  // exporter thread only: drained with no sink
 
   // Guards the flags below and stats_; the exporter waits on wake_ with it between cycles.
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::condition_variable done_;
-  bool stop_requested_ = false;
-  bool wake_requested_ = false;
-  bool finished_ = false;
-  bool started_ = false;
-  Stats stats_;
+  Mutex mutex_;
+  CondVar wake_;
+  CondVar done_;
+  bool stop_requested_ FS_GUARDED_BY(mutex_) = false;
+  bool wake_requested_ FS_GUARDED_BY(mutex_) = false;
+  bool finished_ FS_GUARDED_BY(mutex_) = false;
+  bool started_ FS_GUARDED_BY(mutex_) = false;
+  Stats stats_ FS_GUARDED_BY(mutex_);
   // Set from application threads without the mutex (Wake must never block a hot path).
   std::atomic<bool> early_{false};
 };

@@ -212,10 +212,10 @@ TEST(ExporterTest, ControlsAreAnswered) {
     std::lock_guard<std::mutex> lock(w.shared->mutex);
     fs_control flush{};
     flush.id = 5;
-    flush.kind = 2;
+    flush.kind = FS_CONTROL_FLUSH;
     fs_control window{};
     window.id = 6;
-    window.kind = 1;
+    window.kind = FS_CONTROL_COUNTER_WINDOW;
     w.shared->controls = {flush, window};
   }
   w.exporter->Start();
@@ -265,7 +265,7 @@ TEST(ExporterTest, CounterWindowControlsGoToTheWindowsAndTheirAnswerIsTheReply) 
     std::lock_guard<std::mutex> lock(w.shared->mutex);
     fs_control first{};
     first.id = 21;
-    first.kind = 1;
+    first.kind = FS_CONTROL_COUNTER_WINDOW;
     first.steps = 2;
     // The transport copies the daemon's text into a fixed array; fill it to the last byte to
     // prove the exporter does not read past it.

@@ -25,10 +25,14 @@ TransportSink::TransportSink(std::string library_path, std::string target, Sessi
       gpu_status_(std::move(gpu_status)) {}
 
 TransportSink::~TransportSink() {
-  if (transport_ != nullptr) loader_->api()->destroy(transport_);
+  // Off the exporter thread the transport is leaked rather than destroyed from the wrong thread.
+  if (transport_ != nullptr && exporter_thread_.Check("~TransportSink")) {
+    loader_->api()->destroy(transport_);
+  }
 }
 
 bool TransportSink::Open(std::string* error) {
+  exporter_thread_.Bind();  // first: every later call must come from this thread
   loader_ = TransportLoader::Load(library_path_, error);
   if (loader_ == nullptr) return false;
   const std::string version = kVersion;
@@ -62,11 +66,23 @@ bool TransportSink::Open(std::string* error) {
 }
 
 void TransportSink::Submit(const fs_batch& batch, uint64_t records) {
+  if (!exporter_thread_.Check("TransportSink::Submit")) {
+    refused_records_.fetch_add(records, std::memory_order_relaxed);
+    return;
+  }
   loader_->api()->submit(transport_, &batch);
   submitted_records_.push_back(records);
 }
 
 DeliveryOutcome TransportSink::Finish(uint32_t exit_timeout_ms) {
+  const uint64_t refused = refused_records_.load(std::memory_order_relaxed);
+  if (!exporter_thread_.Check("TransportSink::Finish")) {
+    // submitted_records_ belongs to the exporter thread: not read from here.
+    DeliveryOutcome outcome;
+    outcome.undelivered_records = refused;
+    outcome.reason = "the transport was called off the exporter thread";
+    return outcome;
+  }
   const fs_transport_api* api = loader_->api();
   fs_transport_stats before{};
   api->get_stats(transport_, &before);
@@ -78,7 +94,7 @@ DeliveryOutcome TransportSink::Finish(uint32_t exit_timeout_ms) {
   api->get_stats(transport_, &after);
 
   DeliveryOutcome outcome;
-  outcome.undelivered_records = after.records_dropped;
+  outcome.undelivered_records = after.records_dropped + refused;
   if (!all_acked) {
     // Acks and rejections consume batches in submission order; the rest never arrived.
     const uint64_t settled = after.batches_acked + after.batches_rejected;
@@ -88,7 +104,9 @@ DeliveryOutcome TransportSink::Finish(uint32_t exit_timeout_ms) {
     }
   }
   if (outcome.undelivered_records > 0) {
-    if (!reachable && after.batches_acked == 0) {
+    if (refused > 0 && outcome.undelivered_records == refused) {
+      outcome.reason = "submitted off the exporter thread (refused)";
+    } else if (!reachable && after.batches_acked == 0) {
       outcome.reason = "the daemon was not reachable (is flopscoped running?)";
     } else if (!all_acked) {
       outcome.reason = "no acknowledgement within " + std::to_string(timeout) + " ms";
@@ -105,10 +123,12 @@ DeliveryOutcome TransportSink::Finish(uint32_t exit_timeout_ms) {
 }
 
 bool TransportSink::PollControl(fs_control* out) {
+  if (!exporter_thread_.Check("TransportSink::PollControl")) return false;
   return loader_->api()->poll_control(transport_, out) != 0;
 }
 
 void TransportSink::ReplyControl(uint64_t id, bool accepted, std::string_view message) {
+  if (!exporter_thread_.Check("TransportSink::ReplyControl")) return;
   loader_->api()->reply_control(transport_, id, accepted ? 1 : 0,
                                 fs_str{message.data(), static_cast<uint32_t>(message.size())});
 }

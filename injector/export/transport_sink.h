@@ -1,17 +1,23 @@
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <memory>
 #include <string>
 
 #include "injector/export/batch_sink.h"
-#include "injector/records/identity.h"
+#include "injector/export/thread_affinity.h"
 #include "injector/export/transport_loader.h"
+#include "injector/records/identity.h"
 
 namespace flopscope::injector {
 
 // Sends batches to the daemon through libflopscope_transport.so (gRPC, own link namespace).
+//
+// Thread rule, checked: the thread that calls Open (the exporter's) is the only one that may call
+// anything after it (transport_abi.h says why). A call from any other thread is refused, counted
+// in wrong_thread_calls() and warned about once; a refused Submit's records count as undelivered.
 class TransportSink : public BatchSink {
  public:
   // While the daemon was never reachable, the exit wait is capped at this.
@@ -28,6 +34,9 @@ class TransportSink : public BatchSink {
   void ReplyControl(uint64_t id, bool accepted, std::string_view message) override;
   std::string Destination() const override { return target_; }
 
+  // Calls refused because they came from a thread other than Open's.
+  uint64_t wrong_thread_calls() const { return exporter_thread_.refused(); }
+
  private:
   const std::string library_path_;
   const std::string target_;
@@ -38,6 +47,8 @@ class TransportSink : public BatchSink {
   // Record count of every submitted batch, in order, to tell at exit how many records sit in
   // batches the daemon never acknowledged.
   std::deque<uint64_t> submitted_records_;
+  ThreadAffinity exporter_thread_;
+  std::atomic<uint64_t> refused_records_{0};  // records of Submit calls refused (wrong thread)
 };
 
 }  // namespace flopscope::injector

@@ -14,7 +14,7 @@ DomainRegistry::DomainRegistry() {
 }
 
 const Domain* DomainRegistry::Create(std::string_view name) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   auto [it, inserted] = domains_.try_emplace(std::string(name));
   if (inserted) {
     it->second = std::make_unique<Domain>();
@@ -30,7 +30,7 @@ const RegisteredString* DomainRegistry::Register(const Domain* domain, std::stri
   std::string key = std::to_string(domain->id);
   key.push_back('\0');
   key.append(value);
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   auto [it, inserted] = strings_.try_emplace(std::move(key));
   if (inserted) {
     it->second = std::make_unique<RegisteredString>();

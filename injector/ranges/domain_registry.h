@@ -2,11 +2,12 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
+
+#include "common/mutex.h"
 
 namespace flopscope::injector {
 
@@ -42,9 +43,9 @@ class DomainRegistry {
  private:
   // Guards both maps; taken only when an application creates a domain or registers a string,
   // never on the push/pop path.
-  std::mutex mutex_;
-  std::unordered_map<std::string, std::unique_ptr<Domain>> domains_;
-  std::unordered_map<std::string, std::unique_ptr<RegisteredString>> strings_;
+  Mutex mutex_;
+  std::unordered_map<std::string, std::unique_ptr<Domain>> domains_ FS_GUARDED_BY(mutex_);
+  std::unordered_map<std::string, std::unique_ptr<RegisteredString>> strings_ FS_GUARDED_BY(mutex_);
   const Domain* default_domain_;
 };
 

@@ -29,7 +29,7 @@ std::string MakeKey(uint64_t parent_id, uint32_t domain_id, const std::string& n
 uint64_t PathTable::Intern(uint64_t parent_id, const Domain* domain, std::string_view raw_name) {
   std::string name = CleanName(raw_name);
   std::string key = MakeKey(parent_id, domain->id, name);
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   if (auto it = ids_.find(key); it != ids_.end()) return it->second;
   if (ids_.size() >= max_paths_) return 0;
   const uint64_t id = next_id_++;
@@ -39,13 +39,13 @@ uint64_t PathTable::Intern(uint64_t parent_id, const Domain* domain, std::string
 }
 
 void PathTable::TakeNewDefinitions(std::vector<PathDefinition>* out) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   for (auto& definition : unexported_) out->push_back(std::move(definition));
   unexported_.clear();
 }
 
 size_t PathTable::size() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   return ids_.size();
 }
 

@@ -1,12 +1,12 @@
 #pragma once
 
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
+#include "common/mutex.h"
 #include "injector/ranges/domain_registry.h"
 
 namespace flopscope::injector {
@@ -34,7 +34,8 @@ class PathTable {
 
   // Returns the path's id, or 0 when the table is full (the caller counts TOO_MANY_PATHS). The
   // name may be any bytes: it is repaired to UTF-8 and truncated before it is stored.
-  uint64_t Intern(uint64_t parent_id, const Domain* domain, std::string_view raw_name);
+  uint64_t Intern(uint64_t parent_id, const Domain* domain, std::string_view raw_name)
+      FS_EXCLUDES(mutex_);
 
   // Moves the definitions created since the last call into *out (appending).
   void TakeNewDefinitions(std::vector<PathDefinition>* out);
@@ -45,10 +46,10 @@ class PathTable {
   const size_t max_paths_;
   // Guards everything below. Taken on a per-thread cache miss only (see RangeTracker), so the
   // push/pop hot path normally never touches it.
-  mutable std::mutex mutex_;
-  std::unordered_map<std::string, uint64_t> ids_;
-  std::vector<PathDefinition> unexported_;
-  uint64_t next_id_ = 1;
+  mutable Mutex mutex_;
+  std::unordered_map<std::string, uint64_t> ids_ FS_GUARDED_BY(mutex_);
+  std::vector<PathDefinition> unexported_ FS_GUARDED_BY(mutex_);
+  uint64_t next_id_ FS_GUARDED_BY(mutex_) = 1;
 };
 
 }  // namespace flopscope::injector

@@ -10,8 +10,8 @@ namespace flopscope::injector {
 namespace {
 
 constexpr uint64_t kInstanceBlock = 1024;
-constexpr uint32_t kPushPop = 1;   // flopscope.v1.RANGE_KIND_PUSH_POP
-constexpr uint32_t kStartEnd = 2;  // flopscope.v1.RANGE_KIND_START_END
+constexpr uint32_t kPushPop = FS_RANGE_KIND_PUSH_POP;
+constexpr uint32_t kStartEnd = FS_RANGE_KIND_START_END;
 
 std::atomic<uint64_t> g_next_generation{1};
 
@@ -115,7 +115,7 @@ RangeTracker::ThreadState* RangeTracker::AttachThisThread() {
   state->buffer = buffers_->Register();
   state->thread_id = static_cast<uint64_t>(gettid());
   {
-    std::lock_guard<std::mutex> lock(threads_mutex_);
+    MutexLock lock(&threads_mutex_);
     live_threads_.push_back(state);
   }
   t_guard.states.push_back(state);
@@ -128,7 +128,7 @@ void RangeTracker::Detach(ThreadState* state) {
   if (unclosed > 0) losses_->Add(LossCause::kUnclosedRange, unclosed);
   buffers_->Release(state->buffer);
   {
-    std::lock_guard<std::mutex> lock(threads_mutex_);
+    MutexLock lock(&threads_mutex_);
     live_threads_.erase(std::remove(live_threads_.begin(), live_threads_.end(), state),
                         live_threads_.end());
   }
@@ -251,7 +251,7 @@ uint64_t RangeTracker::Start(const Domain* domain, std::string_view name) {
                           Now(), domain->is_flopscope};
   bool stored = false;
   {
-    std::lock_guard<std::mutex> lock(start_end_mutex_);
+    MutexLock lock(&start_end_mutex_);
     if (open_start_end_.size() < kMaxOpenStartEnd) {
       open_start_end_.emplace(id, open);
       stored = true;
@@ -270,7 +270,7 @@ void RangeTracker::End(uint64_t range_id) {
   if (range_id == 0) return;
   OpenStartEnd open;
   {
-    std::lock_guard<std::mutex> lock(start_end_mutex_);
+    MutexLock lock(&start_end_mutex_);
     auto it = open_start_end_.find(range_id);
     if (it == open_start_end_.end()) {
       losses_->Add(LossCause::kUnmatchedPop, 1);
@@ -338,12 +338,12 @@ bool RangeTracker::AppendWindow(CounterWindowRecord record) {
 uint64_t RangeTracker::CountOpenRanges() {
   uint64_t open = 0;
   {
-    std::lock_guard<std::mutex> lock(threads_mutex_);
+    MutexLock lock(&threads_mutex_);
     for (const ThreadState* state : live_threads_) {
       open += state->open_ranges.load(std::memory_order_relaxed);
     }
   }
-  std::lock_guard<std::mutex> lock(start_end_mutex_);
+  MutexLock lock(&start_end_mutex_);
   for (const auto& [id, range] : open_start_end_) {
     if (range.path_id != 0) ++open;
   }

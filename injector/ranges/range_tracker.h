@@ -2,18 +2,18 @@
 
 #include <atomic>
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
+#include "common/mutex.h"
 #include "injector/ranges/domain_registry.h"
-#include "injector/records/loss_counters.h"
 #include "injector/ranges/path_cache.h"
 #include "injector/ranges/path_table.h"
 #include "injector/ranges/range_clock.h"
 #include "injector/ranges/step_tracker.h"
+#include "injector/records/loss_counters.h"
 #include "injector/records/thread_buffer.h"
 
 namespace flopscope::injector {
@@ -113,12 +113,12 @@ class RangeTracker {
   std::atomic<uint64_t> next_instance_block_{0};
 
   // Guards the live-thread list; taken when a thread attaches or exits and by CountOpenRanges.
-  std::mutex threads_mutex_;
-  std::vector<ThreadState*> live_threads_;
+  Mutex threads_mutex_;
+  std::vector<ThreadState*> live_threads_ FS_GUARDED_BY(threads_mutex_);
 
   // Guards open start/end ranges; taken by nvtxRangeStart/End only (never by push/pop).
-  std::mutex start_end_mutex_;
-  std::unordered_map<uint64_t, OpenStartEnd> open_start_end_;
+  Mutex start_end_mutex_;
+  std::unordered_map<uint64_t, OpenStartEnd> open_start_end_ FS_GUARDED_BY(start_end_mutex_);
 };
 
 }  // namespace flopscope::injector

@@ -6,7 +6,7 @@ namespace flopscope::injector {
 
 void StepTracker::Opened(std::string_view name, uint64_t path_id, uint64_t instance_id) noexcept {
   try {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     const bool is_step = name == kStepRange;
     open_.push_back(Open{instance_id, path_id, is_step});
     PublishPhaseLocked();
@@ -21,7 +21,7 @@ void StepTracker::Opened(std::string_view name, uint64_t path_id, uint64_t insta
 }
 
 void StepTracker::Closed(uint64_t instance_id) noexcept {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   // Usually the innermost; ranges of several threads interleave, so search from the inside.
   auto it = std::find_if(open_.rbegin(), open_.rend(), [instance_id](const Open& open) {
     return open.instance_id == instance_id;
@@ -36,7 +36,7 @@ void StepTracker::Closed(uint64_t instance_id) noexcept {
 }
 
 int64_t StepTracker::steps_begun() const noexcept {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   return next_step_;
 }
 

@@ -2,9 +2,10 @@
 
 #include <atomic>
 #include <cstdint>
-#include <mutex>
 #include <string_view>
 #include <vector>
+
+#include "common/mutex.h"
 
 namespace flopscope::injector {
 
@@ -14,7 +15,8 @@ struct PhaseContext {
   int64_t step = -1;           // ordinal of the open step (0-based); -1: none open
 };
 
-// Told when a step begins and ends (the counter windows, injector/cupti/counter_windows/counter_collector.h).
+// Told when a step begins and ends (the counter windows,
+// injector/cupti/counter_windows/counter_collector.h).
 class StepListener {
  public:
   virtual ~StepListener() = default;
@@ -68,15 +70,15 @@ class StepTracker {
     bool is_step;
   };
 
-  void PublishPhaseLocked();
+  void PublishPhaseLocked() FS_REQUIRES(mutex_);
 
   // Guards open_, open_steps_ and next_step_, and orders the listener's calls: it is held while
   // the listener runs, so a step's end is always delivered before the next step's begin. Lock
   // order: this mutex, then the listener's own (which never calls back in here).
-  mutable std::mutex mutex_;
-  std::vector<Open> open_;  // in opening order; the last is the innermost
-  uint32_t open_steps_ = 0;
-  int64_t next_step_ = 0;
+  mutable Mutex mutex_;
+  std::vector<Open> open_ FS_GUARDED_BY(mutex_);  // in opening order; the last is the innermost
+  uint32_t open_steps_ FS_GUARDED_BY(mutex_) = 0;
+  int64_t next_step_ FS_GUARDED_BY(mutex_) = 0;
   StepListener* listener_ = nullptr;
 
   std::atomic<uint64_t> phase_path_id_{0};

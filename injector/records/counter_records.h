@@ -43,6 +43,9 @@ struct CounterWindowRecord {
   uint32_t passes = 0;     // kernel-replay passes per kernel (the largest of the window's plans)
   uint64_t kernels_counted = 0;
   uint64_t ranges_unmatched = 0;
+  // Communication kernels (NCCL, ...) launched in the window and kept out of kernel replay
+  // (gpu-review D1): they have no counters, and their FLOPs are not the model's.
+  uint64_t comm_kernels_excluded = 0;
   int64_t start_ns = 0;  // CLOCK_REALTIME ns
   int64_t end_ns = 0;
   std::string status;  // "" when counting went fine; else why it did not (one sentence)

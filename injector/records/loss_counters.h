@@ -8,24 +8,24 @@
 
 namespace flopscope::injector {
 
-// Mirrors flopscope.v1.LossCause (the core cannot include protobuf headers).
+// flopscope.v1.LossCause, by its ABI names (transport_abi.h; the core cannot include protobuf).
 enum class LossCause : uint32_t {
-  kBufferFull = 1,
-  kDaemonUnreachable = 2,
-  kRejected = 3,
-  kUnmatchedPop = 4,
-  kStackOverflow = 5,
-  kTooManyPaths = 6,
-  kUnclosedRange = 7,
-  kCuptiDropped = 8,
-  kExitUndelivered = 9,
-  kCounterUnmatched = 10,
+  kBufferFull = FS_LOSS_BUFFER_FULL,
+  kDaemonUnreachable = FS_LOSS_DAEMON_UNREACHABLE,
+  kRejected = FS_LOSS_REJECTED,
+  kUnmatchedPop = FS_LOSS_UNMATCHED_POP,
+  kStackOverflow = FS_LOSS_STACK_OVERFLOW,
+  kTooManyPaths = FS_LOSS_TOO_MANY_PATHS,
+  kUnclosedRange = FS_LOSS_UNCLOSED_RANGE,
+  kCuptiDropped = FS_LOSS_CUPTI_DROPPED,
+  kExitUndelivered = FS_LOSS_EXIT_UNDELIVERED,
+  kCounterUnmatched = FS_LOSS_COUNTER_UNMATCHED,
 };
 
 // Cumulative per-cause counts for the session. Any thread may add; the exporter snapshots.
 class LossCounters {
  public:
-  static constexpr uint32_t kMaxCause = 10;
+  static constexpr uint32_t kMaxCause = FS_LOSS_CAUSE_MAX;
 
   // Relaxed: each counter is independent and only ever grows; the snapshot needs no ordering
   // with other memory.

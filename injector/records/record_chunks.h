@@ -2,8 +2,9 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
 #include <vector>
+
+#include "common/mutex.h"
 
 namespace flopscope::injector {
 
@@ -31,7 +32,7 @@ class ChunkPool {
   Chunk* Acquire(Charge try_charge) {
     {
       // Taken once per chunk (thousands of records), not per record.
-      std::lock_guard<std::mutex> lock(mutex_);
+      MutexLock lock(&mutex_);
       if (!idle_.empty()) {
         Chunk* chunk = idle_.back();
         idle_.pop_back();
@@ -47,7 +48,7 @@ class ChunkPool {
   void Release(std::vector<Chunk*>* chunks, Refund refund) {
     std::vector<Chunk*> surplus;
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      MutexLock lock(&mutex_);
       for (Chunk* chunk : *chunks) {
         chunk->count = 0;
         if (idle_.size() < kMaxIdle) {
@@ -65,8 +66,8 @@ class ChunkPool {
   }
 
  private:
-  std::mutex mutex_;  // guards idle_ (see Acquire)
-  std::vector<Chunk*> idle_;
+  Mutex mutex_;  // see Acquire
+  std::vector<Chunk*> idle_ FS_GUARDED_BY(mutex_);
 };
 
 }  // namespace flopscope::injector

@@ -8,7 +8,7 @@ uint32_t StringTable::Intern(std::string_view raw_value) {
   std::string value;
   AppendSanitizedUtf8(raw_value.substr(0, kMaxStringBytes + 4), &value);
   TruncateUtf8(kMaxStringBytes, &value);
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   if (auto it = ids_.find(value); it != ids_.end()) return it->second;
   if (ids_.size() >= max_strings_) return 0;
   const auto id = static_cast<uint32_t>(ids_.size() + 1);
@@ -18,7 +18,7 @@ uint32_t StringTable::Intern(std::string_view raw_value) {
 }
 
 void StringTable::TakeNewDefinitions(std::vector<StringDefinition>* out) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   for (auto& definition : unexported_) out->push_back(std::move(definition));
   unexported_.clear();
 }

@@ -1,11 +1,12 @@
 #pragma once
 
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
+
+#include "common/mutex.h"
 
 namespace flopscope::injector {
 
@@ -26,16 +27,16 @@ class StringTable {
   StringTable& operator=(const StringTable&) = delete;
 
   // Returns the id, or 0 when the table is full. Any bytes: repaired to UTF-8 and truncated.
-  uint32_t Intern(std::string_view raw_value);
-  void TakeNewDefinitions(std::vector<StringDefinition>* out);
+  uint32_t Intern(std::string_view raw_value) FS_EXCLUDES(mutex_);
+  void TakeNewDefinitions(std::vector<StringDefinition>* out) FS_EXCLUDES(mutex_);
 
  private:
   const size_t max_strings_;
   // Guards everything below; taken once per kernel launch at most (next issue: per launch
   // callback), never on the NVTX path.
-  std::mutex mutex_;
-  std::unordered_map<std::string, uint32_t> ids_;
-  std::vector<StringDefinition> unexported_;
+  Mutex mutex_;
+  std::unordered_map<std::string, uint32_t> ids_ FS_GUARDED_BY(mutex_);
+  std::vector<StringDefinition> unexported_ FS_GUARDED_BY(mutex_);
 };
 
 }  // namespace flopscope::injector

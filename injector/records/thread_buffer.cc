@@ -46,17 +46,17 @@ void ThreadBuffer::AfterAppendLocked() {
 }
 
 bool ThreadBuffer::AppendRange(const fs_range_event& event) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   return AppendLocked(&ranges_, &registry_->range_pool_, event);
 }
 
 bool ThreadBuffer::AppendKernel(const fs_kernel& kernel) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   return AppendLocked(&kernels_, &registry_->kernel_pool_, kernel);
 }
 
 size_t ThreadBuffer::AppendKernels(const fs_kernel* kernels, size_t count) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   for (size_t i = 0; i < count; ++i) {
     if (!AppendLocked(&kernels_, &registry_->kernel_pool_, kernels[i])) {
       registry_->losses_->Add(LossCause::kBufferFull, count - i - 1);  // this one counted already
@@ -80,12 +80,12 @@ bool ThreadBuffer::AppendOwnedLocked(std::vector<T>* records, T record, uint64_t
 
 bool ThreadBuffer::AppendMetadata(MetadataRecord record) {
   const uint64_t bytes = MetadataBytes(record);
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   return AppendOwnedLocked(&metadata_, std::move(record), bytes);
 }
 
 size_t ThreadBuffer::AppendKernelFlops(std::vector<KernelFlopsRecord>* records) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   size_t appended = 0;
   for (KernelFlopsRecord& record : *records) {
     const uint64_t bytes = record.Bytes();
@@ -97,7 +97,7 @@ size_t ThreadBuffer::AppendKernelFlops(std::vector<KernelFlopsRecord>* records) 
 
 bool ThreadBuffer::AppendWindow(CounterWindowRecord record) {
   const uint64_t bytes = record.Bytes();
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   return AppendOwnedLocked(&windows_, std::move(record), bytes);
 }
 
@@ -106,13 +106,13 @@ BufferRegistry::BufferRegistry(uint64_t budget_bytes, LossCounters* losses)
 
 ThreadBuffer* BufferRegistry::Register() {
   auto* buffer = new ThreadBuffer(this);
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   buffers_.push_back(buffer);
   return buffer;
 }
 
 void BufferRegistry::Release(ThreadBuffer* buffer) {
-  std::lock_guard<std::mutex> lock(buffer->mutex_);
+  MutexLock lock(&buffer->mutex_);
   buffer->orphaned_ = true;
 }
 
@@ -129,7 +129,7 @@ void BufferRegistry::TakeChunks(std::vector<Chunk*>* chunks, ChunkPool<Chunk>* p
 }
 
 void BufferRegistry::DrainAll(RecordSet* out) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   auto keep = buffers_.begin();
   for (ThreadBuffer* buffer : buffers_) {
     std::vector<RangeChunk*> ranges;
@@ -138,10 +138,11 @@ void BufferRegistry::DrainAll(RecordSet* out) {
     std::vector<KernelFlopsRecord> kernel_flops;
     std::vector<CounterWindowRecord> windows;
     uint64_t owned_bytes;
+    uint64_t appended_total;
     bool orphaned;
     {
       // Swap under the lock (constant time) so the owner thread never waits for the copy.
-      std::lock_guard<std::mutex> buffer_lock(buffer->mutex_);
+      MutexLock buffer_lock(&buffer->mutex_);
       std::swap(ranges, buffer->ranges_);
       std::swap(kernels, buffer->kernels_);
       std::swap(metadata, buffer->metadata_);
@@ -149,6 +150,7 @@ void BufferRegistry::DrainAll(RecordSet* out) {
       std::swap(windows, buffer->windows_);
       owned_bytes = std::exchange(buffer->owned_bytes_, 0);
       buffer->waiting_ = 0;
+      appended_total = buffer->appended_total_;
       orphaned = buffer->orphaned_;
     }
     TakeChunks(&ranges, &range_pool_, &out->ranges);
@@ -158,7 +160,7 @@ void BufferRegistry::DrainAll(RecordSet* out) {
     MoveAll(&windows, &out->windows);
     Refund(owned_bytes);
     if (orphaned) {
-      appended_by_freed_buffers_ += buffer->appended_total_;
+      appended_by_freed_buffers_ += appended_total;  // no owner left to append
       delete buffer;
     } else {
       *keep++ = buffer;
@@ -168,10 +170,10 @@ void BufferRegistry::DrainAll(RecordSet* out) {
 }
 
 uint64_t BufferRegistry::AppendedTotal() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   uint64_t total = appended_by_freed_buffers_;
   for (ThreadBuffer* buffer : buffers_) {
-    std::lock_guard<std::mutex> buffer_lock(buffer->mutex_);
+    MutexLock buffer_lock(&buffer->mutex_);
     total += buffer->appended_total_;
   }
   return total;

@@ -1,10 +1,11 @@
 #pragma once
 
+#include <atomic>
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
 #include "injector/records/counter_records.h"
 #include "injector/records/loss_counters.h"
 #include "injector/records/record_chunks.h"
@@ -66,25 +67,27 @@ class ThreadBuffer {
   explicit ThreadBuffer(BufferRegistry* registry) : registry_(registry) {}
 
   template <typename Chunk, typename T>
-  bool AppendLocked(std::vector<Chunk*>* chunks, ChunkPool<Chunk>* pool, const T& record);
+  bool AppendLocked(std::vector<Chunk*>* chunks, ChunkPool<Chunk>* pool, const T& record)
+      FS_REQUIRES(mutex_);
   // Appends an owned record charged by its Bytes() to the budget (owned_bytes_).
   template <typename T>
-  bool AppendOwnedLocked(std::vector<T>* records, T record, uint64_t bytes);
-  void AfterAppendLocked();
+  bool AppendOwnedLocked(std::vector<T>* records, T record, uint64_t bytes) FS_REQUIRES(mutex_);
+  void AfterAppendLocked() FS_REQUIRES(mutex_);
 
   BufferRegistry* const registry_;
   // A per-buffer mutex shared only by the owner thread and the exporter: uncontended (the normal
   // case) it costs two atomic instructions (~20 ns), and it keeps drain-while-append simple.
-  std::mutex mutex_;
-  std::vector<RangeChunk*> ranges_;  // the last one is being filled
-  std::vector<KernelChunk*> kernels_;
-  std::vector<MetadataRecord> metadata_;
-  std::vector<KernelFlopsRecord> kernel_flops_;
-  std::vector<CounterWindowRecord> windows_;
-  uint64_t owned_bytes_ = 0;     // what metadata_, kernel_flops_ and windows_ hold of the budget
-  uint64_t appended_total_ = 0;  // for statistics only
-  size_t waiting_ = 0;           // records appended since the last drain
-  bool orphaned_ = false;        // the owner thread has exited
+  Mutex mutex_;
+  std::vector<RangeChunk*> ranges_ FS_GUARDED_BY(mutex_);  // the last one is being filled
+  std::vector<KernelChunk*> kernels_ FS_GUARDED_BY(mutex_);
+  std::vector<MetadataRecord> metadata_ FS_GUARDED_BY(mutex_);
+  std::vector<KernelFlopsRecord> kernel_flops_ FS_GUARDED_BY(mutex_);
+  std::vector<CounterWindowRecord> windows_ FS_GUARDED_BY(mutex_);
+  // What metadata_, kernel_flops_ and windows_ hold of the budget.
+  uint64_t owned_bytes_ FS_GUARDED_BY(mutex_) = 0;
+  uint64_t appended_total_ FS_GUARDED_BY(mutex_) = 0;  // for statistics only
+  size_t waiting_ FS_GUARDED_BY(mutex_) = 0;           // records appended since the last drain
+  bool orphaned_ FS_GUARDED_BY(mutex_) = false;        // the owner thread has exited
 };
 
 // All thread buffers of the session and the memory bound they share (FLOPSCOPE_BUFFER_MB).
@@ -134,9 +137,9 @@ class BufferRegistry {
   void* wake_context_ = nullptr;
   // Guards the buffer list; taken when a thread first records or exits, and by the exporter.
   // Lock order: registry mutex, then a buffer's mutex.
-  std::mutex mutex_;
-  std::vector<ThreadBuffer*> buffers_;
-  uint64_t appended_by_freed_buffers_ = 0;
+  Mutex mutex_;
+  std::vector<ThreadBuffer*> buffers_ FS_GUARDED_BY(mutex_);
+  uint64_t appended_by_freed_buffers_ FS_GUARDED_BY(mutex_) = 0;
 };
 
 }  // namespace flopscope::injector

@@ -8,6 +8,32 @@
 namespace flopscope::transport {
 namespace {
 
+// The ABI's named values (transport_abi.h) are the proto's, number for number: the encoder casts
+// one to the other. A proto change that breaks this must change the ABI (and its version) too.
+template <typename Abi, typename Proto>
+constexpr bool SameValue(Abi abi, Proto proto) {
+  return static_cast<int>(abi) == static_cast<int>(proto);
+}
+static_assert(SameValue(FS_RANGE_KIND_PUSH_POP, v1::RANGE_KIND_PUSH_POP));
+static_assert(SameValue(FS_RANGE_KIND_START_END, v1::RANGE_KIND_START_END));
+static_assert(SameValue(FS_ACTIVITY_KIND_KERNEL, v1::ACTIVITY_KIND_KERNEL));
+static_assert(SameValue(FS_ACTIVITY_KIND_MEMCPY, v1::ACTIVITY_KIND_MEMCPY));
+static_assert(SameValue(FS_ACTIVITY_KIND_MEMSET, v1::ACTIVITY_KIND_MEMSET));
+static_assert(SameValue(FS_LOSS_BUFFER_FULL, v1::LOSS_CAUSE_BUFFER_FULL));
+static_assert(SameValue(FS_LOSS_DAEMON_UNREACHABLE, v1::LOSS_CAUSE_DAEMON_UNREACHABLE));
+static_assert(SameValue(FS_LOSS_REJECTED, v1::LOSS_CAUSE_REJECTED));
+static_assert(SameValue(FS_LOSS_UNMATCHED_POP, v1::LOSS_CAUSE_UNMATCHED_POP));
+static_assert(SameValue(FS_LOSS_STACK_OVERFLOW, v1::LOSS_CAUSE_STACK_OVERFLOW));
+static_assert(SameValue(FS_LOSS_TOO_MANY_PATHS, v1::LOSS_CAUSE_TOO_MANY_PATHS));
+static_assert(SameValue(FS_LOSS_UNCLOSED_RANGE, v1::LOSS_CAUSE_UNCLOSED_RANGE));
+static_assert(SameValue(FS_LOSS_CUPTI_DROPPED, v1::LOSS_CAUSE_CUPTI_DROPPED));
+static_assert(SameValue(FS_LOSS_EXIT_UNDELIVERED, v1::LOSS_CAUSE_EXIT_UNDELIVERED));
+static_assert(SameValue(FS_LOSS_COUNTER_UNMATCHED, v1::LOSS_CAUSE_COUNTER_UNMATCHED));
+// Every cause the proto knows has an ABI name (a new cause must be added to both).
+static_assert(SameValue(FS_LOSS_CAUSE_MAX, v1::LossCause_MAX));
+static_assert(SameValue(FS_RANGE_KIND_START_END, v1::RangeKind_MAX));
+static_assert(SameValue(FS_ACTIVITY_KIND_MEMSET, v1::ActivityKind_MAX));
+
 std::string Str(fs_str text) {
   return text.data == nullptr ? std::string() : std::string(text.data, text.size);
 }
@@ -92,6 +118,7 @@ void EncodeWindow(const fs_counter_window& window, v1::CounterWindowRecord* out)
   out->set_passes(window.passes);
   out->set_kernels_counted(window.kernels_counted);
   out->set_ranges_unmatched(window.ranges_unmatched);
+  out->set_comm_kernels_excluded(window.comm_kernels_excluded);
   out->set_start_ns(window.start_ns);
   out->set_end_ns(window.end_ns);
   out->set_status(Str(window.status));

@@ -58,7 +58,7 @@ TEST(BatchEncoderTest, KernelsAndStringsAreCopied) {
   kernel.path_id = 4;
   kernel.name_id = 3;
   kernel.grid_x = 128;
-  kernel.kind = 1;
+  kernel.kind = FS_ACTIVITY_KIND_KERNEL;
   fs_batch view{};
   view.strings = &string;
   view.num_strings = 1;
@@ -80,7 +80,7 @@ TEST(BatchEncoderTest, CountedFlagsTravelOnRangesAndKernels) {
   fs_range_event ranges[2] = {{1, 1, 0, 42, 100, 200, 1, 0}, {1, 2, 0, 42, 300, 400, 1, 1}};
   fs_kernel kernel{};
   kernel.correlation_id = 5;
-  kernel.kind = 1;
+  kernel.kind = FS_ACTIVITY_KIND_KERNEL;
   kernel.counted = 1;
   fs_batch view{};
   view.ranges = ranges;
@@ -122,6 +122,7 @@ TEST(BatchEncoderTest, KernelFlopsAndWindowsRoundTrip) {
   window.passes = 6;
   window.kernels_counted = 120;
   window.ranges_unmatched = 2;
+  window.comm_kernels_excluded = 7;
   window.start_ns = 1000;
   window.end_ns = 5000;
   fs_batch view{};
@@ -164,6 +165,7 @@ TEST(BatchEncoderTest, KernelFlopsAndWindowsRoundTrip) {
   EXPECT_EQ(w.passes(), 6u);
   EXPECT_EQ(w.kernels_counted(), 120u);
   EXPECT_EQ(w.ranges_unmatched(), 2u);
+  EXPECT_EQ(w.comm_kernels_excluded(), 7u);
   EXPECT_EQ(w.start_ns(), 1000);
   EXPECT_EQ(w.end_ns(), 5000);
   EXPECT_EQ(w.status(), "");

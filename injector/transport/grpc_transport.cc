@@ -30,13 +30,13 @@ fs_control ControlFrom(const v1::Control& control) {
   fs_control out{};
   out.id = control.id();
   if (control.has_counter_window()) {
-    out.kind = 1;
+    out.kind = FS_CONTROL_COUNTER_WINDOW;
     out.steps = control.counter_window().steps();
     const std::string& metric_set = control.counter_window().metric_set();
     std::strncpy(out.metric_set, metric_set.c_str(), sizeof out.metric_set - 1);
   } else if (control.has_flush()) {
-    out.kind = 2;
-  }
+    out.kind = FS_CONTROL_FLUSH;
+  }  // else FS_CONTROL_UNKNOWN (0): the exporter refuses it
   return out;
 }
 
@@ -76,17 +76,19 @@ GrpcTransport::GrpcTransport(std::string target, uint64_t max_pending_bytes,
       pending_(max_pending_bytes) {}
 
 GrpcTransport::~GrpcTransport() {
-  std::unique_lock<std::mutex> lock(mutex_);
-  stopping_ = true;
-  writer_wake_.notify_all();
-  acked_.notify_all();
-  // The connection thread closes an open stream politely (WritesDone) and returns; whatever
-  // still blocks after the grace period (a daemon that never answers) is cancelled.
-  if (!stopped_.wait_for(lock, std::chrono::milliseconds(kGracefulCloseMs),
-                         [this] { return connection_done_; })) {
-    if (active_context_ != nullptr) active_context_->TryCancel();  // thread-safe
+  {
+    MutexLock lock(&mutex_);
+    stopping_ = true;
+    writer_wake_.SignalAll();
+    acked_.SignalAll();
+    // The connection thread closes an open stream politely (WritesDone) and returns; whatever
+    // still blocks after the grace period (a daemon that never answers) is cancelled.
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(kGracefulCloseMs);
+    if (!WaitUntilLocked(&stopped_, &connection_done_, deadline)) {
+      if (active_context_ != nullptr) active_context_->TryCancel();  // thread-safe
+    }
   }
-  lock.unlock();
   if (connection_thread_.joinable()) connection_thread_.join();
   if (grpc_initialized_) grpc_shutdown();  // the channel and stub are destroyed after this body
 }
@@ -108,18 +110,18 @@ std::shared_ptr<const v1::UpMessage> GrpcTransport::Encode(const fs_batch& batch
 void GrpcTransport::Submit(const fs_batch& batch) {
   // Serialises submitters, so batches enter the queue in sequence order while the encoding
   // itself runs outside mutex_ (acks are not held up by it).
-  std::lock_guard<std::mutex> submit_lock(submit_mutex_);
+  MutexLock submit_lock(&submit_mutex_);
   uint64_t seq;
   TransportLosses losses;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     seq = next_seq_++;
     losses = losses_;
   }
   std::shared_ptr<const v1::UpMessage> message = Encode(batch, seq, false, losses);
   uint64_t bytes = message->ByteSizeLong();
   const uint64_t droppable = DroppableRecords(batch);
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   if (!pending_.HasRoomFor(bytes) && droppable > 0) {
     // Over the bound: keep what the daemon needs to make sense of later batches (definitions,
     // metadata, losses), drop the records and say so in this very batch.
@@ -134,19 +136,23 @@ void GrpcTransport::Submit(const fs_batch& batch) {
                         encoded.windows_size();
   pending_.Push(PendingBatch{seq, std::move(message), kept, bytes, /*salvage=*/false});
   ++stats_.batches_submitted;
-  writer_wake_.notify_one();
+  writer_wake_.Signal();
 }
 
 bool GrpcTransport::Flush(int64_t timeout_ms) {
-  std::unique_lock<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::milliseconds(std::max<int64_t>(0, timeout_ms));
-  acked_.wait_until(lock, deadline, [this] { return pending_.empty() || stopping_; });
+  while (!pending_.empty() && !stopping_) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) break;
+    acked_.WaitFor(&mutex_, deadline - now);
+  }
   return pending_.empty();
 }
 
 fs_transport_stats GrpcTransport::Stats() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   fs_transport_stats stats = stats_;
   stats.bytes_pending = pending_.bytes();
   stats.reconnects = welcomes_ > 0 ? welcomes_ - 1 : 0;
@@ -154,7 +160,7 @@ fs_transport_stats GrpcTransport::Stats() {
 }
 
 bool GrpcTransport::PollControl(fs_control* out) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   if (controls_.empty()) return false;
   *out = controls_.front();
   controls_.pop_front();
@@ -166,10 +172,10 @@ void GrpcTransport::ReplyControl(uint64_t id, bool accepted, std::string_view me
   reply.mutable_control_reply()->set_id(id);
   reply.mutable_control_reply()->set_accepted(accepted);
   reply.mutable_control_reply()->set_message(std::string(message));
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   if (replies_.size() >= kMaxQueuedReplies) replies_.pop_front();
   replies_.push_back(std::move(reply));
-  writer_wake_.notify_one();
+  writer_wake_.Signal();
 }
 
 void GrpcTransport::ConnectionLoop() {
@@ -177,10 +183,10 @@ void GrpcTransport::ConnectionLoop() {
   uint32_t backoff_ms = initial_backoff_ms_;
   while (true) {
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      MutexLock lock(&mutex_);
       if (stopping_) {
         connection_done_ = true;
-        stopped_.notify_all();
+        stopped_.SignalAll();
         return;
       }
     }
@@ -193,22 +199,9 @@ void GrpcTransport::ConnectionLoop() {
 }
 
 bool GrpcTransport::RunStream(bool* retry_at_once) {
-  // Our loop's backoff decides when to try again; the long-lived channel's own backoff (which
-  // may have grown while the daemon was away) must not delay an attempt further.
-  grpc::experimental::ChannelResetConnectionBackoff(channel_.get());
-  // Give the connection one backoff step to come up instead of failing at once on a channel still
-  // marked TRANSIENT_FAILURE from the previous attempt. (No deadline on the stream itself: it is
-  // meant to live as long as the process.)
-  if (!channel_->WaitForConnected(std::chrono::system_clock::now() +
-                                  std::chrono::milliseconds(initial_backoff_ms_ * 2))) {
-    return false;
-  }
+  if (!WaitForChannel()) return false;
   grpc::ClientContext context;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (stopping_) return false;
-    active_context_ = &context;
-  }
+  if (!AttachContext(&context)) return false;
   auto stream = stub_->Stream(&context);
   bool welcomed = false;
   bool must_cancel = false;
@@ -216,74 +209,105 @@ bool GrpcTransport::RunStream(bool* retry_at_once) {
   if (stream->Write(hello_) && stream->Read(&first)) {
     if (first.has_welcome()) {
       welcomed = true;
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        stats_.batches_acked += pending_.AckThrough(first.welcome().committed_seq());
-        last_sent_seq_ = first.welcome().committed_seq();
-        stream_ended_ = false;
-        stats_.connected = 1;
-        ++welcomes_;
-      }
-      acked_.notify_all();
-      std::thread reader([this, s = stream.get()] {
-        pthread_setname_np(pthread_self(), "flopscope-read");
-        ReadLoop(s);
-      });
-      WriteLoop(stream.get());
-      {
-        // The writer stops on stop, on a failed write, or when the reader saw the end. Only in
-        // the first case may the reader still be blocked in Read: half-close and give the
-        // daemon a moment to end the stream, then cancel.
-        std::unique_lock<std::mutex> lock(mutex_);
-        if (stopping_ && !stream_ended_) {
-          lock.unlock();
-          stream->WritesDone();
-          lock.lock();
-          if (!writer_wake_.wait_for(lock, std::chrono::milliseconds(kGracefulCloseMs),
-                                     [this] { return stream_ended_; })) {
-            context.TryCancel();
-          }
-        }
-      }
-      reader.join();
+      ApplyWelcome(first.welcome());
+      ServeStream(stream.get(), &context);
     } else {
       must_cancel = true;  // not the protocol we speak: end the call before Finish
     }
   }
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    active_context_ = nullptr;
-    stats_.connected = 0;
-  }
+  DetachContext();
   if (must_cancel) context.TryCancel();
   const grpc::Status status = stream->Finish();
   *retry_at_once = HandleRejection(status, context);
   return welcomed;
 }
 
-void GrpcTransport::WriteLoop(grpc::ClientReaderWriter<v1::UpMessage, v1::DownMessage>* stream) {
-  std::unique_lock<std::mutex> lock(mutex_);
+bool GrpcTransport::WaitForChannel() {
+  // Our loop's backoff decides when to try again; the long-lived channel's own backoff (which
+  // may have grown while the daemon was away) must not delay an attempt further.
+  grpc::experimental::ChannelResetConnectionBackoff(channel_.get());
+  // Give the connection one backoff step to come up instead of failing at once on a channel still
+  // marked TRANSIENT_FAILURE from the previous attempt. (No deadline on the stream itself: it is
+  // meant to live as long as the process.)
+  return channel_->WaitForConnected(std::chrono::system_clock::now() +
+                                    std::chrono::milliseconds(initial_backoff_ms_ * 2));
+}
+
+bool GrpcTransport::AttachContext(grpc::ClientContext* context) {
+  MutexLock lock(&mutex_);
+  if (stopping_) return false;
+  active_context_ = context;
+  return true;
+}
+
+void GrpcTransport::DetachContext() {
+  MutexLock lock(&mutex_);
+  active_context_ = nullptr;
+  stats_.connected = 0;
+}
+
+void GrpcTransport::ApplyWelcome(const v1::Welcome& welcome) {
+  {
+    MutexLock lock(&mutex_);
+    stats_.batches_acked += pending_.AckThrough(welcome.committed_seq());
+    last_sent_seq_ = welcome.committed_seq();
+    stream_ended_ = false;
+    stats_.connected = 1;
+    ++welcomes_;
+  }
+  acked_.SignalAll();
+}
+
+void GrpcTransport::ServeStream(Stream* stream, grpc::ClientContext* context) {
+  std::thread reader([this, stream] {
+    pthread_setname_np(pthread_self(), "flopscope-read");
+    ReadLoop(stream);
+  });
+  WriteLoop(stream);
+  CloseGracefully(stream, context);
+  reader.join();
+}
+
+void GrpcTransport::CloseGracefully(Stream* stream, grpc::ClientContext* context) {
+  // The writer stops on stop, on a failed write, or when the reader saw the end. Only in the
+  // first case may the reader still be blocked in Read: half-close and give the daemon a moment
+  // to end the stream, then cancel.
+  {
+    MutexLock lock(&mutex_);
+    if (!stopping_ || stream_ended_) return;
+  }
+  stream->WritesDone();  // a network call: unlocked
+  MutexLock lock(&mutex_);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(kGracefulCloseMs);
+  if (!WaitUntilLocked(&writer_wake_, &stream_ended_, deadline)) context->TryCancel();
+}
+
+bool GrpcTransport::WriterHasWorkLocked() {
+  return stopping_ || stream_ended_ || !replies_.empty() ||
+         pending_.NextAfter(last_sent_seq_) != nullptr;
+}
+
+void GrpcTransport::WriteLoop(Stream* stream) {
+  MutexLock lock(&mutex_);
   while (true) {
-    writer_wake_.wait(lock, [this] {
-      return stopping_ || stream_ended_ || !replies_.empty() ||
-             pending_.NextAfter(last_sent_seq_) != nullptr;
-    });
+    while (!WriterHasWorkLocked()) writer_wake_.Wait(&mutex_);
     if (stopping_ || stream_ended_) return;
     if (!replies_.empty()) {
       v1::UpMessage reply = std::move(replies_.front());
       replies_.pop_front();
-      lock.unlock();
-      const bool written = stream->Write(reply);
-      lock.lock();
+      mutex_.Unlock();
+      const bool written = stream->Write(reply);  // a network call: unlocked
+      mutex_.Lock();
       if (!written) return;
       continue;
     }
     const PendingBatch* next = pending_.NextAfter(last_sent_seq_);
     std::shared_ptr<const v1::UpMessage> message = next->message;
     const uint64_t seq = next->seq;
-    lock.unlock();
-    const bool written = stream->Write(*message);
-    lock.lock();
+    mutex_.Unlock();
+    const bool written = stream->Write(*message);  // a network call: unlocked
+    mutex_.Lock();
     if (!written) return;
     last_sent_seq_ = std::max(last_sent_seq_, seq);
   }
@@ -292,18 +316,18 @@ void GrpcTransport::WriteLoop(grpc::ClientReaderWriter<v1::UpMessage, v1::DownMe
 void GrpcTransport::ReadLoop(grpc::ClientReaderWriter<v1::UpMessage, v1::DownMessage>* stream) {
   v1::DownMessage message;
   while (stream->Read(&message)) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     if (message.has_ack()) {
       stats_.batches_acked += pending_.AckThrough(message.ack().committed_seq());
-      acked_.notify_all();
+      acked_.SignalAll();
     } else if (message.has_control()) {
       if (controls_.size() >= kMaxQueuedControls) controls_.pop_front();
       controls_.push_back(ControlFrom(message.control()));
     }
   }
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   stream_ended_ = true;
-  writer_wake_.notify_all();
+  writer_wake_.SignalAll();
 }
 
 bool GrpcTransport::HandleRejection(const grpc::Status& status,
@@ -316,7 +340,7 @@ bool GrpcTransport::HandleRejection(const grpc::Status& status,
   char* end = nullptr;
   const uint64_t seq = std::strtoull(text.c_str(), &end, 10);
   if (end == text.c_str() || *end != '\0') return false;
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   const PendingBatch* rejected = pending_.Find(seq);
   if (rejected == nullptr) return false;
   ++stats_.batches_rejected;
@@ -339,13 +363,24 @@ bool GrpcTransport::HandleRejection(const grpc::Status& status,
   } else {
     pending_.Remove(seq);
   }
-  acked_.notify_all();
+  acked_.SignalAll();
   return true;
 }
 
 void GrpcTransport::SleepBackoff(uint32_t ms) {
-  std::unique_lock<std::mutex> lock(mutex_);
-  writer_wake_.wait_for(lock, std::chrono::milliseconds(ms), [this] { return stopping_; });
+  MutexLock lock(&mutex_);
+  WaitUntilLocked(&writer_wake_, &stopping_,
+                  std::chrono::steady_clock::now() + std::chrono::milliseconds(ms));
+}
+
+bool GrpcTransport::WaitUntilLocked(CondVar* cv, const bool* flag,
+                                    std::chrono::steady_clock::time_point deadline) {
+  while (!*flag) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) break;
+    cv->WaitFor(&mutex_, deadline - now);
+  }
+  return *flag;
 }
 
 }  // namespace flopscope::transport

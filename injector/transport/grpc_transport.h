@@ -2,15 +2,15 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include <condition_variable>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
 
+#include "common/mutex.h"
 #include "flopscope/v1/collector.grpc.pb.h"
 #include "injector/transport/batch_encoder.h"
 #include "injector/transport/pending_queue.h"
@@ -39,11 +39,11 @@ class GrpcTransport {
   GrpcTransport(const GrpcTransport&) = delete;
   GrpcTransport& operator=(const GrpcTransport&) = delete;
 
-  void Submit(const fs_batch& batch);
-  bool Flush(int64_t timeout_ms);
-  fs_transport_stats Stats();
-  bool PollControl(fs_control* out);
-  void ReplyControl(uint64_t id, bool accepted, std::string_view message);
+  void Submit(const fs_batch& batch) FS_EXCLUDES(submit_mutex_, mutex_);
+  bool Flush(int64_t timeout_ms) FS_EXCLUDES(mutex_);
+  fs_transport_stats Stats() FS_EXCLUDES(mutex_);
+  bool PollControl(fs_control* out) FS_EXCLUDES(mutex_);
+  void ReplyControl(uint64_t id, bool accepted, std::string_view message) FS_EXCLUDES(mutex_);
 
  private:
   GrpcTransport(std::string target, uint64_t max_pending_bytes, uint32_t initial_backoff_ms,
@@ -52,14 +52,36 @@ class GrpcTransport {
   static std::shared_ptr<const v1::UpMessage> Encode(const fs_batch& batch, uint64_t seq,
                                                      bool drop_records,
                                                      const TransportLosses& losses);
-  void ConnectionLoop();
+  using Stream = grpc::ClientReaderWriter<v1::UpMessage, v1::DownMessage>;
+
+  // Every function below that talks to the network runs without mutex_ (FS_EXCLUDES): a write
+  // or read may block for as long as the daemon takes.
+  void ConnectionLoop() FS_EXCLUDES(mutex_);
   // One stream from connect to end; true when the daemon welcomed us.
-  bool RunStream(bool* retry_at_once);
-  void WriteLoop(grpc::ClientReaderWriter<v1::UpMessage, v1::DownMessage>* stream);
-  void ReadLoop(grpc::ClientReaderWriter<v1::UpMessage, v1::DownMessage>* stream);
+  bool RunStream(bool* retry_at_once) FS_EXCLUDES(mutex_);
+  // Waits one backoff step for the channel to connect; false when it did not.
+  bool WaitForChannel();
+  // Publishes the stream's context for TryCancel on stop; false when stopping already.
+  bool AttachContext(grpc::ClientContext* context) FS_EXCLUDES(mutex_);
+  void DetachContext() FS_EXCLUDES(mutex_);
+  // Drops what the daemon committed and marks the stream connected.
+  void ApplyWelcome(const v1::Welcome& welcome) FS_EXCLUDES(mutex_);
+  // Runs a welcomed stream: the reader thread and the writer, until either ends or we stop.
+  void ServeStream(Stream* stream, grpc::ClientContext* context) FS_EXCLUDES(mutex_);
+  // On stop: half-closes the stream and gives the daemon kGracefulCloseMs to end it.
+  void CloseGracefully(Stream* stream, grpc::ClientContext* context) FS_EXCLUDES(mutex_);
+  void WriteLoop(Stream* stream) FS_EXCLUDES(mutex_);
+  void ReadLoop(Stream* stream) FS_EXCLUDES(mutex_);
   // Applies a rejection named in the trailers; true when a batch was dropped.
-  bool HandleRejection(const grpc::Status& status, const grpc::ClientContext& context);
-  void SleepBackoff(uint32_t ms);
+  bool HandleRejection(const grpc::Status& status, const grpc::ClientContext& context)
+      FS_EXCLUDES(mutex_);
+  void SleepBackoff(uint32_t ms) FS_EXCLUDES(mutex_);
+  // Waits on `cv` until *flag (a field guarded by mutex_) is set or `deadline` passes; returns
+  // *flag.
+  bool WaitUntilLocked(CondVar* cv, const bool* flag,
+                       std::chrono::steady_clock::time_point deadline) FS_REQUIRES(mutex_);
+  // Whether WriteLoop has something to do (or must return).
+  bool WriterHasWorkLocked() FS_REQUIRES(mutex_);
 
   const std::string target_;
   const uint32_t initial_backoff_ms_;
@@ -75,25 +97,26 @@ class GrpcTransport {
   const std::shared_ptr<grpc::Channel> channel_;
   const std::unique_ptr<v1::Collector::Stub> stub_;
 
-  std::mutex submit_mutex_;  // see Submit
+  Mutex submit_mutex_;  // see Submit; taken before mutex_, never after
   // Guards everything below. Never held across a network call: writes copy a shared_ptr out
   // and release it first.
-  std::mutex mutex_;
-  std::condition_variable writer_wake_;  // new batch, reply, stream end, stop
-  std::condition_variable acked_;        // acks and rejections (Flush waits on it)
-  std::condition_variable stopped_;      // the connection thread finished (destructor waits)
-  PendingQueue pending_;
-  uint64_t next_seq_ = 1;
-  uint64_t last_sent_seq_ = 0;  // on the current stream
-  TransportLosses losses_;
-  fs_transport_stats stats_{};
-  uint64_t welcomes_ = 0;
-  bool stopping_ = false;
-  bool stream_ended_ = false;
-  bool connection_done_ = false;
-  grpc::ClientContext* active_context_ = nullptr;  // for TryCancel on stop
-  std::deque<fs_control> controls_;
-  std::deque<v1::UpMessage> replies_;
+  Mutex mutex_;
+  CondVar writer_wake_;  // new batch, reply, stream end, stop
+  CondVar acked_;        // acks and rejections (Flush waits on it)
+  CondVar stopped_;      // the connection thread finished (destructor waits)
+  PendingQueue pending_ FS_GUARDED_BY(mutex_);
+  uint64_t next_seq_ FS_GUARDED_BY(mutex_) = 1;
+  uint64_t last_sent_seq_ FS_GUARDED_BY(mutex_) = 0;  // on the current stream
+  TransportLosses losses_ FS_GUARDED_BY(mutex_);
+  fs_transport_stats stats_ FS_GUARDED_BY(mutex_) = {};
+  uint64_t welcomes_ FS_GUARDED_BY(mutex_) = 0;
+  bool stopping_ FS_GUARDED_BY(mutex_) = false;
+  bool stream_ended_ FS_GUARDED_BY(mutex_) = false;
+  bool connection_done_ FS_GUARDED_BY(mutex_) = false;
+  // For TryCancel on stop.
+  grpc::ClientContext* active_context_ FS_GUARDED_BY(mutex_) = nullptr;
+  std::deque<fs_control> controls_ FS_GUARDED_BY(mutex_);
+  std::deque<v1::UpMessage> replies_ FS_GUARDED_BY(mutex_);
 
   std::thread connection_thread_;
 };

@@ -4,15 +4,23 @@
 
 namespace flopscope::transport {
 
+void PendingQueue::Account(const PendingBatch& batch, int sign) {
+  // Unsigned wrap-around makes the subtraction exact.
+  const uint64_t s = static_cast<uint64_t>(static_cast<int64_t>(sign));
+  bytes_ += s * batch.bytes;
+  records_ += s * batch.records;
+  if (batch.in_spool) spooled_records_ += s * batch.records;
+}
+
 void PendingQueue::Push(PendingBatch batch) {
-  bytes_ += batch.bytes;
+  Account(batch, +1);
   queue_.push_back(std::move(batch));
 }
 
 uint64_t PendingQueue::AckThrough(uint64_t committed) {
   uint64_t dropped = 0;
   while (!queue_.empty() && queue_.front().seq <= committed) {
-    bytes_ -= queue_.front().bytes;
+    Account(queue_.front(), -1);
     queue_.pop_front();
     ++dropped;
   }
@@ -24,7 +32,7 @@ std::optional<PendingBatch> PendingQueue::Remove(uint64_t seq) {
                          [seq](const PendingBatch& batch) { return batch.seq == seq; });
   if (it == queue_.end()) return std::nullopt;
   PendingBatch removed = std::move(*it);
-  bytes_ -= removed.bytes;
+  Account(removed, -1);
   queue_.erase(it);
   return removed;
 }
@@ -33,7 +41,8 @@ bool PendingQueue::Replace(PendingBatch batch) {
   auto it = std::find_if(queue_.begin(), queue_.end(),
                          [&batch](const PendingBatch& b) { return b.seq == batch.seq; });
   if (it == queue_.end()) return false;
-  bytes_ = bytes_ - it->bytes + batch.bytes;
+  Account(*it, -1);
+  Account(batch, +1);
   *it = std::move(batch);
   return true;
 }

@@ -6,17 +6,21 @@
 #include <optional>
 
 #include "flopscope/v1/collector.pb.h"
+#include "injector/transport/spool_file.h"
 
 namespace flopscope::transport {
 
 // One encoded batch waiting for its acknowledgement. The message is shared so the writer can
-// send it without copying while an ack may remove it from the queue.
+// send it without copying while an ack may remove it from the queue. A spooled batch has no
+// message in memory: it lies in the spool file at `spooled`.
 struct PendingBatch {
   uint64_t seq = 0;
-  std::shared_ptr<const v1::UpMessage> message;
+  std::shared_ptr<const v1::UpMessage> message;  // null when spooled
   uint64_t records = 0;  // ranges + kernels + metadata (what a rejection loses)
-  uint64_t bytes = 0;    // encoded size
+  uint64_t bytes = 0;    // memory held (its protobuf arena); 0 when spooled
   bool salvage = false;  // already rejected once and cut down to its definitions
+  bool in_spool = false;
+  SpoolFile::Entry spooled;
 };
 
 // Unacknowledged batches in sequence order, kept for resending after a reconnect. Not
@@ -41,14 +45,37 @@ class PendingQueue {
   // The first batch with seq > after, or null.
   const PendingBatch* NextAfter(uint64_t after) const;
 
+  // Calls spool(batch) for each batch still in memory, oldest first; a batch it returns true for
+  // is marked spooled at *entry and its memory freed. Stops at the first false.
+  template <typename SpoolFn>
+  void SpoolInMemory(SpoolFn spool) {
+    for (PendingBatch& batch : queue_) {
+      if (batch.in_spool) continue;
+      SpoolFile::Entry entry;
+      if (!spool(batch, &entry)) return;
+      Account(batch, -1);
+      batch.in_spool = true;
+      batch.spooled = entry;
+      batch.message.reset();
+      batch.bytes = 0;
+      Account(batch, +1);
+    }
+  }
+
   bool empty() const { return queue_.empty(); }
   size_t size() const { return queue_.size(); }
   uint64_t bytes() const { return bytes_; }
+  uint64_t records() const { return records_; }
+  uint64_t spooled_records() const { return spooled_records_; }
 
  private:
+  void Account(const PendingBatch& batch, int sign);
+
   const uint64_t max_bytes_;
   std::deque<PendingBatch> queue_;
   uint64_t bytes_ = 0;
+  uint64_t records_ = 0;
+  uint64_t spooled_records_ = 0;
 };
 
 }  // namespace flopscope::transport

@@ -29,8 +29,52 @@ extern "C" {
 #endif
 
 /* 2: counter windows (FLOPs): `counted` on ranges and kernels, fs_kernel_flops and
- * fs_counter_window records; fs_kernel lost its flops pointer. */
-#define FS_TRANSPORT_ABI_VERSION 2u
+ * fs_counter_window records; fs_kernel lost its flops pointer.
+ * 3: fs_counter_window.comm_kernels_excluded.
+ * 4: the spool (fs_transport_options.spool_dir and max_spool_bytes, fs_transport_api.spool),
+ *    fs_transport_stats.records_pending, records_spooled and orphans_replayed; max_pending_bytes
+ *    bounds the queue's memory, not its encoded size. */
+#define FS_TRANSPORT_ABI_VERSION 4u
+
+/* Named values of the uint32_t fields that cross the seam. Each mirrors a flopscope.v1 enum
+ * (proto/flopscope/v1/records.proto) that the core cannot include; batch_encoder.cc, the one file
+ * that sees both, static_asserts every value against its proto twin. The fields themselves stay
+ * uint32_t so the layout never depends on an enum's underlying type. */
+
+/* fs_range_event.kind: flopscope.v1.RangeKind */
+enum fs_range_kind {
+  FS_RANGE_KIND_PUSH_POP = 1, /* thread-scoped, nested */
+  FS_RANGE_KIND_START_END = 2 /* process-scoped, may cross threads */
+};
+
+/* fs_kernel.kind: flopscope.v1.ActivityKind */
+enum fs_activity_kind {
+  FS_ACTIVITY_KIND_KERNEL = 1,
+  FS_ACTIVITY_KIND_MEMCPY = 2,
+  FS_ACTIVITY_KIND_MEMSET = 3
+};
+
+/* fs_loss.cause: flopscope.v1.LossCause */
+enum fs_loss_cause {
+  FS_LOSS_BUFFER_FULL = 1,
+  FS_LOSS_DAEMON_UNREACHABLE = 2,
+  FS_LOSS_REJECTED = 3,
+  FS_LOSS_UNMATCHED_POP = 4,
+  FS_LOSS_STACK_OVERFLOW = 5,
+  FS_LOSS_TOO_MANY_PATHS = 6,
+  FS_LOSS_UNCLOSED_RANGE = 7,
+  FS_LOSS_CUPTI_DROPPED = 8,
+  FS_LOSS_EXIT_UNDELIVERED = 9,
+  FS_LOSS_COUNTER_UNMATCHED = 10,
+  FS_LOSS_CAUSE_MAX = 10 /* the highest cause; a new one raises it (and the ABI version) */
+};
+
+/* fs_control.kind: which of flopscope.v1.Control's commands the daemon sent. */
+enum fs_control_kind {
+  FS_CONTROL_UNKNOWN = 0, /* a command this transport does not know: refused */
+  FS_CONTROL_COUNTER_WINDOW = 1,
+  FS_CONTROL_FLUSH = 2
+};
 
 typedef struct fs_str {
   const char* data; /* not NUL-terminated necessarily */
@@ -74,7 +118,7 @@ typedef struct fs_range_path {
 typedef struct fs_range_event {
   uint64_t path_id, instance_id, parent_instance_id, thread_id;
   int64_t start_ns, end_ns;
-  uint32_t kind;   /* flopscope.v1.RangeKind */
+  uint32_t kind;   /* enum fs_range_kind */
   uint8_t counted; /* closed while a counter window was open */
 } fs_range_event;
 
@@ -101,7 +145,7 @@ typedef struct fs_kernel {
   uint32_t name_id, device_id, context_id, stream_id;
   int64_t start_ns, end_ns;
   uint32_t grid_x, grid_y, grid_z, block_x, block_y, block_z;
-  uint32_t kind; /* flopscope.v1.ActivityKind */
+  uint32_t kind; /* enum fs_activity_kind */
   uint64_t bytes, graph_id, graph_node_id;
   uint8_t counted; /* launched inside a counter window: kernel replay serialised it */
 } fs_kernel;
@@ -122,6 +166,7 @@ typedef struct fs_counter_window {
   uint32_t passes;
   uint64_t kernels_counted, ranges_unmatched;
   int64_t start_ns, end_ns;
+  uint64_t comm_kernels_excluded; /* kept out of kernel replay (NCCL, ...) */
 } fs_counter_window;
 
 typedef struct fs_metadata {
@@ -130,7 +175,7 @@ typedef struct fs_metadata {
 } fs_metadata;
 
 typedef struct fs_loss {
-  uint32_t cause;   /* flopscope.v1.LossCause */
+  uint32_t cause;   /* enum fs_loss_cause */
   uint64_t records; /* cumulative for the session */
 } fs_loss;
 
@@ -155,21 +200,33 @@ typedef struct fs_batch {
 } fs_batch;
 
 typedef struct fs_transport_options {
-  fs_str target;              /* gRPC target, e.g. "unix:/run/flopscope/flopscope.sock" */
-  uint64_t max_pending_bytes; /* encoded, unacknowledged batches kept for resend */
+  fs_str target; /* gRPC target, e.g. "unix:/run/flopscope/flopscope.sock" */
+  /* Memory (protobuf arenas) of the unacknowledged batches kept for resend. */
+  uint64_t max_pending_bytes;
   uint32_t reconnect_initial_ms, reconnect_max_ms;
+  /* A private directory (0700, ours) for the session's spool file; empty: no spool. A batch that
+   * does not fit in max_pending_bytes goes to the spool file instead of being dropped, as long as
+   * the file stays under max_spool_bytes. */
+  fs_str spool_dir;
+  uint64_t max_spool_bytes;
 } fs_transport_options;
 
 typedef struct fs_transport_stats {
   uint64_t batches_submitted, batches_acked, batches_rejected;
-  uint64_t records_dropped; /* by the transport: pending queue full or rejected */
+  /* Records the transport gave up on, counted once: DAEMON_UNREACHABLE (neither the queue nor
+   * the spool had room) plus REJECTED. */
+  uint64_t records_dropped;
   uint64_t bytes_pending, reconnects;
   uint8_t connected;
+  uint64_t records_pending;  /* in batches not yet acknowledged (in memory or spooled) */
+  uint64_t records_spooled;  /* of records_pending, those in the spool file */
+  uint64_t orphans_replayed; /* spool files of ended processes delivered by this transport */
+  uint64_t dropped_unreachable, dropped_rejected; /* records_dropped by cause */
 } fs_transport_stats;
 
 typedef struct fs_control {
   uint64_t id;
-  uint32_t kind; /* 1 = counter window, 2 = flush */
+  uint32_t kind; /* enum fs_control_kind */
   uint32_t steps;
   char metric_set[32];
 } fs_control;
@@ -192,8 +249,13 @@ typedef struct fs_transport_api {
   /* Pops one control command from the daemon: 1 when *out was filled, 0 when none waits. */
   int (*poll_control)(fs_transport* t, fs_control* out);
   void (*reply_control)(fs_transport* t, uint64_t id, int accepted, fs_str message);
-  /* Stops the transport's threads and frees it. Does not flush: call flush first. */
+  /* Stops the transport's threads and frees it. Does not flush: call flush first. A spool file
+   * that still holds unacknowledged batches is kept for a later process to deliver. */
   void (*destroy)(fs_transport* t);
+  /* At exit, after flush: writes every unacknowledged batch still in memory to the spool file
+   * (without syncing: the page cache outlives the process). Returns the records now waiting in
+   * the file; path (NUL-terminated, may be cut) names it. 0 when there is no spool. */
+  uint64_t (*spool)(fs_transport* t, char* path, size_t path_size);
 } fs_transport_api;
 
 /* The transport library's one exported symbol. */

@@ -86,6 +86,22 @@ class BadBatchTest(DaemonTestCase):
         bad_report = report(self.daemon.socket, "bad")
         self.assertEqual(bad_report["modules"], [])
         self.assertEqual(len(bad_report["ranks"]), 1)
+        # The daemon counted the drop (1 path + 2 ranges, broken rule: ranges), beside the
+        # producer's own losses, in the report (JSON and text) and in `flopscope jobs`.
+        rejected = {"batches": 1, "records": 3, "rules": {"ranges": {"batches": 1, "records": 3}}}
+        self.assertEqual(bad_report["rejected"], rejected)
+        self.assertEqual(bad_report["ranks"][0]["rejected"], rejected)
+        text = client(["report", "bad", "--socket", str(self.daemon.socket)])
+        self.assertEqual(text.returncode, 0, text.stderr)
+        self.assertIn("Rejected by daemon: 1 batch / 3 records (rule: ranges: 1 / 3)", text.stdout)
+        jobs = client(["jobs", "--socket", str(self.daemon.socket), "--format", "json"])
+        self.assertEqual(jobs.returncode, 0, jobs.stderr)
+        by_job = {job["job"]: job for job in json.loads(jobs.stdout)["jobs"]}
+        self.assertEqual((by_job["bad"]["rejected_batches"], by_job["bad"]["rejected_records"]),
+                         (1, 3))
+        self.assertEqual(by_job["good"]["rejected_batches"], 0)
+        jobs_text = client(["jobs", "--socket", str(self.daemon.socket)])
+        self.assertIn("bad: rejected by daemon: 1 batch / 3 records", jobs_text.stdout)
         result = run_job(self.daemon.socket, "after", [test_program("nvtx_phases"), "--before", "1"])
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertEqual(calls_by_path(report(self.daemon.socket, "after")),

@@ -75,6 +75,58 @@ bool ContextProfiler::InitializeImage(CuptiFailure* failure) {
               api_->counter_data_image_initialize(&params), failure);
 }
 
+bool ContextProfiler::SetConfig(CuptiFailure* failure) {
+  CUpti_RangeProfiler_SetConfig_Params config{};
+  config.structSize = CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE;
+  config.pRangeProfilerObject = object_;
+  config.configSize = config_.size();
+  config.pConfig = config_.data();
+  config.counterDataImageSize = image_.size();
+  config.pCounterDataImage = image_.data();
+  config.range = CUPTI_AutoRange;
+  config.replayMode = CUPTI_KernelReplay;
+  config.maxRangesPerPass = max_ranges_;
+  config.numNestingLevels = 1;
+  config.minNestingLevel = 1;
+  config.passIndex = 0;
+  config.targetNestingLevel = 1;
+  return Call("cuptiRangeProfilerSetConfig", api_->set_config(&config), failure);
+}
+
+bool ContextProfiler::Start(CuptiFailure* failure) {
+  CUpti_RangeProfiler_Start_Params start{};
+  start.structSize = CUpti_RangeProfiler_Start_Params_STRUCT_SIZE;
+  start.pRangeProfilerObject = object_;
+  if (!Call("cuptiRangeProfilerStart", api_->start(&start), failure)) return false;
+  started_ = true;
+  return true;
+}
+
+bool ContextProfiler::StartWithImage(uint32_t ranges, CuptiFailure* failure) {
+  max_ranges_ = ranges;
+  std::vector<const char*> names;
+  CUpti_RangeProfiler_GetCounterDataSize_Params size{};
+  size.structSize = CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE;
+  size.pRangeProfilerObject = object_;
+  size.maxNumOfRanges = ranges;
+  size.maxNumRangeTreeNodes = ranges;  // auto range: one level, one node per range
+  try {
+    for (const std::string& metric : metrics_) names.push_back(metric.c_str());
+    size.pMetricNames = names.data();
+    size.numMetrics = names.size();
+    if (!Call("cuptiRangeProfilerGetCounterDataSize", api_->get_counter_data_size(&size),
+              failure)) {
+      return false;
+    }
+    image_.assign(size.counterDataSize, 0);
+  } catch (const std::bad_alloc&) {
+    *failure = CuptiFailure{"allocating the counter data image", CUPTI_ERROR_OUT_OF_MEMORY,
+                            api_->ResultText(CUPTI_ERROR_OUT_OF_MEMORY)};
+    return false;
+  }
+  return InitializeImage(failure) && SetConfig(failure) && Start(failure);
+}
+
 bool ContextProfiler::Begin(const CounterPlan& plan, uint32_t max_ranges,
                             CuptiFailure* failure) noexcept {
   CUpti_RangeProfiler_Enable_Params enable{};
@@ -82,52 +134,25 @@ bool ContextProfiler::Begin(const CounterPlan& plan, uint32_t max_ranges,
   enable.ctx = context_;
   if (!Call("cuptiRangeProfilerEnable", api_->enable(&enable), failure)) return false;
   object_ = enable.pRangeProfilerObject;
-
-  std::vector<const char*> names;
-  CUpti_RangeProfiler_GetCounterDataSize_Params size{};
-  size.structSize = CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE;
-  size.pRangeProfilerObject = object_;
-  size.maxNumOfRanges = max_ranges;
-  size.maxNumRangeTreeNodes = max_ranges;  // auto range: one level, one node per range
   bool ok = true;
   try {
-    for (const std::string& metric : plan.metrics) names.push_back(metric.c_str());
-    size.pMetricNames = names.data();
-    size.numMetrics = names.size();
-    ok = Call("cuptiRangeProfilerGetCounterDataSize", api_->get_counter_data_size(&size), failure);
-    if (ok) image_.assign(size.counterDataSize, 0);
+    metrics_ = plan.metrics;
+    config_ = plan.config_image;
   } catch (const std::bad_alloc&) {
-    *failure = CuptiFailure{"allocating the counter data image", CUPTI_ERROR_OUT_OF_MEMORY,
+    *failure = CuptiFailure{"copying the counter plan", CUPTI_ERROR_OUT_OF_MEMORY,
                             api_->ResultText(CUPTI_ERROR_OUT_OF_MEMORY)};
     ok = false;
   }
-  ok = ok && InitializeImage(failure);
-  if (ok) {
-    CUpti_RangeProfiler_SetConfig_Params config{};
-    config.structSize = CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE;
-    config.pRangeProfilerObject = object_;
-    config.configSize = plan.config_image.size();
-    config.pConfig = plan.config_image.data();
-    config.counterDataImageSize = image_.size();
-    config.pCounterDataImage = image_.data();
-    config.range = CUPTI_AutoRange;
-    config.replayMode = CUPTI_KernelReplay;
-    config.maxRangesPerPass = max_ranges;
-    config.numNestingLevels = 1;
-    config.minNestingLevel = 1;
-    config.passIndex = 0;
-    config.targetNestingLevel = 1;
-    ok = Call("cuptiRangeProfilerSetConfig", api_->set_config(&config), failure);
+  ok = ok && StartWithImage(max_ranges, failure);
+  // gpu-review D6: the image's size or maxRangesPerPass may be more than CUPTI accepts (reported
+  // around 2000-3000 ranges). One retry at half the size; a second failure is the real cause.
+  if (!ok && object_ != nullptr && max_ranges / 2 >= kMinRetryRanges) {
+    ok = StartWithImage(max_ranges / 2, failure);
   }
-  CUpti_RangeProfiler_Start_Params start{};
-  start.structSize = CUpti_RangeProfiler_Start_Params_STRUCT_SIZE;
-  start.pRangeProfilerObject = object_;
-  ok = ok && Call("cuptiRangeProfilerStart", api_->start(&start), failure);
   if (!ok) {
     Disable();
     return false;
   }
-  started_ = true;
   return true;
 }
 
@@ -138,6 +163,13 @@ bool ContextProfiler::EndPass(DecodedImage* out, CuptiFailure* failure) noexcept
   stop.structSize = CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE;
   stop.pRangeProfilerObject = object_;
   if (!Call("cuptiRangeProfilerStop", api_->stop(&stop), failure)) return false;
+  // gpu-review D13: in kernel replay CUPTI replays every pass itself, so this is 1 after Stop
+  // (cupti_range_profiler.h, CUpti_RangeProfiler_Stop_Params). 0 would mean partial data.
+  if (stop.isAllPassSubmitted == 0) {
+    *failure = CuptiFailure{"cuptiRangeProfilerStop", CUPTI_ERROR_UNKNOWN,
+                            "not every kernel-replay pass was submitted"};
+    return false;
+  }
   CUpti_RangeProfiler_DecodeData_Params decode{};
   decode.structSize = CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE;
   decode.pRangeProfilerObject = object_;
@@ -155,15 +187,10 @@ bool ContextProfiler::EndPass(DecodedImage* out, CuptiFailure* failure) noexcept
 
 bool ContextProfiler::Resume(CuptiFailure* failure) noexcept {
   if (object_ == nullptr || started_) return started_;
-  // GPU-TODO: the samples re-initialise the image and Start again without a new SetConfig;
-  // confirm that the restarted pass writes into the re-initialised image from range 0.
-  if (!InitializeImage(failure)) return false;
-  CUpti_RangeProfiler_Start_Params start{};
-  start.structSize = CUpti_RangeProfiler_Start_Params_STRUCT_SIZE;
-  start.pRangeProfilerObject = object_;
-  if (!Call("cuptiRangeProfilerStart", api_->start(&start), failure)) return false;
-  started_ = true;
-  return true;
+  // gpu-review D12: NVIDIA's user-replay loop Starts again after Stop without SetConfig, but
+  // never after DecodeData and a re-initialised image. SetConfig hands CUPTI the re-initialised
+  // image again, as Begin does; it is cheap.
+  return InitializeImage(failure) && SetConfig(failure) && Start(failure);
 }
 
 void ContextProfiler::Disable() noexcept {

@@ -33,9 +33,10 @@ struct DecodedImage {
 // One CUDA context's range profiler in auto-range, kernel-replay mode (cupti.md §3.1): every
 // kernel launched on the context while it runs becomes one range, replayed once per pass.
 //
-//   Begin:   Enable -> counter data image for `max_ranges` -> SetConfig -> Start
-//   EndPass: Stop -> DecodeData -> copy the image
-//   Resume:  re-initialise the image -> Start (the window goes on)
+//   Begin:   Enable -> counter data image for `max_ranges` -> SetConfig -> Start; when the
+//            image, SetConfig or Start fails, once more with half the ranges (gpu-review D6)
+//   EndPass: Stop (all passes submitted, or the pass failed: D13) -> DecodeData -> copy image
+//   Resume:  re-initialise the image -> SetConfig -> Start (the window goes on; D12)
 //   Disable
 //
 // No lock and not thread-safe: the counter collector lets one thread at a time drive a context
@@ -60,15 +61,27 @@ class ContextProfiler {
 
   bool started() const { return started_; }
   CUcontext context() const { return context_; }
+  // The ranges one pass holds (what Begin settled on): the pass must end before more launches.
+  uint32_t max_ranges() const { return max_ranges_; }
+
+  // Below this a halved image is not tried: the window would decode after every few launches.
+  static constexpr uint32_t kMinRetryRanges = 16;
 
  private:
   bool Call(const char* name, CUptiResult result, CuptiFailure* failure) const;
+  // Sizes and initialises an image for `ranges`, then SetConfig and Start.
+  bool StartWithImage(uint32_t ranges, CuptiFailure* failure);
   bool InitializeImage(CuptiFailure* failure);
+  bool SetConfig(CuptiFailure* failure);
+  bool Start(CuptiFailure* failure);
 
   const RangeProfilerApi* const api_;
   const CUcontext context_;
   CUpti_RangeProfiler_Object* object_ = nullptr;  // set between Enable and Disable
+  std::vector<std::string> metrics_;              // the plan's, for GetCounterDataSize
+  std::vector<uint8_t> config_;                   // the plan's config image, for every SetConfig
   std::vector<uint8_t> image_;                    // the counter data image SetConfig was given
+  uint32_t max_ranges_ = 0;
   bool started_ = false;
 };
 

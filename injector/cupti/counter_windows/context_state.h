@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "counters/metric_catalog.h"
@@ -33,8 +34,13 @@ struct CounterCollector::ContextState {
   std::shared_ptr<const CounterPlan> plan;    // its plan
   LaunchOrdinals launches;                    // of its current pass
   bool graph_pass = false;  // the current pass is one graph launch's: end it at the next launch
+  // The pass ended before a communication launch; the profiler stays enabled for the window and
+  // Resumes at the next launch once no communication launch is inside the driver (D1).
+  bool paused = false;
+  std::vector<uint64_t> comm_in_flight;  // correlation ids of those still inside the driver
 
   bool transitioning = false;  // a thread is driving the profiler without the lock
+  std::thread::id driver;      // that thread
   bool disturbed = false;      // a launch came meanwhile (it was not counted)
   uint64_t failed_window = 0;  // counting failed here for this window: not tried again in it
   bool destroyed = false;
@@ -48,6 +54,8 @@ struct CounterCollector::Transition {
   bool end = false;         // Stop and decode the running pass
   bool resume = false;      // then start the next pass (the same window goes on)
   bool disable = false;     // then disable the profiler
+  bool pause = false;       // with end: keep the profiler enabled, stopped (D1)
+  bool foreign = false;     // the context is not current on this thread: push it (D11)
   bool begin = false;       // enable and start it for `window`
   bool initialize = false;  // cuptiProfilerInitialize first (the first start in the process)
   uint64_t ended_window = 0;

@@ -10,10 +10,11 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <thread>
 
 #include "injector/cupti/counter_windows/testing/fake_counter_backend.h"
-#include "injector/cupti/testing/fake_cupti.h"
 #include "injector/cupti/counter_windows/testing/fake_range_profiler.h"
+#include "injector/cupti/testing/fake_cupti.h"
 #include "injector/cupti/testing/recording_sink.h"
 
 namespace flopscope::injector::cupti {
@@ -26,10 +27,13 @@ using testing::RecordingSink;
 
 CUcontext Context(uintptr_t n) { return reinterpret_cast<CUcontext>(n); }
 const CUcontext kGpu = Context(0x1000);
+constexpr const char* kGemm = "_Z4gemmPfS_S_";
+constexpr const char* kAllReduce =
+    "_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE";
 
 class CounterCollectorTest : public ::testing::Test {
  protected:
-  void Make(const char* windows = nullptr, uint32_t max_ranges = 2048) {
+  void Make(const char* windows = nullptr, uint32_t max_ranges = 2048, uint32_t world_size = 1) {
     CounterSettings settings;
     settings.metric_set =
         counters::MetricSetKind::kCheap;  // these tests script the cheap set's counters
@@ -38,6 +42,7 @@ class CounterCollectorTest : public ::testing::Test {
       ASSERT_TRUE(ParseCounterWindows(windows, &settings, &error)) << error;
     }
     settings.max_ranges = max_ranges;
+    settings.world_size = world_size;
     auto backend = std::make_unique<FakeCounterBackend>();
     backend_ = backend.get();
     collector_ =
@@ -49,12 +54,13 @@ class CounterCollectorTest : public ::testing::Test {
   // One launch as CUPTI reports it: API enter, its kernels run on the GPU, API exit. Returns
   // whether the collector counted it.
   bool Launch(uint32_t correlation_id, RangeContext range = {}, CUcontext context = kGpu,
-              bool graph = false, int kernels = 1, CUresult returned = CUDA_SUCCESS) {
+              bool graph = false, int kernels = 1, CUresult returned = CUDA_SUCCESS,
+              const char* name = kGemm) {
     CUpti_CallbackData call{};
     call.callbackSite = CUPTI_API_ENTER;
     call.correlationId = correlation_id;
     call.context = context;
-    call.symbolName = graph ? nullptr : "_Z4gemmPfS_S_";
+    call.symbolName = graph ? nullptr : name;
     const bool counted =
         collector_->wants_launches() && collector_->OnLaunchEnter(call, graph, range);
     for (int i = 0; i < kernels; ++i) profiler_.KernelRuns(context, correlation_id);
@@ -70,6 +76,31 @@ class CounterCollectorTest : public ::testing::Test {
     collector_->OnStepEnd(step);
   }
 
+  // A collective: NCCL's all-reduce kernel.
+  bool LaunchAllReduce(uint32_t correlation_id) {
+    return Launch(correlation_id, {}, kGpu, false, 1, CUDA_SUCCESS, kAllReduce);
+  }
+
+  // Only the API enter of a launch on `context` (its exit comes later, or from another thread).
+  CUpti_CallbackData Enter(uint32_t correlation_id, const char* name, bool* counted) {
+    CUpti_CallbackData call{};
+    call.callbackSite = CUPTI_API_ENTER;
+    call.correlationId = correlation_id;
+    call.context = kGpu;
+    call.symbolName = name;
+    *counted = collector_->wants_launches() && collector_->OnLaunchEnter(call, false, {});
+    return call;
+  }
+  void Exit(CUpti_CallbackData call) {
+    call.callbackSite = CUPTI_API_EXIT;
+    call.functionReturnValue = &ok_;
+    if (collector_->wants_launches()) collector_->OnLaunchExit(call);
+  }
+
+  size_t Calls(const std::string& call) const {
+    return static_cast<size_t>(std::count(profiler_.calls.begin(), profiler_.calls.end(), call));
+  }
+
   std::map<uint64_t, KernelFlopsRecord> FlopsById() {
     std::map<uint64_t, KernelFlopsRecord> by_id;
     for (KernelFlopsRecord& record : sink_.flops()) by_id[record.correlation_id] = record;
@@ -81,6 +112,7 @@ class CounterCollectorTest : public ::testing::Test {
   RecordingSink sink_;
   FakeCounterBackend* backend_ = nullptr;
   std::unique_ptr<CounterCollector> collector_;
+  CUresult ok_ = CUDA_SUCCESS;
 };
 
 TEST_F(CounterCollectorTest, AWholeWindowGivesEachKernelItsFlopsAndOneWindowRecord) {
@@ -155,6 +187,10 @@ TEST_F(CounterCollectorTest, AFullImageIsDecodedAndTheWindowGoesOn) {
   collector_->Collect(false);
   EXPECT_EQ(profiler_.max_ranges, 16u);
   EXPECT_EQ(std::count(profiler_.calls.begin(), profiler_.calls.end(), "decode 1"), 3);
+  // D12: every restarted pass is configured again with its re-initialised image.
+  EXPECT_EQ(std::vector<std::string>(profiler_.calls.begin() + 4, profiler_.calls.begin() + 9),
+            (std::vector<std::string>{"stop 1", "decode 1", "initialize_image 1", "set_config 1",
+                                      "start 1"}));
   EXPECT_EQ(std::count(profiler_.calls.begin(), profiler_.calls.end(), "start 1"), 3);
   std::map<uint64_t, KernelFlopsRecord> flops = FlopsById();
   ASSERT_EQ(flops.size(), 40u);
@@ -289,8 +325,10 @@ TEST_F(CounterCollectorTest, ASecondContextTakesTheProfilerInTurn) {
   ASSERT_EQ(flops.size(), 3u);
   EXPECT_EQ(flops[2].device_id, 1u);
   EXPECT_DOUBLE_EQ(flops[3].fp32, 15.0);
-  EXPECT_EQ(profiler_.calls[4], "stop 1");
-  EXPECT_EQ(profiler_.calls[7], "enable 2");
+  // The first context's pass ends on the second's thread, with the first pushed current (D11).
+  EXPECT_EQ(
+      std::vector<std::string>(profiler_.calls.begin() + 4, profiler_.calls.begin() + 10),
+      (std::vector<std::string>{"push 1", "stop 1", "decode 1", "disable 1", "pop 1", "enable 2"}));
   ASSERT_EQ(sink_.windows().size(), 1u);
   EXPECT_EQ(sink_.windows()[0].kernels_counted, 3u);
 }
@@ -441,6 +479,271 @@ TEST_F(CounterCollectorTest, TheFullSetCountsTensorFlops) {
   ASSERT_EQ(sink_.windows().size(), 1u);
   EXPECT_EQ(sink_.windows()[0].passes, 6u);
   EXPECT_EQ(sink_.windows()[0].metric_set, "full");
+}
+
+// gpu-review D1: kernel replay must never re-run a collective (its peers wait for it).
+TEST_F(CounterCollectorTest, ACollectiveIsKeptOutOfReplayAndTheOthersPair) {
+  Make("steps=0");
+  collector_->OnStepBegin(0);
+  EXPECT_TRUE(Launch(1));
+  EXPECT_FALSE(LaunchAllReduce(2));  // no ordinal, and the profiler is stopped while it runs
+  EXPECT_FALSE(profiler_.started(kGpu));
+  EXPECT_TRUE(Launch(3));  // the next pass starts after the collective's API exit
+  EXPECT_TRUE(Launch(4));
+  EXPECT_FALSE(LaunchAllReduce(5));
+  collector_->OnStepEnd(0);
+  Launch(6);
+  collector_->Collect(false);
+
+  std::map<uint64_t, KernelFlopsRecord> flops = FlopsById();
+  ASSERT_EQ(flops.size(), 3u);
+  for (uint64_t id : {1, 3, 4}) EXPECT_DOUBLE_EQ(flops[id].fp32, 5.0 * id) << id;
+  ASSERT_EQ(sink_.windows().size(), 1u);
+  const CounterWindowRecord& window = sink_.windows()[0];
+  EXPECT_EQ(window.comm_kernels_excluded, 2u);
+  EXPECT_EQ(window.kernels_counted, 3u);
+  EXPECT_EQ(window.ranges_unmatched, 0u);
+  EXPECT_EQ(window.status, "");
+  EXPECT_EQ(sink_.unmatched(), 0u);
+  // Paused, not disabled: one Enable for the window; each pass configured before its Start.
+  EXPECT_EQ(profiler_.calls,
+            (std::vector<std::string>{"enable 1", "initialize_image 1", "set_config 1", "start 1",
+                                      "stop 1", "decode 1",  // before the all-reduce
+                                      "initialize_image 1", "set_config 1", "start 1", "stop 1",
+                                      "decode 1",  // before the second one
+                                      "disable 1"}));
+}
+
+TEST_F(CounterCollectorTest, NoPassStartsWhileACollectiveIsInsideTheDriver) {
+  Make("steps=0");
+  collector_->OnStepBegin(0);
+  EXPECT_TRUE(Launch(1));
+  bool counted = true;
+  const CUpti_CallbackData all_reduce = Enter(2, kAllReduce, &counted);  // thread A
+  EXPECT_FALSE(counted);
+  EXPECT_FALSE(Launch(3));  // thread B, while A's collective is still inside the driver
+  EXPECT_FALSE(profiler_.started(kGpu));
+  Exit(all_reduce);
+  EXPECT_TRUE(Launch(4));
+  collector_->OnStepEnd(0);
+  collector_->Collect(/*final=*/true);
+  std::map<uint64_t, KernelFlopsRecord> flops = FlopsById();
+  ASSERT_EQ(flops.size(), 2u);
+  EXPECT_DOUBLE_EQ(flops[1].fp32, 5.0);
+  EXPECT_DOUBLE_EQ(flops[4].fp32, 20.0);
+  ASSERT_EQ(sink_.windows().size(), 1u);
+  EXPECT_EQ(sink_.windows()[0].comm_kernels_excluded, 1u);
+  EXPECT_EQ(sink_.windows()[0].ranges_unmatched, 1u);  // launch 3: in the window, not counted
+  EXPECT_NE(sink_.windows()[0].status.find("communication kernel was inside the driver"),
+            std::string::npos)
+      << sink_.windows()[0].status;
+}
+
+TEST_F(CounterCollectorTest, AnotherThreadsProfilerSwitchIsWaitedForBeforeACollective) {
+  Make("steps=0");
+  std::thread other;
+  bool comm_counted = true;
+  CUpti_CallbackData all_reduce{};
+  profiler_.during_start = [&] {
+    // Thread A starts the profiler for launch 1; thread B's collective comes meanwhile and must
+    // wait for the switch to end, then stop the pass before its kernel runs.
+    other = std::thread([&] { all_reduce = Enter(2, kAllReduce, &comm_counted); });
+  };
+  collector_->OnStepBegin(0);
+  bool counted = false;
+  const CUpti_CallbackData first = Enter(1, kGemm, &counted);
+  other.join();
+  EXPECT_TRUE(counted);
+  EXPECT_FALSE(comm_counted);
+  EXPECT_FALSE(profiler_.started(kGpu));  // stopped before the collective ran
+  profiler_.KernelRuns(kGpu, 1);
+  Exit(first);
+  Exit(all_reduce);
+  EXPECT_TRUE(Launch(3));
+  collector_->OnStepEnd(0);
+  collector_->Collect(/*final=*/true);
+  std::map<uint64_t, KernelFlopsRecord> flops = FlopsById();
+  ASSERT_EQ(flops.size(), 1u);  // launch 1 was inside the driver when its pass ended: unpaired
+  EXPECT_DOUBLE_EQ(flops[3].fp32, 15.0);
+  ASSERT_EQ(sink_.windows().size(), 1u);
+  EXPECT_EQ(sink_.windows()[0].comm_kernels_excluded, 1u);
+  EXPECT_EQ(sink_.windows()[0].status.find("a communication kernel could not"), std::string::npos)
+      << sink_.windows()[0].status;
+}
+
+TEST_F(CounterCollectorTest, AMultiRankJobLeavesGraphsOutAndSaysSo) {
+  Make(nullptr, 2048, /*world_size=*/4);
+  const ControlAnswer answer = collector_->RequestWindow(1, "cheap", 1);
+  EXPECT_TRUE(answer.accepted);
+  EXPECT_NE(answer.message.find("communication kernels are left out"), std::string::npos);
+  collector_->OnStepBegin(0);
+  EXPECT_TRUE(Launch(1));
+  // A graph may hold NCCL kernels, and its kernels are not known at launch.
+  EXPECT_FALSE(Launch(2, {}, kGpu, /*graph=*/true, /*kernels=*/2));
+  EXPECT_FALSE(Launch(3, {}, kGpu, false, 1, CUDA_SUCCESS, /*name=*/nullptr));
+  EXPECT_TRUE(Launch(4));
+  collector_->OnStepEnd(0);
+  collector_->Collect(/*final=*/true);
+  std::map<uint64_t, KernelFlopsRecord> flops = FlopsById();
+  ASSERT_EQ(flops.size(), 2u);
+  EXPECT_DOUBLE_EQ(flops[4].fp32, 20.0);
+  ASSERT_EQ(sink_.windows().size(), 1u);
+  EXPECT_EQ(sink_.windows()[0].ranges_unmatched, 2u);
+  EXPECT_NE(sink_.windows()[0].status.find("multi-rank job are not counted"), std::string::npos)
+      << sink_.windows()[0].status;
+}
+
+TEST_F(CounterCollectorTest, AMultiRankJobThatCannotKeepACollectiveOutRefusesWindows) {
+  Make("every=1", 2048, /*world_size=*/2);
+  collector_->OnStepBegin(1);
+  EXPECT_TRUE(Launch(1));
+  profiler_.stop_result = CUPTI_ERROR_UNKNOWN;  // the pass cannot be ended before the kernel
+  EXPECT_FALSE(LaunchAllReduce(2));
+  profiler_.stop_result = CUPTI_SUCCESS;
+  EXPECT_TRUE(profiler_.objects.empty());  // disabled at once instead
+  EXPECT_FALSE(Launch(3));                 // not tried again in this window
+  collector_->OnStepEnd(1);
+  collector_->OnStepBegin(2);  // the environment's next window: refused, with a record
+  EXPECT_FALSE(collector_->wants_launches());
+  EXPECT_FALSE(Launch(4));
+  collector_->OnStepEnd(2);
+  collector_->Collect(false);
+  const std::vector<CounterWindowRecord> windows = sink_.windows();
+  ASSERT_EQ(windows.size(), 2u);
+  EXPECT_EQ(windows[0].status.find("a communication kernel could not be kept out of kernel "
+                                   "replay (cuptiRangeProfilerStop failed"),
+            0u)
+      << windows[0].status;
+  EXPECT_EQ(windows[1].first_step, 2);
+  EXPECT_EQ(windows[1].status.find("no counter windows in this multi-rank job (WORLD_SIZE=2)"), 0u)
+      << windows[1].status;
+  const ControlAnswer refused = collector_->RequestWindow(1, "", 9);
+  EXPECT_FALSE(refused.accepted);
+  EXPECT_EQ(refused.message.find("no counter windows in this multi-rank job (WORLD_SIZE=2): a "
+                                 "communication kernel could not be kept out"),
+            0u)
+      << refused.message;
+}
+
+TEST_F(CounterCollectorTest, ASingleProcessStillTakesWindowsAfterAnExclusionFailure) {
+  Make("steps=0");
+  collector_->OnStepBegin(0);
+  EXPECT_TRUE(Launch(1));
+  profiler_.stop_result = CUPTI_ERROR_UNKNOWN;
+  EXPECT_FALSE(LaunchAllReduce(2));
+  profiler_.stop_result = CUPTI_SUCCESS;
+  collector_->OnStepEnd(0);
+  collector_->Collect(false);
+  ASSERT_EQ(sink_.windows().size(), 1u);
+  EXPECT_NE(sink_.windows()[0].status.find("could not be kept out"), std::string::npos);
+  EXPECT_TRUE(collector_->RequestWindow(1, "", 9).accepted);  // no peers to hang
+}
+
+// gpu-review D7: a launch on a capturing stream runs nothing and makes no range.
+TEST_F(CounterCollectorTest, ALaunchCapturedIntoAGraphGivesItsOrdinalBack) {
+  Make("steps=0");
+  collector_->OnStepBegin(0);
+  EXPECT_TRUE(Launch(1));
+  bool counted = false;
+  const CUpti_CallbackData captured = Enter(2, kGemm, &counted);
+  EXPECT_TRUE(counted);              // not known yet at its API enter
+  collector_->OnGraphNodeCreated();  // CUPTI, inside the launch: it was captured
+  Exit(captured);                    // and no kernel ran
+  collector_->OnGraphNodeCreated();  // a node created outside any launch changes nothing
+  EXPECT_TRUE(Launch(3));
+  collector_->OnStepEnd(0);
+  collector_->Collect(/*final=*/true);
+  std::map<uint64_t, KernelFlopsRecord> flops = FlopsById();
+  ASSERT_EQ(flops.size(), 2u);
+  EXPECT_DOUBLE_EQ(flops[1].fp32, 5.0);
+  EXPECT_DOUBLE_EQ(flops[3].fp32, 15.0);
+  EXPECT_EQ(sink_.unmatched(), 0u);
+  EXPECT_EQ(sink_.windows()[0].status, "");
+}
+
+// gpu-review D6: CUPTI may refuse a large image; the context retries once with half.
+TEST_F(CounterCollectorTest, ARefusedImageSizeIsRetriedAtHalfAndThePassesFollow) {
+  Make("steps=0", /*max_ranges=*/32);
+  profiler_.refuse_ranges_above = 16;
+  collector_->OnStepBegin(0);
+  for (uint32_t id = 1; id <= 40; ++id) EXPECT_TRUE(Launch(id));
+  collector_->OnStepEnd(0);
+  Launch(41);
+  collector_->Collect(false);
+  EXPECT_EQ(profiler_.max_ranges, 16u);
+  EXPECT_EQ(profiler_.max_ranges_per_pass, 16u);
+  EXPECT_EQ(Calls("decode 1"), 3u);  // 16 + 16 + 8
+  EXPECT_EQ(Calls("enable 1"), 1u);
+  std::map<uint64_t, KernelFlopsRecord> flops = FlopsById();
+  ASSERT_EQ(flops.size(), 40u);
+  for (uint64_t id = 1; id <= 40; ++id) EXPECT_DOUBLE_EQ(flops[id].fp32, 5.0 * id) << id;
+  EXPECT_EQ(sink_.windows()[0].status, "");
+}
+
+TEST_F(CounterCollectorTest, ASecondRefusalFailsTheWindowWithCuptisAnswer) {
+  Make("steps=0", /*max_ranges=*/64);
+  profiler_.refuse_ranges_above = 16;  // 64, then 32: both too many
+  collector_->OnStepBegin(0);
+  EXPECT_FALSE(Launch(1));
+  collector_->OnStepEnd(0);
+  collector_->Collect(false);
+  ASSERT_EQ(sink_.windows().size(), 1u);
+  EXPECT_EQ(sink_.windows()[0].status.find("cuptiRangeProfilerSetConfig failed "
+                                           "(CUPTI_ERROR_INVALID_OPERATION)"),
+            0u)
+      << sink_.windows()[0].status;
+  EXPECT_TRUE(profiler_.objects.empty());
+}
+
+// gpu-review D11: at exit the exporter thread stops the profiler with its context pushed.
+TEST_F(CounterCollectorTest, AtExitTheProfilerIsStoppedWithItsContextCurrent) {
+  Make("steps=0-9");
+  collector_->OnStepBegin(0);
+  EXPECT_TRUE(Launch(1));
+  collector_->Collect(/*final=*/true);
+  EXPECT_EQ(std::vector<std::string>(profiler_.calls.begin() + 4, profiler_.calls.end()),
+            (std::vector<std::string>{"push 1", "stop 1", "decode 1", "disable 1", "pop 1"}));
+  EXPECT_TRUE(profiler_.current.empty());
+  EXPECT_EQ(FlopsById().size(), 1u);
+}
+
+// gpu-review D13: partial data after Stop is a failed pass, not counters.
+TEST_F(CounterCollectorTest, APassWithUnsubmittedReplaysIsNotEvaluated) {
+  Make("steps=0");
+  profiler_.all_pass_submitted = false;
+  collector_->OnStepBegin(0);
+  EXPECT_TRUE(Launch(1));
+  collector_->OnStepEnd(0);
+  Launch(2);
+  collector_->Collect(false);
+  EXPECT_TRUE(sink_.flops().empty());
+  ASSERT_EQ(sink_.windows().size(), 1u);
+  EXPECT_NE(sink_.windows()[0].status.find("not every kernel-replay pass was submitted"),
+            std::string::npos)
+      << sink_.windows()[0].status;
+}
+
+// gpu-review D14: the first pass that does not pair is described on stderr, once.
+TEST_F(CounterCollectorTest, TheFirstUnpairedPassIsDescribedOnceOnStderr) {
+  Make("every=1");
+  collector_->OnStepBegin(1);
+  Launch(1);
+  profiler_.KernelRuns(kGpu, 999);  // a kernel the launch callbacks never saw
+  Launch(2);
+  collector_->OnStepEnd(1);
+  Step(2, {3});
+  profiler_.KernelRuns(kGpu, 998);
+  Step(3, {4});
+  ::testing::internal::CaptureStderr();
+  collector_->Collect(/*final=*/true);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("flopscope: first counter pass that did not pair: 2 launches, 3 ranges "
+                     "(0,1,2), 0 dropped: 3 counter ranges for 2 launches\n"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(err.find("first counter pass", err.find("first counter pass") + 1), std::string::npos)
+      << err;  // window 3 did not pair either: not described again
+  EXPECT_EQ(sink_.windows().size(), 3u);
 }
 
 }  // namespace

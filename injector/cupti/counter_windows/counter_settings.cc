@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstring>
 
 #include "injector/injector_config.h"
 
@@ -108,8 +109,26 @@ bool ParseCounterWindows(std::string_view text, CounterSettings* settings, std::
   return true;
 }
 
+namespace {
+
+uint32_t WorldSize(const EnvLookup& env) {
+  for (const char* name : {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"}) {
+    const char* text = env(name);
+    if (text == nullptr || *text == '\0') continue;
+    uint32_t size = 0;
+    const char* end = text + std::strlen(text);
+    const auto [stop, error] = std::from_chars(text, end, size);
+    // Malformed: the session identity warns about it; one process is assumed.
+    return error == std::errc() && stop == end && size > 0 ? size : 1;
+  }
+  return 1;
+}
+
+}  // namespace
+
 CounterSettings CounterSettingsFromEnvironment(const EnvLookup& env) {
   CounterSettings settings;
+  settings.world_size = WorldSize(env);
   settings.max_ranges = static_cast<uint32_t>(
       ReadBoundedEnv(env, "FLOPSCOPE_COUNTER_RANGES", CounterSettings::kMinRanges,
                      CounterSettings::kMaxRanges, settings.max_ranges, &settings.warnings));

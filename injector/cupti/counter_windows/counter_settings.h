@@ -36,11 +36,20 @@ struct CounterSettings {
   counters::MetricSetKind metric_set = counters::MetricSetKind::kFull;
   std::string text;  // FLOPSCOPE_COUNTERS as given, for the window records' trigger
   // FLOPSCOPE_COUNTER_RANGES: launches per counter data image; when a window's launches fill
-  // it, the profiler is stopped and decoded, then restarted (a decode costs host time).
+  // it, the profiler is stopped and decoded, then restarted (a decode costs host time). When
+  // CUPTI refuses an image this large, the context retries once with half (gpu-review D6).
   uint32_t max_ranges = kDefaultMaxRanges;
+  // Processes in the job (WORLD_SIZE, else OMPI_COMM_WORLD_SIZE, PMI_SIZE, SLURM_NTASKS; 1 when
+  // unset). Above 1 a window must keep every communication kernel out of kernel replay or stop
+  // (gpu-review D1): its peers would wait for a kernel that replay holds back.
+  uint32_t world_size = 1;
   std::vector<std::string> warnings;
 
-  static constexpr uint32_t kDefaultMaxRanges = 2048;
+  bool multi_rank() const { return world_size > 1; }
+
+  // NVIDIA's samples use 10-20 ranges, Kineto 1500, and SetConfig is reported to refuse some
+  // 2000-3000 (gpu-review D6); a decode per 512 launches costs little next to kernel replay.
+  static constexpr uint32_t kDefaultMaxRanges = 512;
   // The most steps one window may count (the daemon refuses longer windows' records).
   static constexpr int64_t kMaxWindowSteps = 10000;
   static constexpr uint32_t kMinRanges = 16;

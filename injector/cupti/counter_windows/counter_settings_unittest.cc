@@ -24,7 +24,10 @@ TEST(CounterSettingsTest, UnsetMeansNoEnvironmentWindowsAndDefaults) {
   const CounterSettings settings = FromEnv({});
   EXPECT_FALSE(settings.windows.any);
   EXPECT_EQ(settings.metric_set, MetricSetKind::kFull);
-  EXPECT_EQ(settings.max_ranges, 2048u);
+  EXPECT_EQ(settings.max_ranges, CounterSettings::kDefaultMaxRanges);
+  EXPECT_LE(settings.max_ranges, 1024u);  // gpu-review D6: well below SetConfig's reported limit
+  EXPECT_EQ(settings.world_size, 1u);
+  EXPECT_FALSE(settings.multi_rank());
   EXPECT_TRUE(settings.warnings.empty());
 }
 
@@ -80,11 +83,22 @@ TEST(CounterSettingsTest, MalformedTextGivesOneWarningAndNoWindows) {
 }
 
 TEST(CounterSettingsTest, RangesPerDecodeAreBounded) {
-  EXPECT_EQ(FromEnv({{"FLOPSCOPE_COUNTER_RANGES", "512"}}).max_ranges, 512u);
+  EXPECT_EQ(FromEnv({{"FLOPSCOPE_COUNTER_RANGES", "2048"}}).max_ranges, 2048u);
   const CounterSettings bad = FromEnv({{"FLOPSCOPE_COUNTER_RANGES", "1"}});
-  EXPECT_EQ(bad.max_ranges, 2048u);
+  EXPECT_EQ(bad.max_ranges, CounterSettings::kDefaultMaxRanges);
   ASSERT_EQ(bad.warnings.size(), 1u);
   EXPECT_NE(bad.warnings[0].find("FLOPSCOPE_COUNTER_RANGES"), std::string::npos);
+}
+
+TEST(CounterSettingsTest, TheJobSizeComesFromTheLauncher) {
+  EXPECT_EQ(FromEnv({{"WORLD_SIZE", "8"}}).world_size, 8u);
+  EXPECT_TRUE(FromEnv({{"WORLD_SIZE", "8"}}).multi_rank());
+  EXPECT_EQ(FromEnv({{"OMPI_COMM_WORLD_SIZE", "4"}}).world_size, 4u);
+  EXPECT_EQ(FromEnv({{"SLURM_NTASKS", "2"}}).world_size, 2u);
+  // WORLD_SIZE first; a malformed one means one process (the identity warns about it).
+  EXPECT_EQ(FromEnv({{"WORLD_SIZE", "2"}, {"PMI_SIZE", "16"}}).world_size, 2u);
+  EXPECT_EQ(FromEnv({{"WORLD_SIZE", "two"}, {"PMI_SIZE", "16"}}).world_size, 1u);
+  EXPECT_EQ(FromEnv({{"WORLD_SIZE", "0"}}).world_size, 1u);
 }
 
 }  // namespace

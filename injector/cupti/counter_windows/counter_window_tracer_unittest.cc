@@ -3,13 +3,14 @@
 // while a window wants them, and the kernels launched in the window come out counted.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 
+#include "injector/cupti/counter_windows/testing/fake_counter_backend.h"
+#include "injector/cupti/counter_windows/testing/fake_range_profiler.h"
 #include "injector/cupti/kernel_tracer.h"
 #include "injector/cupti/testing/activity_buffer_builder.h"
-#include "injector/cupti/counter_windows/testing/fake_counter_backend.h"
 #include "injector/cupti/testing/fake_cupti.h"
-#include "injector/cupti/counter_windows/testing/fake_range_profiler.h"
 #include "injector/cupti/testing/recording_sink.h"
 
 namespace flopscope::injector::cupti {
@@ -57,14 +58,17 @@ class CounterWindowTracerTest : public ::testing::Test {
     fake_.callback(fake_.userdata, CUPTI_CB_DOMAIN_RESOURCE, cbid, &data);
   }
 
-  // An API call as CUPTI reports it to the subscriber; kernels run between enter and exit.
-  void Api(int domain, uint32_t cbid, uint32_t correlation_id, int kernels) {
+  // An API call as CUPTI reports it to the subscriber; kernels run between enter and exit, and
+  // so does `inside` (what CUPTI reports from within the call).
+  void Api(int domain, uint32_t cbid, uint32_t correlation_id, int kernels,
+           const char* name = "_Z6kernelv", const std::function<void()>& inside = {}) {
     CUpti_CallbackData data{};
     data.callbackSite = CUPTI_API_ENTER;
     data.correlationId = correlation_id;
     data.context = gpu();
-    data.symbolName = "_Z6kernelv";
+    data.symbolName = name;
     fake_.callback(fake_.userdata, static_cast<CUpti_CallbackDomain>(domain), cbid, &data);
+    if (inside) inside();
     for (int i = 0; i < kernels; ++i) profiler_.KernelRuns(gpu(), correlation_id);
     CUresult ok = CUDA_SUCCESS;
     data.callbackSite = CUPTI_API_EXIT;
@@ -72,6 +76,17 @@ class CounterWindowTracerTest : public ::testing::Test {
     fake_.callback(fake_.userdata, static_cast<CUpti_CallbackDomain>(domain), cbid, &data);
   }
   void Launch(uint32_t correlation_id) { Api(kDriver, kLaunchKernel, correlation_id, 1); }
+
+  // CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED for a kernel node (stream capture makes one).
+  void GraphNodeCreated() {
+    CUpti_GraphData graph{};
+    graph.node = reinterpret_cast<CUgraphNode>(&node_);
+    CUpti_ResourceData data{};
+    data.context = gpu();
+    data.resourceDescriptor = &graph;
+    fake_.callback(fake_.userdata, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
+                   &data);
+  }
 
   // The activity records of kernels 1..n arrive and are collected.
   void DeliverKernels(uint32_t n) {
@@ -92,6 +107,7 @@ class CounterWindowTracerTest : public ::testing::Test {
   }
 
   int gpu_ = 0;
+  int node_ = 0;
   FakeCupti fake_;
   FakeRangeProfiler profiler_;
   RecordingSink sink_;
@@ -156,7 +172,7 @@ TEST_F(CounterWindowTracerTest, AContextDestroyedInAWindowDecodesAndExitFinishes
   EXPECT_EQ(sink_.flops().size(), 2u);
   ASSERT_EQ(sink_.windows().size(), 1u);
   EXPECT_EQ(sink_.windows()[0].status, "the process exited before the window's last step");
-  EXPECT_TRUE(fake_.finalized);
+  EXPECT_FALSE(fake_.finalized);  // never at exit by default (gpu-review D2)
 }
 
 TEST_F(CounterWindowTracerTest, WithoutWindowsTheLaunchPathNeverReachesTheCollector) {
@@ -169,6 +185,32 @@ TEST_F(CounterWindowTracerTest, WithoutWindowsTheLaunchPathNeverReachesTheCollec
   EXPECT_EQ(sink_.records().size(), 100u);
   for (const KernelRecord& record : sink_.records()) EXPECT_FALSE(record.counted);
   EXPECT_TRUE(sink_.windows().empty());
+}
+
+// D1 and D7 through the tracer's callbacks: an NCCL kernel is never replayed, and a launch
+// captured into a graph (stream capture) gives its ordinal back when CUPTI reports its node.
+TEST_F(CounterWindowTracerTest, CollectivesAndCapturedLaunchesTakeNoOrdinal) {
+  fake_.graph_node_ids = {{&node_, 77}};
+  ContextEvent(CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
+  windows_->OnStepBegin(0);
+  windows_->OnStepEnd(0);
+  windows_->OnStepBegin(1);
+  Launch(1);
+  Api(kDriver, kLaunchKernel, 2, 1, "ncclDevKernel_AllReduce_Sum_f32_RING_LL");
+  Api(kDriver, kLaunchKernel, 3, 0, "_Z6kernelv", [&] { GraphNodeCreated(); });  // captured
+  Launch(4);
+  windows_->OnStepEnd(1);
+  Launch(5);
+  tracer_->Collect(false);
+  std::map<uint64_t, KernelFlopsRecord> flops;
+  for (KernelFlopsRecord& record : sink_.flops()) flops[record.correlation_id] = record;
+  ASSERT_EQ(flops.size(), 2u);
+  EXPECT_DOUBLE_EQ(flops[1].fp32, 5.0);
+  EXPECT_DOUBLE_EQ(flops[4].fp32, 20.0);
+  ASSERT_EQ(sink_.windows().size(), 1u);
+  EXPECT_EQ(sink_.windows()[0].comm_kernels_excluded, 1u);
+  EXPECT_EQ(sink_.windows()[0].ranges_unmatched, 0u);
+  EXPECT_EQ(sink_.windows()[0].status, "");
 }
 
 }  // namespace

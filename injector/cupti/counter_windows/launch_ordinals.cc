@@ -65,6 +65,22 @@ void LaunchOrdinals::Exit(uint64_t correlation_id, bool failed) {
   in_flight_.erase(it);
 }
 
+bool LaunchOrdinals::Withdraw(uint64_t correlation_id) {
+  auto it = std::find_if(in_flight_.begin(), in_flight_.end(), [&](const InFlight& launch) {
+    return launch.correlation_id == correlation_id;
+  });
+  if (it == in_flight_.end() || it->ordinal == kEarlierPass) return false;
+  const size_t ordinal = it->ordinal;
+  in_flight_.erase(it);  // its exit, when it comes, finds nothing
+  entries_.erase(entries_.begin() + static_cast<std::ptrdiff_t>(ordinal));
+  for (InFlight& launch : in_flight_) {
+    if (launch.ordinal != kEarlierPass && launch.ordinal > ordinal) --launch.ordinal;
+  }
+  has_graph_ = std::any_of(entries_.begin(), entries_.end(),
+                           [](const LaunchEntry& entry) { return entry.graph; });
+  return true;
+}
+
 void LaunchOrdinals::Taint(const std::string& reason) {
   if (taint_.empty()) taint_ = reason;
 }
@@ -80,6 +96,10 @@ LaunchOrdinals::Pass LaunchOrdinals::Take() {
     for (InFlight& launch : in_flight_) launch.ordinal = kEarlierPass;
   }
   return pass;
+}
+
+void LaunchOrdinals::Resumed() {
+  if (entries_.empty() && in_flight_.empty()) taint_.clear();
 }
 
 Pairing PairRanges(const LaunchOrdinals::Pass& pass, size_t ranges, size_t dropped,

@@ -47,12 +47,20 @@ class LaunchOrdinals {
   size_t Enter(const LaunchMark& mark, bool graph);
   // The launch with this correlation id left the driver; `failed` when it returned an error.
   void Exit(uint64_t correlation_id, bool failed);
+  // The launch with this correlation id, still inside the driver, turned out to make no range
+  // (it was captured into a graph: D7). Its ordinal goes and the later ones move down by one.
+  // False when it has no ordinal in this pass.
+  bool Withdraw(uint64_t correlation_id);
   // Marks the pass unprovable; the first reason is kept.
   void Taint(const std::string& reason);
 
   // Ends the pass: moves its entries out and starts the next one empty. Launches still inside
   // the driver may land in either pass or none, so both are tainted.
   Pass Take();
+  // The next pass starts only now, after a pause (the profiler stayed stopped since Take): once
+  // every launch of the earlier pass has left the driver, none can land in it, and Take's taint
+  // of the next pass goes.
+  void Resumed();
 
   size_t size() const { return entries_.size(); }
   bool has_graph() const { return has_graph_; }

@@ -154,5 +154,45 @@ TEST(PairRangesTest, AnEmptyPassIsFine) {
   EXPECT_EQ(pairing.problem, "");
 }
 
+TEST(LaunchOrdinalsTest, ACapturedLaunchIsWithdrawnAndTheLaterOrdinalsMoveDown) {
+  LaunchOrdinals ordinals;
+  ordinals.Enter(Mark(1), false);
+  ordinals.Exit(1, false);
+  EXPECT_EQ(ordinals.Enter(Mark(2), false), 1u);  // captured into a graph: no kernel runs
+  EXPECT_EQ(ordinals.Enter(Mark(3), false), 2u);  // another thread's, while 2 is in the driver
+  EXPECT_TRUE(ordinals.Withdraw(2));
+  EXPECT_FALSE(ordinals.Withdraw(2));
+  ordinals.Exit(2, false);  // finds nothing: no taint for a launch that has no ordinal
+  ordinals.Exit(3, false);
+  EXPECT_EQ(ordinals.size(), 2u);
+  const LaunchOrdinals::Pass pass = ordinals.Take();
+  EXPECT_EQ(pass.taint, "");
+  ASSERT_EQ(pass.entries.size(), 2u);
+  EXPECT_EQ(pass.entries[0].mark.correlation_id, 1u);
+  EXPECT_EQ(pass.entries[1].mark.correlation_id, 3u);
+  // 3 overlapped 2 inside the driver: still marked, since its order was unknown when it entered.
+  EXPECT_TRUE(pass.entries[1].ambiguous);
+  EXPECT_FALSE(ordinals.Withdraw(1));  // left the driver long ago
+}
+
+TEST(LaunchOrdinalsTest, ALaunchOfAnEarlierPassCannotBeWithdrawn) {
+  LaunchOrdinals ordinals;
+  ordinals.Enter(Mark(1), false);
+  ordinals.Take();  // 1 was in flight when the pass ended
+  EXPECT_FALSE(ordinals.Withdraw(1));
+  EXPECT_EQ(ordinals.taint(), "a launch was inside the driver when the pass began");
+}
+
+TEST(LaunchOrdinalsTest, APassResumedAfterThePauseIsCleanOnceTheDriverIsEmpty) {
+  LaunchOrdinals ordinals;
+  ordinals.Enter(Mark(1), false);
+  EXPECT_EQ(ordinals.Take().taint, "a launch was inside the driver when the pass ended");
+  ordinals.Resumed();  // 1 is still inside: it could still land in the next pass
+  EXPECT_EQ(ordinals.taint(), "a launch was inside the driver when the pass began");
+  ordinals.Exit(1, false);
+  ordinals.Resumed();
+  EXPECT_EQ(ordinals.taint(), "");
+}
+
 }  // namespace
 }  // namespace flopscope::injector::cupti

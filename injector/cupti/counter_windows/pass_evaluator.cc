@@ -1,8 +1,10 @@
 #include "injector/cupti/counter_windows/pass_evaluator.h"
 
 #include <cmath>
+#include <utility>
 
 #include "counters/kernel_flop_values.h"
+#include "injector/cupti/recorder.h"
 
 namespace flopscope::injector::cupti {
 namespace {
@@ -40,6 +42,20 @@ PassEvaluator::Result AllUnmatched(const FlushedPass& pass, std::string problem)
   result.unmatched = pass.launches.entries.size();
   result.problem = std::move(problem);
   return result;
+}
+
+// One line for the first pass that did not pair: the figures PairRanges judged by.
+std::string DescribeMismatch(const FlushedPass& pass, const std::vector<std::string>& names,
+                             const std::string& problem) {
+  constexpr size_t kShown = 4;
+  std::string shown;
+  for (size_t i = 0; i < names.size() && i < kShown; ++i) shown += (i > 0 ? "," : "") + names[i];
+  if (names.size() > kShown + 1) shown += ",...";
+  if (names.size() > kShown) shown += "," + names.back();
+  return "first counter pass that did not pair: " + std::to_string(pass.launches.entries.size()) +
+         " launches, " + std::to_string(names.size()) + " ranges (" + shown + "), " +
+         std::to_string(pass.data.dropped) + " dropped" +
+         (pass.launches.taint.empty() ? "" : ", " + pass.launches.taint) + ": " + problem;
 }
 
 }  // namespace
@@ -91,6 +107,7 @@ bool PassEvaluator::Values(RangeEvaluator* evaluator, const DecodedImage& data, 
 }
 
 PassEvaluator::Result PassEvaluator::Evaluate(const FlushedPass& pass) {
+  if (Recorder* recorder = ActiveRecorder()) recorder->RecordPass(pass);  // FLOPSCOPE_RECORD_DIR
   if (!pass.error.empty()) return AllUnmatched(pass, pass.error);
   std::vector<std::string> names;
   std::string error;
@@ -99,6 +116,9 @@ PassEvaluator::Result PassEvaluator::Evaluate(const FlushedPass& pass) {
   Result result;
   result.unmatched = pairing.unmatched;
   result.problem = pairing.problem;
+  if (pairing.unmatched > 0 && !std::exchange(mismatch_described_, true)) {
+    result.diagnostic = DescribeMismatch(pass, names, pairing.problem);
+  }
   if (pairing.pairs.empty() && !pairing.graph_sum) return result;
 
   RangeEvaluator* evaluator = EvaluatorFor(pass.plan, &error);

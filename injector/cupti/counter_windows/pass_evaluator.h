@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "injector/records/counter_records.h"
 #include "injector/cupti/counter_windows/context_profiler.h"
 #include "injector/cupti/counter_windows/counter_backend.h"
 #include "injector/cupti/counter_windows/launch_ordinals.h"
 #include "injector/cupti/counter_windows/range_profiler_api.h"
+#include "injector/records/counter_records.h"
 
 namespace flopscope::injector::cupti {
 
@@ -37,6 +37,10 @@ class PassEvaluator {
     uint64_t counted = 0;    // launches that got FLOPs
     uint64_t unmatched = 0;  // launches or ranges that did not pair (or could not be evaluated)
     std::string problem;     // why, when unmatched > 0
+    // The first pass of the process that did not pair, described for one stderr line (launches,
+    // ranges and their names, drops, taint): what the first GPU runs need to see (gpu-review
+    // D14). Empty for every later one.
+    std::string diagnostic;
   };
 
   PassEvaluator(const RangeProfilerApi* api, CounterBackend* backend)
@@ -59,6 +63,7 @@ class PassEvaluator {
     std::unique_ptr<RangeEvaluator> evaluator;
   };
   std::map<const CounterPlan*, Evaluator> evaluators_;
+  bool mismatch_described_ = false;
 };
 
 }  // namespace flopscope::injector::cupti

@@ -1,5 +1,7 @@
 #include "injector/cupti/counter_windows/range_profiler_api.h"
 
+#include <dlfcn.h>
+
 #include "counters/cupti_symbols.h"
 
 namespace flopscope::injector::cupti {
@@ -45,6 +47,11 @@ bool ResolveRangeProfilerApi(void* handle, RangeProfilerApi* out, std::string* e
   if (!missing.empty()) {
     *error = "libcupti lacks the range profiler (" + missing + "): no counter windows";
     return false;
+  }
+  // RTLD_NOLOAD: only the libcuda CUDA itself loaded (CUPTI runs inside cuInit, so it is there).
+  if (void* cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD)) {
+    counters::ResolveCuptiSymbol(cuda, "cuCtxPushCurrent_v2", &api.ctx_push_current, nullptr);
+    counters::ResolveCuptiSymbol(cuda, "cuCtxPopCurrent_v2", &api.ctx_pop_current, nullptr);
   }
   *out = api;
   return true;

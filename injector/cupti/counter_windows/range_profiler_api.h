@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cuda.h>
 #include <cupti_profiler_target.h>
 #include <cupti_range_profiler.h>
 
@@ -26,14 +27,20 @@ struct RangeProfilerApi {
   decltype(&::cuptiRangeProfilerDecodeData) decode_data = nullptr;
   decltype(&::cuptiRangeProfilerGetCounterDataInfo) get_counter_data_info = nullptr;
   decltype(&::cuptiRangeProfilerCounterDataGetRangeInfo) get_range_info = nullptr;
+  // From the libcuda already loaded (optional: null when it cannot be found). Make a context
+  // current on a thread where it is not, around Stop/Decode/Disable (gpu-review D11). These
+  // driver calls raise no callback of ours: the tracer enables launch callbacks only.
+  decltype(&::cuCtxPushCurrent) ctx_push_current = nullptr;
+  decltype(&::cuCtxPopCurrent) ctx_pop_current = nullptr;
 
   bool Complete() const;
   // "CUPTI_ERROR_HARDWARE_BUSY" style text for a result, or "CUPTI error <n>".
   std::string ResultText(CUptiResult result) const;
 };
 
-// Fills `out` from an open libcupti (never closed). False with `error` naming every missing
-// entry (a libcupti older than the Range Profiler, CUDA 12.6).
+// Fills `out` from an open libcupti (never closed), and the context calls from the libcuda the
+// process has loaded (never loaded here). False with `error` naming every missing CUPTI entry (a
+// libcupti older than the Range Profiler, CUDA 12.6).
 bool ResolveRangeProfilerApi(void* handle, RangeProfilerApi* out, std::string* error);
 
 }  // namespace flopscope::injector::cupti

@@ -9,14 +9,14 @@
 #include <map>
 #include <string>
 
+#include "injector/cupti/counter_windows/testing/fake_counter_backend.h"
+#include "injector/cupti/counter_windows/testing/fake_range_profiler.h"
 #include "injector/cupti/kernel_tracer.h"
 #include "injector/cupti/testing/activity_buffer_builder.h"
-#include "injector/cupti/counter_windows/testing/fake_counter_backend.h"
 #include "injector/cupti/testing/fake_cupti.h"
-#include "injector/cupti/counter_windows/testing/fake_range_profiler.h"
+#include "injector/export/testing/dump_reader.h"
 #include "injector/kernel_api_sink.h"
 #include "injector/session.h"
-#include "injector/export/testing/dump_reader.h"
 
 namespace flopscope::injector::cupti {
 namespace {

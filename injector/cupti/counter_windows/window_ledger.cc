@@ -80,6 +80,10 @@ void WindowLedger::LaunchesLost(uint64_t id, uint64_t launches, const std::strin
   if (window->problem.empty()) window->problem = why;
 }
 
+void WindowLedger::CommExcluded(uint64_t id) {
+  if (Window* window = Find(id)) ++window->record.comm_kernels_excluded;
+}
+
 bool WindowLedger::AnyStarted(uint64_t id) const {
   auto it = windows_.find(id);
   return it != windows_.end() && it->second.any_started;

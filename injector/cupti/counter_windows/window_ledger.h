@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "injector/records/counter_records.h"
 #include "injector/cupti/counter_windows/counter_backend.h"
 #include "injector/cupti/counter_windows/window_scheduler.h"
+#include "injector/records/counter_records.h"
 
 namespace flopscope::injector::cupti {
 
@@ -40,6 +40,8 @@ class WindowLedger {
   void PassEvaluated(uint64_t id, uint64_t counted, uint64_t unmatched, const std::string& problem);
   // Launches of the window that were never part of a pass (a context that could not start).
   void LaunchesLost(uint64_t id, uint64_t launches, const std::string& why);
+  // A communication kernel launched in the window was kept out of counting.
+  void CommExcluded(uint64_t id);
 
   // Whether any context counted for the window (so its ranges are really slowed down).
   bool AnyStarted(uint64_t id) const;

@@ -1,11 +1,11 @@
 #pragma once
 
 #include <map>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "common/mutex.h"
 #include "injector/kernel_tracing.h"
 
 namespace flopscope::injector::cupti::testing {
@@ -43,18 +43,18 @@ class RecordingSink : public TraceSink {
   bool ranges_counted();
 
  private:
-  std::mutex mutex_;  // guards everything below
-  std::map<std::string, uint32_t> names_;
-  std::vector<KernelRecord> records_;
-  std::vector<std::pair<std::string, std::string>> metadata_;
-  uint64_t dropped_ = 0;
-  uint64_t buffer_full_ = 0;
-  uint64_t wakes_ = 0;
-  PhaseContext phase_;
-  bool ranges_counted_ = false;
-  std::vector<KernelFlopsRecord> flops_;
-  std::vector<CounterWindowRecord> windows_;
-  uint64_t unmatched_ = 0;
+  Mutex mutex_;  // guards everything below
+  std::map<std::string, uint32_t> names_ FS_GUARDED_BY(mutex_);
+  std::vector<KernelRecord> records_ FS_GUARDED_BY(mutex_);
+  std::vector<std::pair<std::string, std::string>> metadata_ FS_GUARDED_BY(mutex_);
+  uint64_t dropped_ FS_GUARDED_BY(mutex_) = 0;
+  uint64_t buffer_full_ FS_GUARDED_BY(mutex_) = 0;
+  uint64_t wakes_ FS_GUARDED_BY(mutex_) = 0;
+  PhaseContext phase_ FS_GUARDED_BY(mutex_);
+  bool ranges_counted_ FS_GUARDED_BY(mutex_) = false;
+  std::vector<KernelFlopsRecord> flops_ FS_GUARDED_BY(mutex_);
+  std::vector<CounterWindowRecord> windows_ FS_GUARDED_BY(mutex_);
+  uint64_t unmatched_ FS_GUARDED_BY(mutex_) = 0;
 };
 
 }  // namespace flopscope::injector::cupti::testing

@@ -81,6 +81,10 @@ CUptiResult InitializeImage(CUpti_RangeProfiler_CounterDataImage_Initialize_Para
 CUptiResult SetConfig(CUpti_RangeProfiler_SetConfig_Params* params) {
   FakeRangeProfiler::Object* object = ObjectOf(params->pRangeProfilerObject);
   Log("set_config", object);
+  g_fake->max_ranges_per_pass = static_cast<uint32_t>(params->maxRangesPerPass);
+  if (g_fake->refuse_ranges_above != 0 && params->maxRangesPerPass > g_fake->refuse_ranges_above) {
+    return CUPTI_ERROR_INVALID_OPERATION;
+  }
   object->image = params->pCounterDataImage;
   object->image_size = params->counterDataImageSize;
   g_fake->auto_range_kernel_replay &=
@@ -101,8 +105,9 @@ CUptiResult Start(CUpti_RangeProfiler_Start_Params* params) {
 CUptiResult Stop(CUpti_RangeProfiler_Stop_Params* params) {
   FakeRangeProfiler::Object* object = ObjectOf(params->pRangeProfilerObject);
   Log("stop", object);
+  if (g_fake->stop_result != CUPTI_SUCCESS) return g_fake->stop_result;
   object->started = false;
-  params->isAllPassSubmitted = 1;
+  params->isAllPassSubmitted = g_fake->all_pass_submitted ? 1 : 0;
   return CUPTI_SUCCESS;
 }
 
@@ -139,6 +144,25 @@ CUptiResult RangeInfo(CUpti_RangeProfiler_CounterData_GetRangeInfo_Params* param
   return CUPTI_SUCCESS;
 }
 
+int NumberOf(CUcontext context) {
+  auto it = g_fake->numbers.find(context);
+  return it == g_fake->numbers.end() ? 0 : it->second;
+}
+
+CUresult PushCurrent(CUcontext context) {
+  g_fake->calls.push_back("push " + std::to_string(NumberOf(context)));
+  g_fake->current.push_back(context);
+  return CUDA_SUCCESS;
+}
+
+CUresult PopCurrent(CUcontext* context) {
+  if (g_fake->current.empty()) return CUDA_ERROR_INVALID_CONTEXT;
+  g_fake->calls.push_back("pop " + std::to_string(NumberOf(g_fake->current.back())));
+  if (context != nullptr) *context = g_fake->current.back();
+  g_fake->current.pop_back();
+  return CUDA_SUCCESS;
+}
+
 }  // namespace
 
 FakeRangeProfiler::FakeRangeProfiler() { g_fake = this; }
@@ -170,6 +194,8 @@ RangeProfilerApi FakeRangeProfiler::Api() const {
   api.decode_data = &Decode;
   api.get_counter_data_info = &DataInfo;
   api.get_range_info = &RangeInfo;
+  api.ctx_push_current = &PushCurrent;
+  api.ctx_pop_current = &PopCurrent;
   return api;
 }
 

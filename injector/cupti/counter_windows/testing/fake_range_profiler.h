@@ -42,6 +42,10 @@ class FakeRangeProfiler {
   CUptiResult enable_result = CUPTI_SUCCESS;
   CUptiResult start_result = CUPTI_SUCCESS;
   CUptiResult decode_result = CUPTI_SUCCESS;
+  CUptiResult stop_result = CUPTI_SUCCESS;
+  bool all_pass_submitted = true;  // Stop's isAllPassSubmitted
+  // SetConfig refuses a maxRangesPerPass above this (0: any), as CUPTI is reported to.
+  uint32_t refuse_ranges_above = 0;
   std::deque<size_t> extra_dropped;  // numOfRangeDropped added at successive decodes
   bool skip_a_name = false;          // names jump by 2 once (a range CUPTI lost in between)
   // Runs inside cuptiRangeProfilerStart, as another thread's launch (or a CUPTI callback)
@@ -49,10 +53,13 @@ class FakeRangeProfiler {
   std::function<void()> during_start;
 
   // What the collector did, in order: "enable", "set_config", "start", "stop", "decode",
-  // "initialize_image", "disable" (each with the context's number: "start 1").
+  // "initialize_image", "disable", "push", "pop" (each with the context's number: "start 1";
+  // "pop" with the number of the context it took off the thread).
   std::vector<std::string> calls;
   int initializations = 0;
   uint32_t max_ranges = 0;               // as given to GetCounterDataSize
+  uint32_t max_ranges_per_pass = 0;      // as given to the last SetConfig
+  std::vector<CUcontext> current;        // pushed with cuCtxPushCurrent (one thread's stack)
   bool auto_range_kernel_replay = true;  // every SetConfig asked for auto range + kernel replay
 
   struct Object {

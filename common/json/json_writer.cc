@@ -1,74 +1,58 @@
-#include "client/json_writer.h"
+#include "common/json/json_writer.h"
 
 #include <cassert>
 #include <charconv>
 #include <cmath>
 
-#include "absl/strings/str_format.h"
+#include "common/utf8.h"
 
-namespace flopscope::client {
+namespace flopscope {
 namespace {
 
 constexpr std::string_view kReplacementCharacter = "\\ufffd";
 
-// Length of the valid UTF-8 sequence starting at text[i], or 0 when it is not one (overlong forms,
-// surrogates and code points above U+10FFFF are rejected, as RFC 3629 requires).
-size_t Utf8SequenceLength(std::string_view text, size_t i) {
-  const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
-  const unsigned char lead = byte(i);
-  size_t length = 0;
-  unsigned char second_min = 0x80, second_max = 0xBF;
-  if (lead >= 0xC2 && lead <= 0xDF) {
-    length = 2;
-  } else if (lead >= 0xE0 && lead <= 0xEF) {
-    length = 3;
-    if (lead == 0xE0) second_min = 0xA0;  // overlong
-    if (lead == 0xED) second_max = 0x9F;  // UTF-16 surrogates
-  } else if (lead >= 0xF0 && lead <= 0xF4) {
-    length = 4;
-    if (lead == 0xF0) second_min = 0x90;  // overlong
-    if (lead == 0xF4) second_max = 0x8F;  // above U+10FFFF
-  } else {
-    return 0;
-  }
-  if (i + length > text.size()) return 0;
-  if (byte(i + 1) < second_min || byte(i + 1) > second_max) return 0;
-  for (size_t k = 2; k < length; ++k) {
-    if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return 0;
-  }
-  return length;
+// Appends the decimal text of an integer (std::to_chars: exact, locale-free).
+template <typename Integer>
+void AppendInteger(Integer value, std::string* out) {
+  char buffer[32];
+  const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
+  out->append(buffer, result.ptr);
 }
 
-void AppendEscapedAscii(char c, std::string& out) {
+void AppendEscapedAscii(char c, std::string* out) {
   switch (c) {
     case '"':
-      out += "\\\"";
+      *out += "\\\"";
       return;
     case '\\':
-      out += "\\\\";
+      *out += "\\\\";
       return;
     case '\b':
-      out += "\\b";
+      *out += "\\b";
       return;
     case '\f':
-      out += "\\f";
+      *out += "\\f";
       return;
     case '\n':
-      out += "\\n";
+      *out += "\\n";
       return;
     case '\r':
-      out += "\\r";
+      *out += "\\r";
       return;
     case '\t':
-      out += "\\t";
+      *out += "\\t";
       return;
     default:
       break;
   }
-  if (static_cast<unsigned char>(c) < 0x20) {
-    absl::StrAppendFormat(&out, "\\u%04x", static_cast<unsigned char>(c));
+  const auto byte = static_cast<unsigned char>(c);
+  if (byte < 0x20) {
+    constexpr char kHex[] = "0123456789abcdef";
+    *out += "\\u00";
+    out->push_back(kHex[byte >> 4]);
+    out->push_back(kHex[byte & 0xF]);
   } else {
-    out.push_back(c);
+    out->push_back(c);
   }
 }
 
@@ -78,26 +62,24 @@ std::string JsonWriter::Quote(std::string_view text) {
   std::string out;
   out.reserve(text.size() + 2);
   out.push_back('"');
-  size_t i = 0;
-  while (i < text.size()) {
-    if (static_cast<unsigned char>(text[i]) < 0x80) {
-      AppendEscapedAscii(text[i], out);
-      ++i;
+  while (!text.empty()) {
+    if (static_cast<unsigned char>(text[0]) < 0x80) {
+      AppendEscapedAscii(text[0], &out);
+      text.remove_prefix(1);
       continue;
     }
-    const size_t length = Utf8SequenceLength(text, i);
+    const size_t length = Utf8SequenceLength(text);
     if (length == 0) {
       out += kReplacementCharacter;
-      ++i;
+      text.remove_prefix(1);
     } else {
-      out.append(text.substr(i, length));
-      i += length;
+      out.append(text.substr(0, length));
+      text.remove_prefix(length);
     }
   }
   out.push_back('"');
   return out;
 }
-
 void JsonWriter::NewLine() {
   if (indent_width_ <= 0) return;
   out_.push_back('\n');
@@ -173,13 +155,13 @@ JsonWriter& JsonWriter::String(std::string_view value) {
 
 JsonWriter& JsonWriter::Int(int64_t value) {
   BeforeValue();
-  absl::StrAppendFormat(&out_, "%d", value);
+  AppendInteger(value, &out_);
   return *this;
 }
 
 JsonWriter& JsonWriter::Uint(uint64_t value) {
   BeforeValue();
-  absl::StrAppendFormat(&out_, "%d", value);
+  AppendInteger(value, &out_);
   return *this;
 }
 
@@ -209,4 +191,4 @@ std::string JsonWriter::Finish() const {
   return out_ + "\n";
 }
 
-}  // namespace flopscope::client
+}  // namespace flopscope

@@ -1,11 +1,11 @@
-#include "daemon/sqlite_db.h"
+#include "common/sqlite/sqlite_db.h"
 
 #include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 
-namespace flopscope::daemon {
+namespace flopscope {
 namespace {
 
 // How long a connection waits for another connection's write lock (a query reading while the
@@ -40,6 +40,18 @@ absl::StatusOr<std::unique_ptr<SqliteDb>> SqliteDb::OpenWithSchema(const std::st
   if (absl::Status s = (*db)->Exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"); !s.ok())
     return s;
   if (absl::Status s = (*db)->Exec(schema_sql); !s.ok()) return s;
+  return db;
+}
+
+absl::StatusOr<std::unique_ptr<SqliteDb>> SqliteDb::OpenReadOnly(const std::string& path) {
+  absl::StatusOr<std::unique_ptr<SqliteDb>> db = Open(path, SQLITE_OPEN_READONLY);
+  if (!db.ok()) return absl::InvalidArgumentError(db.status().message());
+  // SQLite reads the header lazily: touch the schema now, so a file that is not a database fails
+  // here rather than at the first query.
+  if (absl::StatusOr<absl::flat_hash_set<std::string>> tables = (*db)->TableNames(); !tables.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot open ", path, " as SQLite: ", tables.status().message()));
+  }
   return db;
 }
 
@@ -125,4 +137,41 @@ absl::Status SqliteDb::PrepareAll(std::initializer_list<StatementSlot> statement
   return absl::OkStatus();
 }
 
-}  // namespace flopscope::daemon
+absl::Status SqliteDb::ForEachRow(
+    absl::string_view sql, const std::function<absl::Status(const SqliteStatement&)>& on_row) {
+  absl::StatusOr<std::unique_ptr<SqliteStatement>> statement = Prepare(sql);
+  if (!statement.ok()) return statement.status();
+  for (;;) {
+    absl::StatusOr<bool> row = (*statement)->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return absl::OkStatus();
+    if (absl::Status status = on_row(**statement); !status.ok()) {
+      (*statement)->Reset();
+      return status;
+    }
+  }
+}
+
+absl::StatusOr<absl::flat_hash_set<std::string>> SqliteDb::TableNames() {
+  absl::flat_hash_set<std::string> names;
+  absl::Status status = ForEachRow("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')",
+                                   [&names](const SqliteStatement& row) {
+                                     names.insert(row.ColumnString(0));
+                                     return absl::OkStatus();
+                                   });
+  if (!status.ok()) return status;
+  return names;
+}
+
+absl::StatusOr<absl::flat_hash_set<std::string>> SqliteDb::ColumnNames(absl::string_view table) {
+  absl::flat_hash_set<std::string> columns;
+  absl::Status status = ForEachRow(absl::StrCat("PRAGMA table_info(\"", table, "\")"),
+                                   [&columns](const SqliteStatement& row) {
+                                     columns.insert(row.ColumnString(1));
+                                     return absl::OkStatus();
+                                   });
+  if (!status.ok()) return status;
+  return columns;
+}
+
+}  // namespace flopscope

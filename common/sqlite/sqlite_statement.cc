@@ -1,10 +1,10 @@
-#include "daemon/sqlite_statement.h"
+#include "common/sqlite/sqlite_statement.h"
 
 #include <limits>
 
 #include "absl/strings/str_cat.h"
 
-namespace flopscope::daemon {
+namespace flopscope {
 
 SqliteStatement::~SqliteStatement() { sqlite3_finalize(stmt_); }
 
@@ -79,4 +79,4 @@ absl::Status SqliteStatement::ErrorStatus(int rc) const {
   return absl::InternalError(message);
 }
 
-}  // namespace flopscope::daemon
+}  // namespace flopscope

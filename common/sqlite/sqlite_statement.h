@@ -3,20 +3,22 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
-namespace flopscope::daemon {
+namespace flopscope {
 
 // A prepared statement, prepared once and reused: bind, Run() or Step() until done, and the
 // statement resets itself for the next use. Binding never fails loudly: the first bind error is
 // kept and returned by the next Run()/Step(), so hot loops bind without a branch per column.
 //
 // Not thread-safe: a statement belongs to the connection that prepared it, and that connection's
-// owner serializes access (RankStore and Catalog hold their own mutex around every use).
+// owner serializes access (the daemon's RankStore and Catalog hold their own mutex around every
+// use; the importer reads from one thread).
 class SqliteStatement {
  public:
   SqliteStatement(sqlite3* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
@@ -46,7 +48,16 @@ class SqliteStatement {
   uint64_t ColumnUint(int index) const { return static_cast<uint64_t>(ColumnInt(index)); }
   double ColumnDouble(int index) const { return sqlite3_column_double(stmt_, index); }
   bool ColumnIsNull(int index) const { return sqlite3_column_type(stmt_, index) == SQLITE_NULL; }
-  // Valid until the next Step()/Reset().
+  // NULL-aware reads, for files someone else wrote (their columns may hold NULL anywhere).
+  std::optional<int64_t> ColumnOptionalInt(int index) const {
+    if (ColumnIsNull(index)) return std::nullopt;
+    return ColumnInt(index);
+  }
+  std::optional<double> ColumnOptionalDouble(int index) const {
+    if (ColumnIsNull(index)) return std::nullopt;
+    return ColumnDouble(index);
+  }
+  // Valid until the next Step()/Reset(); empty for NULL.
   absl::string_view ColumnText(int index) const;
   std::string ColumnString(int index) const { return std::string(ColumnText(index)); }
 
@@ -61,4 +72,4 @@ class SqliteStatement {
   int bind_error_ = SQLITE_OK;
 };
 
-}  // namespace flopscope::daemon
+}  // namespace flopscope

@@ -5,12 +5,14 @@
 #include <string_view>
 #include <vector>
 
-namespace flopscope::client {
+namespace flopscope {
 
-// A small streaming JSON writer for the client's machine-readable output (`--format json`).
-// It inserts commas and indentation itself, escapes every string (control characters, quotes,
-// backslashes) and replaces invalid UTF-8 with U+FFFD so the output is always valid JSON.
-// Misuse (a value where a key is due, unbalanced nesting) is a programming error and asserts.
+// The one JSON writer of the tree: the client's machine-readable output (`--format json`) and the
+// JSON text the daemon stores (kernel_flops.tensor). Streaming: it inserts commas and indentation
+// itself, escapes every string (control characters, quotes, backslashes) and replaces invalid
+// UTF-8 (common/utf8.h) with U+FFFD, so the output is always valid JSON whatever the producer
+// sent. Misuse (a value where a key is due, unbalanced nesting) is a programming error and
+// asserts. No dependency beyond the standard library and flopscope_common.
 class JsonWriter {
  public:
   // indent_width 0 writes everything on one line.
@@ -55,4 +57,4 @@ class JsonWriter {
   bool root_written_ = false;
 };
 
-}  // namespace flopscope::client
+}  // namespace flopscope

@@ -3,23 +3,29 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <string>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "daemon/sqlite_statement.h"
+#include "common/sqlite/sqlite_statement.h"
 
-namespace flopscope::daemon {
+namespace flopscope {
 
-// Highest schema_version this daemon understands (schema/*.sql): rank files are at 2 (counter
-// windows, FLOPs by precision; version 1 files are upgraded by daemon/rank_schema.h), the catalog
-// is still at 1.
-inline constexpr int kSchemaVersion = 2;
+// Highest schema_version of flopscope's own databases this build understands (schema/*.sql): rank
+// files are at 3 (2: counter windows, FLOPs by precision; 3: communication kernels a window left
+// out; older files are upgraded by daemon/rank_schema.h), the catalog at 2 (2: rank_rejections,
+// added by schema/catalog.sql itself on open).
+inline constexpr int kSchemaVersion = 3;
 
-// One SQLite connection. Not thread-safe: its owner (RankStore, Catalog, RankReader) serializes
+// One SQLite connection: the one wrapper of the tree (target flopscope_sqlite), for the daemon's
+// own files (OpenWithSchema, OpenExisting) and for files someone else wrote (OpenReadOnly: the
+// importer's Nsight Systems exports, whose schema is discovered rather than assumed).
+// Not thread-safe: its owner (RankStore, Catalog, RankReader, the importer's reader) serializes
 // every use, and statements prepared here must be destroyed before it.
 class SqliteDb {
  public:
@@ -31,6 +37,9 @@ class SqliteDb {
                                                                   const char* schema_sql);
   // Opens an existing database for queries only (never creates it; see RankReader).
   static absl::StatusOr<std::unique_ptr<SqliteDb>> OpenExisting(const std::string& path);
+  // Opens a file someone else wrote, read-only: nothing is ever written to it and no schema is
+  // assumed. Fails (InvalidArgument) when the file is not an SQLite database.
+  static absl::StatusOr<std::unique_ptr<SqliteDb>> OpenReadOnly(const std::string& path);
 
   ~SqliteDb();
   SqliteDb(const SqliteDb&) = delete;
@@ -49,6 +58,16 @@ class SqliteDb {
   // Prepares every statement into its slot; stops at the first failure and returns it.
   absl::Status PrepareAll(std::initializer_list<StatementSlot> statements);
 
+  // Runs a one-off query and calls `on_row` for every row; stops at the first error `on_row`
+  // returns, and returns it.
+  absl::Status ForEachRow(absl::string_view sql,
+                          const std::function<absl::Status(const SqliteStatement&)>& on_row);
+  // Names of the tables and views in the file.
+  absl::StatusOr<absl::flat_hash_set<std::string>> TableNames();
+  // Column names of `table` (empty when it does not exist). `table` must be a name read from
+  // the file itself (TableNames), never input: it is quoted, not bound.
+  absl::StatusOr<absl::flat_hash_set<std::string>> ColumnNames(absl::string_view table);
+
   const std::string& path() const { return path_; }
   sqlite3* handle() { return db_; }
 
@@ -63,4 +82,4 @@ class SqliteDb {
   std::string path_;
 };
 
-}  // namespace flopscope::daemon
+}  // namespace flopscope

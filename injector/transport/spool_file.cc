@@ -1,0 +1,244 @@
+#include "injector/transport/spool_file.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <map>
+
+namespace flopscope::transport {
+namespace {
+
+constexpr char kMagic[8] = {'F', 'S', 'S', 'P', 'O', 'O', 'L', '1'};
+constexpr size_t kFrameHeader = 4 + 8 + 8;
+// A frame longer than this is corruption, not a batch (gRPC messages are capped well below).
+constexpr uint32_t kMaxFrame = 64u << 20;
+
+std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
+
+// Session ids are ours (identity.cc), but a file name must never leave the directory.
+std::string FileName(const std::string& session_id) {
+  std::string name;
+  for (char c : session_id) {
+    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                       (c >= '0' && c <= '9') || c == '-' || c == '_';
+    name += plain ? c : '_';
+  }
+  if (name.empty()) name = "session";
+  return name + SpoolFile::kSuffix;
+}
+
+bool PwriteAll(int fd, const void* data, size_t size, uint64_t offset) {
+  const char* p = static_cast<const char*>(data);
+  while (size > 0) {
+    const ssize_t n = pwrite(fd, p, size, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    size -= static_cast<size_t>(n);
+    offset += static_cast<uint64_t>(n);
+  }
+  return true;
+}
+
+bool PreadAll(int fd, void* data, size_t size, uint64_t offset) {
+  char* p = static_cast<char*>(data);
+  while (size > 0) {
+    const ssize_t n = pread(fd, p, size, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    size -= static_cast<size_t>(n);
+    offset += static_cast<uint64_t>(n);
+  }
+  return true;
+}
+
+}  // namespace
+
+bool SpoolFile::PrepareDirectory(const std::string& dir, std::string* error) {
+  if (dir.empty()) {
+    *error = "no spool directory";
+    return false;
+  }
+  if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    *error = Errno("cannot create " + dir);
+    return false;
+  }
+  struct stat st;
+  if (lstat(dir.c_str(), &st) != 0) {
+    *error = Errno("cannot stat " + dir);
+    return false;
+  }
+  // Hazard: a directory another user made (or can write) could feed us their files or take ours.
+  if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077) != 0) {
+    *error = dir + " is not a private directory of uid " + std::to_string(geteuid()) +
+             " (needs mode 0700)";
+    return false;
+  }
+  return true;
+}
+
+std::unique_ptr<SpoolFile> SpoolFile::Create(const std::string& dir, const v1::UpMessage& hello,
+                                             uint64_t max_bytes, std::string* error) {
+  const std::string path = dir + "/" + FileName(hello.hello().session_id());
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) {
+    *error = Errno("cannot open " + path);
+    return nullptr;
+  }
+  // Held until close: tells other processes that this spool has a live owner.
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    *error = Errno("cannot lock " + path);
+    close(fd);
+    return nullptr;
+  }
+  std::unique_ptr<SpoolFile> file(new SpoolFile(fd, path, max_bytes));
+  if (ftruncate(fd, 0) != 0 || !PwriteAll(fd, kMagic, sizeof kMagic, 0)) {
+    *error = Errno("cannot write " + path);
+    file->Remove();
+    return nullptr;
+  }
+  file->end_ = sizeof kMagic;
+  file->hello_ = hello;
+  if (!file->WriteFrame(0, 0, hello.SerializeAsString(), nullptr)) {
+    *error = Errno("cannot write " + path);
+    file->Remove();
+    return nullptr;
+  }
+  file->hello_end_ = file->end_;
+  return file;
+}
+
+std::unique_ptr<SpoolFile> SpoolFile::OpenOrphan(const std::string& path, std::string* error) {
+  error->clear();
+  const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) {
+    *error = Errno("cannot open " + path);
+    return nullptr;
+  }
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {  // its process still lives (or another replays it)
+    close(fd);
+    return nullptr;
+  }
+  struct stat st;
+  std::unique_ptr<SpoolFile> file(new SpoolFile(fd, path, 0));
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+    *error = path + " is not a spool file of uid " + std::to_string(geteuid());
+    return nullptr;
+  }
+  if (!file->Scan(error)) return nullptr;
+  return file;
+}
+
+std::vector<std::string> SpoolFile::List(const std::string& dir) {
+  std::vector<std::string> paths;
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return paths;
+  const std::string suffix = kSuffix;
+  while (const dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.size() > suffix.size() &&
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      paths.push_back(dir + "/" + name);
+    }
+  }
+  closedir(d);
+  std::sort(paths.begin(), paths.end());
+  return paths;
+}
+
+SpoolFile::SpoolFile(int fd, std::string path, uint64_t max_bytes)
+    : fd_(fd), path_(std::move(path)), max_bytes_(max_bytes) {}
+
+SpoolFile::~SpoolFile() {
+  if (fd_ >= 0) close(fd_);
+}
+
+bool SpoolFile::WriteFrame(uint64_t seq, uint64_t records, const std::string& payload,
+                           Entry* entry) {
+  if (payload.size() > kMaxFrame) return false;
+  char header[kFrameHeader];
+  const uint32_t length = static_cast<uint32_t>(payload.size());
+  std::memcpy(header, &length, 4);
+  std::memcpy(header + 4, &seq, 8);
+  std::memcpy(header + 12, &records, 8);
+  if (!PwriteAll(fd_, header, sizeof header, end_) ||
+      !PwriteAll(fd_, payload.data(), payload.size(), end_ + sizeof header)) {
+    return false;
+  }
+  if (entry != nullptr) *entry = Entry{seq, end_ + sizeof header, length, records};
+  end_ += sizeof header + payload.size();
+  return true;
+}
+
+bool SpoolFile::Append(uint64_t seq, const v1::UpMessage& batch, uint64_t records,
+                       Entry* entry) {
+  const std::string payload = batch.SerializeAsString();
+  if (end_ + kFrameHeader + payload.size() > max_bytes_) return false;
+  if (!WriteFrame(seq, records, payload, entry)) {
+    // Hazard: a half-written frame must not stay before later ones; cut it off.
+    if (ftruncate(fd_, static_cast<off_t>(end_)) != 0) end_ = max_bytes_;  // stop appending
+    return false;
+  }
+  return true;
+}
+
+bool SpoolFile::Read(const Entry& entry, v1::UpMessage* out) const {
+  std::string payload(entry.length, '\0');
+  return PreadAll(fd_, payload.data(), payload.size(), entry.offset) &&
+         out->ParseFromString(payload);
+}
+
+void SpoolFile::Reset() {
+  if (end_ == hello_end_) return;
+  if (ftruncate(fd_, static_cast<off_t>(hello_end_)) == 0) end_ = hello_end_;
+}
+
+void SpoolFile::Remove() {
+  if (!removed_) unlink(path_.c_str());
+  removed_ = true;
+}
+
+bool SpoolFile::Scan(std::string* error) {
+  char magic[sizeof kMagic];
+  if (!PreadAll(fd_, magic, sizeof magic, 0) || std::memcmp(magic, kMagic, sizeof magic) != 0) {
+    *error = path_ + " is not a flopscope spool file";
+    return false;
+  }
+  uint64_t offset = sizeof kMagic;
+  std::map<uint64_t, Entry> by_seq;
+  bool have_hello = false;
+  char header[kFrameHeader];
+  while (PreadAll(fd_, header, sizeof header, offset)) {
+    Entry entry;
+    std::memcpy(&entry.length, header, 4);
+    std::memcpy(&entry.seq, header + 4, 8);
+    std::memcpy(&entry.records, header + 12, 8);
+    entry.offset = offset + sizeof header;
+    if (entry.length > kMaxFrame) break;
+    char last;
+    if (entry.length > 0 && !PreadAll(fd_, &last, 1, entry.offset + entry.length - 1)) break;
+    if (!have_hello) {
+      if (entry.seq != 0 || !Read(entry, &hello_) || !hello_.has_hello()) break;
+      have_hello = true;
+    } else if (entry.seq != 0) {
+      by_seq[entry.seq] = entry;  // a later frame of the same seq wins
+    }
+    offset = entry.offset + entry.length;
+  }
+  if (!have_hello) {
+    *error = path_ + " has no hello";
+    return false;
+  }
+  for (const auto& [seq, entry] : by_seq) entries_.push_back(entry);
+  end_ = offset;
+  return true;
+}
+
+}  // namespace flopscope::transport

@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""Checks the injector's folder order (docs/architecture.md, "Folder order").
+
+The injector's production files may include only "down" the chain
+
+    injector/ (root) -> export/ -> ranges/ -> records/
+
+that is, a folder may include itself and the folders to its right, plus common/ and the two leaves
+every folder may use: injector/transport/transport_abi.h (the C ABI) and injector/warn.h (the one
+stderr line). injector/cupti/ may include records/, ranges/ and root's seam headers; its
+counter_windows/ the same plus cupti/cupti_api.h. Only injector/transport/ may include gRPC,
+protobuf (generated flopscope/v1/ headers included) or Abseil: the injector core is loaded into
+training jobs that may hold other versions of them.
+
+Tests (*_unittest.cc) and test helpers (testing/) are not checked.
+
+Usage: check_include_order.py [--root SOURCE_DIR]. Exit 0 when clean; 1 with one line per broken
+rule, "path:line: includes X: rule", otherwise.
+"""
+
+import argparse
+import os
+import re
+import sys
+
+CHAIN = ["root", "export", "ranges", "records"]
+# Leaves any injector folder may include.
+SHARED_LEAVES = {"injector/transport/transport_abi.h", "injector/warn.h"}
+# Root headers that injector/cupti/ implements or reads (its seam with the session).
+ROOT_SEAMS = {
+    "injector/kernel_api.h",
+    "injector/kernel_tracing.h",
+    "injector/injector_config.h",
+    "injector/warn.h",
+}
+# Named exceptions to the folder rules: (including file or folder prefix, included header).
+NAMED_EXCEPTIONS = [
+    # counter_windows runs on the CUPTI table the tracer loaded.
+    ("injector/cupti/counter_windows/", "injector/cupti/cupti_api.h"),
+    # The tracer composes the counter collector; the factory builds both.
+    ("injector/cupti/kernel_tracer.h", "injector/cupti/counter_windows/counter_collector.h"),
+    ("injector/cupti/make_kernel_tracing.cc", "injector/cupti/counter_windows/counter_collector.h"),
+    ("injector/cupti/make_kernel_tracing.cc", "injector/cupti/counter_windows/counter_settings.h"),
+    # FLOPSCOPE_RECORD_DIR: the one call site that records decoded counter data images.
+    ("injector/cupti/counter_windows/pass_evaluator.cc", "injector/cupti/recorder.h"),
+]
+# Libraries the job may hold in another version: transport/ only.
+BANNED_OUTSIDE_TRANSPORT = ("absl/", "grpc/", "grpcpp/", "grpc++/", "google/protobuf/",
+                            "flopscope/v1/")
+# Top-level project folders by who may include them.
+PROJECT_FOLDERS = {"common": None, "counters": {"cupti", "counter_windows"}}
+OTHER_PROGRAMS = ("daemon/", "client/", "importer/", "proto/")
+
+INCLUDE_RE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
+
+
+def folder_of(path):
+    """The rule folder of an injector path ("root", "export", ..., "cupti", "counter_windows")."""
+    parts = path.split("/")
+    if len(parts) == 2:
+        return "root"
+    if parts[1] == "cupti":
+        return "counter_windows" if len(parts) > 3 and parts[2] == "counter_windows" else "cupti"
+    return parts[1]
+
+
+def is_production(path):
+    name = os.path.basename(path)
+    return (name.endswith((".cc", ".h")) and not name.endswith("_unittest.cc")
+            and not name.endswith("_fuzzer.cc") and "/testing/" not in path)
+
+
+def named_exception(path, header):
+    return any(path.startswith(src) and header == dst for src, dst in NAMED_EXCEPTIONS)
+
+
+def injector_rule(path, src, header):
+    """None when `path` (in folder `src`) may include injector header `header`, else the rule."""
+    dst = folder_of(header)
+    if dst == src or header in SHARED_LEAVES or named_exception(path, header):
+        return None
+    if src in CHAIN:
+        allowed = CHAIN[CHAIN.index(src):]
+        if dst in allowed:
+            return None
+        return ("%s/ may include only %s, common/ and the shared leaves (folder order "
+                "root -> export -> ranges -> records)" % (
+                    src, ", ".join(f + "/" for f in allowed)))
+    if src in ("cupti", "counter_windows"):
+        if dst in ("ranges", "records") or header in ROOT_SEAMS:
+            return None
+        extra = " and cupti/cupti_api.h" if src == "counter_windows" else ""
+        return ("%s/ may include only itself, records/, ranges/, root's seam headers (%s)%s" % (
+            "cupti/counter_windows" if src == "counter_windows" else "cupti",
+            ", ".join(sorted(h.split("/")[-1] for h in ROOT_SEAMS)), extra))
+    if src == "transport":
+        return "transport/ may include only transport/ and common/ (it is built apart, for dlmopen)"
+    return "unknown injector folder %s/" % src
+
+
+def check_include(path, quote, header):
+    """The broken rule for one include of production file `path`, or None."""
+    src = folder_of(path)
+    if header.startswith(BANNED_OUTSIDE_TRANSPORT) and src != "transport":
+        return ("only injector/transport/ may include gRPC, protobuf or Abseil (the core is loaded "
+                "into jobs that may hold other versions)")
+    if quote != '"':
+        return None
+    top = header.split("/")[0]
+    if top == "injector":
+        return injector_rule(path, src, header)
+    if top in PROJECT_FOLDERS:
+        who = PROJECT_FOLDERS[top]
+        if who is None or src in who:
+            return None
+        return "only injector/cupti/ may include %s/" % top
+    if header.startswith(OTHER_PROGRAMS):
+        return "the injector may not include another program's code (%s)" % header
+    return None
+
+
+def check_file(root, path):
+    """Yields "path:line: includes X: rule" for each broken rule in one file."""
+    with open(os.path.join(root, path), encoding="utf-8", errors="replace") as f:
+        for number, line in enumerate(f, start=1):
+            match = INCLUDE_RE.match(line)
+            if not match:
+                continue
+            quote, header = match.groups()
+            rule = check_include(path, quote, header)
+            if rule:
+                shown = '"%s"' % header if quote == '"' else "<%s>" % header
+                yield "%s:%d: includes %s: %s" % (path, number, shown, rule)
+
+
+def injector_files(root):
+    for directory, _, names in os.walk(os.path.join(root, "injector")):
+        for name in sorted(names):
+            path = os.path.relpath(os.path.join(directory, name), root).replace(os.sep, "/")
+            if is_production(path):
+                yield path
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--root", default=os.path.join(os.path.dirname(__file__), "..", ".."),
+                        help="the source tree (holds injector/)")
+    args = parser.parse_args(argv)
+    root = os.path.abspath(args.root)
+    if not os.path.isdir(os.path.join(root, "injector")):
+        print("check_include_order: no injector/ under %s" % root, file=sys.stderr)
+        return 2
+    checked = 0
+    problems = []
+    for path in sorted(injector_files(root)):
+        checked += 1
+        problems.extend(check_file(root, path))
+    for problem in problems:
+        print(problem)
+    if problems:
+        print("check_include_order: %d include(s) break the injector's folder order "
+              "(docs/architecture.md)" % len(problems))
+        return 1
+    print("check_include_order: %d production files follow the folder order" % checked)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
