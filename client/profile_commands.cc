@@ -44,6 +44,30 @@ absl::StatusOr<Report> ReportOf(const DaemonClient& daemon, const std::string& j
   return daemon.GetReport(request);
 }
 
+// The steps a report covers when --steps is not given: from step 1 (step 0 is warm-up), else
+// every step when the job marks only one, else the whole run (no step marked). `note` says so.
+struct ChosenSteps {
+  std::optional<StepWindow> window;
+  std::string note;
+};
+
+absl::StatusOr<ChosenSteps> ChooseSteps(const DaemonClient& daemon, const std::string& job,
+                                        const std::vector<int>& ranks,
+                                        const std::optional<StepWindow>& asked) {
+  if (asked) return ChosenSteps{asked, ""};
+  const std::vector<ChosenSteps> tries = {
+      {StepWindow{1, std::nullopt}, "step 0 left out as warm-up (--steps 0: keeps it)"},
+      {StepWindow{0, std::nullopt}, "one step marked: it is the whole profile (warm-up included)"},
+  };
+  for (const ChosenSteps& chosen : tries) {
+    absl::StatusOr<Report> report = ReportOf(daemon, job, ranks, chosen.window);
+    if (report.ok()) return chosen;
+    // INVALID_ARGUMENT: no step in the window; anything else is a real failure.
+    if (report.status().code() != absl::StatusCode::kInvalidArgument) return report.status();
+  }
+  return ChosenSteps{std::nullopt, "no step marked: figures are totals over the whole run"};
+}
+
 // The ranks of each model replica (by dp_rank), in rank order.
 std::map<uint32_t, std::vector<int>> ReplicaRanks(const flopscope::v1::ListRanksResponse& ranks) {
   std::map<uint32_t, std::vector<int>> replicas;
@@ -70,13 +94,9 @@ absl::StatusOr<Profile> ReplicaProfile(const DaemonClient& daemon, const ReportO
 }
 
 // The DeepSpeed layout has no place for what was dropped: the producers' losses and the batches
-// the daemon refused go under its first line (the job), when there are any.
+// the daemon refused close the additions, when there are any.
 std::string WithDrops(std::string text, const Report& report) {
-  const std::string drops = RenderDropsText(report);
-  const size_t first_line_end = text.find('\n');
-  if (drops.empty() || first_line_end == std::string::npos) return text;
-  text.insert(first_line_end + 1, drops);
-  return text;
+  return text + RenderDropsText(report);
 }
 
 std::string Render(const Report& report, const Profile& profile, const ReportOptions& options) {
@@ -181,12 +201,17 @@ absl::StatusOr<std::string> RenderProfileReport(const DaemonClient& daemon,
                                                 const ReportOptions& options) {
   absl::StatusOr<ProfileOptions> profile_options = ToProfileOptions(options);
   if (!profile_options.ok()) return profile_options.status();
-  absl::StatusOr<std::optional<StepWindow>> steps = ParseStepWindow(options.steps);
-  if (!steps.ok()) return steps.status();
+  absl::StatusOr<std::optional<StepWindow>> asked = ParseStepWindow(options.steps);
+  if (!asked.ok()) return asked.status();
+  absl::StatusOr<ChosenSteps> chosen = ChooseSteps(daemon, options.job_id, options.ranks, *asked);
+  if (!chosen.ok()) return chosen.status();
+  const std::optional<StepWindow>* steps = &chosen->window;
   if (options.group.empty()) {
     absl::StatusOr<Report> report = ReportOf(daemon, options.job_id, options.ranks, *steps);
     if (!report.ok()) return report.status();
-    return Render(*report, BuildProfile(*report, *profile_options), options);
+    Profile profile = BuildProfile(*report, *profile_options);
+    profile.warmup_note = chosen->note;
+    return Render(*report, profile, options);
   }
   absl::StatusOr<int> group = ParseGroup(options.group);
   if (!group.ok()) return group.status();

@@ -27,6 +27,7 @@ struct Announced {
   absl::flat_hash_map<std::string, std::string> class_by_path;
   absl::flat_hash_map<std::string, double> flops_by_path;
   absl::flat_hash_map<std::string, double> macs_by_path;
+  absl::flat_hash_map<std::string, std::string> extra_repr_by_path;
 };
 
 void ReadPerPathNumber(const std::string& key, const std::string& text, const char* prefix,
@@ -50,6 +51,16 @@ Announced ReadMetadata(const Report& report) {
       ReadPerPathNumber(key, entry.value(), "flops ", announced.flops_by_path);
     } else if (absl::StartsWith(key, "macs ")) {
       ReadPerPathNumber(key, entry.value(), "macs ", announced.macs_by_path);
+    } else if (absl::StartsWith(key, "estimated_flops ")) {
+      // The torch hooks' estimate (docs/marks.md): used where nothing was counted or announced.
+      const std::string path = key.substr(std::strlen("estimated_flops "));
+      double value = 0;
+      if (!announced.flops_by_path.contains(path) && absl::SimpleAtod(entry.value(), &value) &&
+          value >= 0) {
+        announced.flops_by_path[path] = value;
+      }
+    } else if (absl::StartsWith(key, "extra_repr ")) {
+      announced.extra_repr_by_path[key.substr(std::strlen("extra_repr "))] = entry.value();
     }
   }
   return announced;
@@ -170,8 +181,25 @@ void FillLayout(const Report& report, Profile& profile) {
   }
 }
 
+// Forward latency from the module's forward ranges (0 when it never ran forward), backward
+// latency from its backward ranges: the daemon's medians per step over the window.
+void SetPassLatencies(const ModuleStats& module, ModuleRow& row) {
+  const flopscope::v1::StepLatency& forward = module.fwd_step_latency();
+  row.latency_s = static_cast<double>(forward.median_ns()) / 1e9;
+  row.latency_min_s.reset();
+  row.latency_max_s.reset();
+  if (module.has_fwd_step_latency()) {
+    row.latency_is_gpu = forward.gpu();
+    row.latency_min_s = static_cast<double>(forward.min_ns()) / 1e9;
+    row.latency_max_s = static_cast<double>(forward.max_ns()) / 1e9;
+  }
+  if (module.has_bwd_step_latency()) {
+    row.bwd_latency_s = static_cast<double>(module.bwd_step_latency().median_ns()) / 1e9;
+  }
+}
+
 ModuleRow RowFor(const ModuleStats& module, const Announced& announced, double divisor,
-                 int params_divisor, bool step_window, int counted_ranks) {
+                 int params_divisor, bool step_window, int counted_ranks, bool passes) {
   ModuleRow row;
   row.path = module.path();
   row.name = module.name();
@@ -180,6 +208,10 @@ ModuleRow RowFor(const ModuleStats& module, const Announced& announced, double d
   row.class_name =
       named != announced.class_by_path.end() ? named->second : ClassFromName(module.name());
   if (module.has_params()) row.params = static_cast<double>(module.params()) / params_divisor;
+  if (auto extra = announced.extra_repr_by_path.find(module.path());
+      extra != announced.extra_repr_by_path.end()) {
+    row.extra_repr = extra->second;
+  }
   const auto announced_flops = announced.flops_by_path.find(module.path());
   if (module.has_flops()) {
     SetCountedFlops(module, counted_ranks, row);  // per counted step already
@@ -211,16 +243,65 @@ ModuleRow RowFor(const ModuleStats& module, const Announced& announced, double d
       row.latency_min_s = static_cast<double>(step.min_ns()) / 1e9;
       row.latency_max_s = static_cast<double>(step.max_ns()) / 1e9;
     }
+    if (passes) SetPassLatencies(module, row);
   }
   row.kernels = module.kernels();
   return row;
 }
 
-// Sums a figure over the top-level modules; nullopt when none of them has it.
+// A module with no announced params gets the sum of its children's (a ModuleList's, say);
+// children come after their parent, so a backward pass fills the deepest first.
+void SumChildParams(std::vector<ModuleRow>& modules) {
+  for (size_t i = modules.size(); i-- > 0;) {
+    ModuleRow& row = modules[i];
+    if (row.params) continue;
+    std::optional<double> sum;
+    for (size_t j = i + 1; j < modules.size() && modules[j].depth > row.depth; ++j) {
+      if (modules[j].depth == row.depth + 1 && modules[j].params) {
+        sum = sum.value_or(0) + *modules[j].params;
+      }
+    }
+    row.params = sum;
+    row.params_from_children = sum.has_value();
+  }
+}
+
+// The model is the root with the most params (else the longest latency); its subtree moves to
+// the front. Returns the index one past its subtree (0 when there is no root).
+size_t PutModelFirst(std::vector<ModuleRow>& modules) {
+  std::vector<std::pair<size_t, size_t>> roots;  // [begin, end) of each root's subtree
+  for (size_t i = 0; i < modules.size(); ++i) {
+    if (modules[i].depth == 0) roots.push_back({i, i + 1});
+    else if (!roots.empty()) roots.back().second = i + 1;
+  }
+  std::optional<size_t> best;
+  for (size_t r = 0; r < roots.size(); ++r) {
+    const ModuleRow& row = modules[roots[r].first];
+    if (row.path == kUnattributed) continue;
+    if (!best) {
+      best = r;
+      continue;
+    }
+    const ModuleRow& held = modules[roots[*best].first];
+    const double params = row.params.value_or(0), held_params = held.params.value_or(0);
+    if (params > held_params || (params == held_params && row.latency_s > held.latency_s)) best = r;
+  }
+  if (!best) return 0;
+  const auto [begin, end] = roots[*best];
+  std::rotate(modules.begin(), modules.begin() + static_cast<std::ptrdiff_t>(begin),
+              modules.begin() + static_cast<std::ptrdiff_t>(end));
+  return end - begin;
+}
+
+// Sums a figure over the top-level modules of the model (the first `end` rows; all of them
+// when no model was picked); nullopt when none of them has it.
 template <typename Getter>
-std::optional<double> SumOverRoots(const std::vector<ModuleRow>& modules, Getter get) {
+std::optional<double> SumOverRoots(const std::vector<ModuleRow>& modules, Getter get,
+                                   size_t end = 0) {
   std::optional<double> sum;
-  for (const ModuleRow& row : modules) {
+  if (end == 0) end = modules.size();
+  for (size_t i = 0; i < end && i < modules.size(); ++i) {
+    const ModuleRow& row = modules[i];
     if (row.depth != 0 || row.path == kUnattributed) continue;
     if (std::optional<double> value = get(row)) sum = sum.value_or(0) + *value;
   }
@@ -232,13 +313,13 @@ void FillSummaryFigures(const Report& report, Profile& profile) {
   const bool whole_replicas = replica_ranks == profile.mp_size &&
                               profile.ranks == DistinctReplicas(report) * profile.mp_size;
   profile.params_per_gpu.value =
-      SumOverRoots(profile.modules, [](const ModuleRow& row) { return row.params; });
+      SumOverRoots(profile.modules, [](const ModuleRow& row) { return row.params; }, profile.model_end);
   if (!profile.params_per_gpu.value) profile.params_per_gpu.note = "no params announced";
   profile.fwd_flops_per_gpu.value =
-      SumOverRoots(profile.modules, [](const ModuleRow& row) { return row.flops; });
+      SumOverRoots(profile.modules, [](const ModuleRow& row) { return row.flops; }, profile.model_end);
   if (!profile.fwd_flops_per_gpu.value) profile.fwd_flops_per_gpu.note = profile.flops_source;
   profile.fwd_macs_per_gpu.value =
-      SumOverRoots(profile.modules, [](const ModuleRow& row) { return row.macs; });
+      SumOverRoots(profile.modules, [](const ModuleRow& row) { return row.macs; }, profile.model_end);
   if (!profile.fwd_macs_per_gpu.value) profile.fwd_macs_per_gpu.note = profile.flops_source;
   MeasurePhaseFlops(report, profile);
 
@@ -256,16 +337,18 @@ void FillSummaryFigures(const Report& report, Profile& profile) {
   profile.fwd_latency_s = PhaseLatency(report, "forward");
   if (FindPhase(report, "forward") == nullptr) {
     std::optional<double> roots =
-        SumOverRoots(profile.modules, [](const ModuleRow& row) { return row.latency_s; });
+        SumOverRoots(profile.modules, [](const ModuleRow& row) { return row.latency_s; }, profile.model_end);
     if (roots) profile.fwd_latency_s = {roots, "top-level modules (no 'forward' phase marked)"};
   }
   profile.bwd_latency_s = PhaseLatency(report, "backward");
   profile.step_latency_s = PhaseLatency(report, "optimizer");
-  profile.iter_latency_s = PhaseLatency(report, "step");
-  if (!profile.iter_latency_s.value && profile.fwd_latency_s.value && profile.bwd_latency_s.value) {
+  profile.measured_step_range_s = PhaseLatency(report, "step");
+  profile.iter_latency_s = profile.measured_step_range_s;
+  if (profile.fwd_latency_s.value && profile.bwd_latency_s.value) {
+    // DeepSpeed's definition: fwd + bwd + step, whatever the step range measured.
     profile.iter_latency_s = {*profile.fwd_latency_s.value + *profile.bwd_latency_s.value +
                                   profile.step_latency_s.value.value_or(0),
-                              "fwd + bwd + step (no 'step' range marked)"};
+                              ""};
   }
 }
 
@@ -340,6 +423,10 @@ void DeriveFlopsRates(Profile& profile) {
     profile.fwd_bwd_flops_per_s.note =
         measured ? "measured bwd flops" : "estimate: bwd flops = 2 x fwd flops";
   }
+  profile.fwd_bwd_step_flops_per_s =
+      rate(fwd_flops && bwd_flops.value ? std::optional<double>(*fwd_flops + *bwd_flops.value)
+                                        : std::nullopt,
+           profile.iter_latency_s.value, no_flops);
   DeriveModuleRates(profile);
 }
 
@@ -429,10 +516,14 @@ Profile BuildProfile(const Report& report, const ProfileOptions& options,
   const double divisor = static_cast<double>(profile.ranks) * std::max<uint64_t>(profile.steps, 1);
   const int params_divisor = RanksOfFirstReplica(report);
   const int counted_ranks = CountedRanks(report);
+  profile.passes_marked = FindPhase(report, "forward") != nullptr;
   for (const ModuleStats& module : report.modules()) {
     profile.modules.push_back(RowFor(module, announced, divisor, params_divisor,
-                                     profile.step_scope.window, counted_ranks));
+                                     profile.step_scope.window, counted_ranks,
+                                     profile.passes_marked));
   }
+  SumChildParams(profile.modules);
+  profile.model_end = PutModelFirst(profile.modules);
   FillCountedSummary(report, profile);
   profile.latency_basis = LatencyBasis(report, profile);
   profile.flops_source = FlopsSource(profile.modules, report);

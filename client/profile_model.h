@@ -88,8 +88,13 @@ struct ModuleRow {
   // Per step: announced (`macs <path>=<n>`, DeepSpeed counts MACs apart from FLOPs: a conv's
   // bias adds are FLOPs but no MACs), else flops / 2.
   std::optional<double> macs;
-  double latency_s = 0;  // per step
+  double latency_s = 0;  // per step; forward only where the report knows the passes
   bool latency_is_gpu = false;
+  // Where the job marks `forward` / `backward` phases: latency_s counts only the module's
+  // forward ranges (DeepSpeed's fwd latency) and this its backward ranges (an addition).
+  std::optional<double> bwd_latency_s;
+  bool params_from_children = false;  // not announced: the sum of its children's
+  std::string extra_repr;             // `extra_repr <path>=<text>` (torch's module.extra_repr())
   // With a step window: the fastest and the slowest step (absent: it did not run in the window).
   std::optional<double> latency_min_s;
   std::optional<double> latency_max_s;
@@ -125,6 +130,14 @@ struct Profile {
   Figure fwd_macs_per_gpu, fwd_flops_per_gpu, fwd_flops_of_model;
   Figure bwd_flops_per_gpu;  // measured (backward phase) or DeepSpeed's 2 x fwd estimate
   Figure fwd_latency_s, bwd_latency_s, step_latency_s, iter_latency_s;
+  // iter latency is fwd + bwd + step (DeepSpeed); the `step` range's own median is an addition.
+  Figure measured_step_range_s;
+  bool passes_marked = false;   // `forward` phases exist: module latencies are forward only
+  std::string warmup_note;      // how the steps were chosen when --steps was not given
+  // The model root is modules[0]'s subtree; roots after it (loss, data loader, optimizer) are
+  // listed apart and never part of its 100 %. model_end: index one past the model's subtree.
+  size_t model_end = 0;
+  Figure fwd_bwd_step_flops_per_s;  // 3 * fwd flops / iter latency (DeepSpeed's FLOPS per GPU)
   Figure fwd_flops_per_s, bwd_flops_per_s, fwd_bwd_flops_per_s;
   Figure samples_per_s, mfu;
   std::string device;              // first device name seen, empty when none

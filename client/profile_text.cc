@@ -16,6 +16,7 @@ namespace flopscope::client {
 namespace {
 
 constexpr int kLabelWidth = 70;
+constexpr int kValueWidth = 8;
 constexpr size_t kPrecisionColumns = 6;  // top-level modules in the precision table
 
 std::string Rule(const std::string& title) {
@@ -25,9 +26,18 @@ std::string Rule(const std::string& title) {
                       std::string(dashes - dashes / 2, '-'), "\n");
 }
 
+// The summary's "{:<70}  {:<8}" line (values shorter than 8 are padded, as DeepSpeed's are).
 // `value` may be producer text (device name, flops source): printable only.
 std::string Line(const std::string& label, const std::string& value) {
-  return absl::StrFormat("%-*s  %s\n", kLabelWidth, label, PrintableForTerminal(value));
+  return absl::StrFormat("%-*s  %-*s\n", kLabelWidth, label, kValueWidth,
+                         PrintableForTerminal(value));
+}
+
+// Python's str(round(value, 2)) for the samples per second: "433.07", "12.0".
+std::string PythonFloat(double value) {
+  std::string text = absl::StrFormat("%.2f", value);
+  while (text.size() > 1 && text.back() == '0' && text[text.size() - 2] != '.') text.pop_back();
+  return text;
 }
 
 // The value, or "-" and why; an estimate carries its label.
@@ -52,25 +62,29 @@ std::string PythonQuoted(const std::string& text) {
   return out + "'";
 }
 
+constexpr char kDeepSpeedBanner[] =
+    "-------------------------- DeepSpeed Flops Profiler --------------------------";
+constexpr char kAggregatedBanner[] =
+    "----------------------------- Aggregated Profile per GPU -----------------------------";
+constexpr char kDetailedBanner[] =
+    "------------------------------ Detailed Profile per GPU ------------------------------";
+constexpr char kClosingRule[] =
+    "------------------------------------------------------------------------------";
+
+// Sums per class name at one depth, as DeepSpeed's aggregated profile keeps them.
 struct ClassTotals {
-  std::optional<double> params;
-  std::optional<double> macs;
+  double params = 0;
+  double macs = 0;
   double latency_s = 0;
 };
 
-void Accumulate(std::optional<double>& sum, std::optional<double> value) {
-  if (value) sum = sum.value_or(0) + *value;
-}
-
-// "{'Sequential': '61.71 K'}": the top `top` classes by one figure, as Python prints a dict.
-std::string TopClasses(const std::map<std::string, ClassTotals>& classes, int top,
-                       const std::function<std::optional<double>(const ClassTotals&)>& get,
+// "{'Sequential': '61.71 K'}": the top `top` classes by one figure, as Python prints a dict
+// (ties keep the order in which the classes were first met, as Python's sort does).
+std::string TopClasses(const std::vector<std::pair<std::string, ClassTotals>>& classes, int top,
+                       double ClassTotals::*figure,
                        const std::function<std::string(double)>& format) {
   std::vector<std::pair<std::string, double>> ranked;
-  for (const auto& [name, totals] : classes) {
-    if (std::optional<double> value = get(totals)) ranked.emplace_back(name, *value);
-  }
-  if (ranked.empty()) return "-";
+  for (const auto& [name, totals] : classes) ranked.emplace_back(name, totals.*figure);
   std::stable_sort(ranked.begin(), ranked.end(),
                    [](const auto& a, const auto& b) { return a.second > b.second; });
   if (static_cast<int>(ranked.size()) > top) ranked.resize(std::max(top, 0));
@@ -81,81 +95,102 @@ std::string TopClasses(const std::map<std::string, ClassTotals>& classes, int to
   return absl::StrCat("{", absl::StrJoin(items, ", "), "}");
 }
 
+// The model root's figures: every percentage of the detailed profile is of them.
 struct Totals {
-  std::optional<double> params;
-  std::optional<double> macs;
+  double params = 0;
+  double macs = 0;
   double latency_s = 0;
 };
 
-Totals RootTotals(const Profile& profile) {
-  Totals totals;
-  for (const ModuleRow& row : profile.modules) {
-    if (row.depth != 0 || row.path == kUnattributed) continue;
-    Accumulate(totals.params, row.params);
-    Accumulate(totals.macs, row.macs);
-    totals.latency_s += row.latency_s;
-  }
-  return totals;
+// One past the model's subtree (profile.model_end; the whole list from an older builder).
+size_t ModelEnd(const Profile& profile) {
+  return std::min(profile.model_end, profile.modules.size());
 }
 
-std::string Percent(double part, std::optional<double> total) {
-  const double share = total && *total > 0 ? 100 * part / *total : 0;
-  return RoundedG(share) + "%";
+// DeepSpeed: round(100 * part / total, 2) when the total is not 0, else 0.
+std::string Percent(double part, double total) {
+  return RoundedG(total != 0 ? 100 * part / total : 0) + "%";
 }
 
-// "- FLOPS", with the reason when some other module has FLOPs (else the header says why).
-std::string ModuleRate(const ModuleRow& row, bool any_flops) {
-  if (row.flops_per_s.value) return FlopsToString(*row.flops_per_s.value);
-  if (!any_flops || row.flops_per_s.note.empty()) return "- FLOPS";
-  return absl::StrCat("- FLOPS (", row.flops_per_s.note, ")");
-}
-
-std::string ModuleFigures(const ModuleRow& row, const Totals& totals, bool any_flops) {
-  std::vector<std::string> parts;
-  parts.push_back(row.params ? absl::StrCat(ParamsToString(*row.params), " = ",
-                                            Percent(*row.params, totals.params), " Params")
-                             : "- Params");
-  parts.push_back(row.macs ? absl::StrCat(MacsToString(*row.macs), " = ",
-                                          Percent(*row.macs, totals.macs), " MACs")
-                           : "- MACs");
-  parts.push_back(absl::StrCat(DurationToString(row.latency_s), " = ",
-                               Percent(row.latency_s, totals.latency_s), " latency"));
-  parts.push_back(ModuleRate(row, any_flops));
-  if (row.flops_announced) parts.push_back("announced flops");
-  if (row.flops_disagree) {
-    const double difference = 100 * (*row.flops / *row.announced_flops - 1);
-    parts.push_back(absl::StrCat("measured flops differ from the announced ",
-                                 NumberToString(*row.announced_flops), " by ",
-                                 difference > 0 ? "+" : "", RoundedG(difference), "%"));
-  }
-  if (row.latency_min_s && row.latency_max_s) {
-    parts.push_back(absl::StrCat("step min ", DurationToString(*row.latency_min_s), " max ",
-                                 DurationToString(*row.latency_max_s)));
-  }
+// "61.71 K = 100% Params, 426.52 MMACs = 100% MACs, 1.2 ms = 100% latency, 355.4 GFLOPS",
+// then torch's extra_repr. Unknown figures are 0, as DeepSpeed prints them; the additions
+// say why.
+std::string ModuleFigures(const ModuleRow& row, const Totals& totals) {
+  const double params = row.params.value_or(0);
+  const double macs = row.macs.value_or(0);
+  std::vector<std::string> parts = {
+      absl::StrCat(ParamsToString(params), " = ", Percent(params, totals.params), " Params"),
+      absl::StrCat(MacsToString(macs), " = ", Percent(macs, totals.macs), " MACs"),
+      absl::StrCat(DurationToString(row.latency_s), " = ", Percent(row.latency_s, totals.latency_s),
+                   " latency"),
+      FlopsToString(row.flops_per_s.value.value_or(0))};
+  if (!row.extra_repr.empty()) parts.push_back(PrintableForTerminal(row.extra_repr));
   return absl::StrJoin(parts, ", ");
 }
 
-// Module and class names are producer text: printable only.
+// `print(model)`'s heads: "LeNet5(" for the root, "(0): Conv2d(" below it. Module and class
+// names are producer text: printable only.
 std::string ModuleHead(const ModuleRow& row) {
-  if (row.depth == 0) {
-    return PrintableForTerminal(
-        row.class_name == row.name ? row.name : absl::StrCat(row.name, ": ", row.class_name));
-  }
+  if (row.depth == 0) return PrintableForTerminal(row.class_name);
   return PrintableForTerminal(absl::StrCat("(", row.name, "): ", row.class_name));
+}
+
+// Per module of the model: fwd and bwd latency per step (medians), the fastest and slowest step.
+std::string PassTable(const Profile& profile) {
+  const size_t end = ModelEnd(profile);
+  if (end == 0) return "";
+  TextTable table({"module", "fwd latency", "bwd latency", "fwd min", "fwd max"});
+  for (size_t i = 0; i < end; ++i) {
+    const ModuleRow& row = profile.modules[i];
+    auto shown = [](const std::optional<double>& value, const char* why) {
+      return value ? DurationToString(*value) : absl::StrCat("-  (", why, ")");
+    };
+    table.AddRow({std::string(2 * row.depth, ' ') + PrintableForTerminal(row.name),
+                  DurationToString(row.latency_s),
+                  profile.passes_marked ? shown(row.bwd_latency_s, "no backward range")
+                                        : "-  (no backward phase marked)",
+                  shown(row.latency_min_s, "no step window"),
+                  shown(row.latency_max_s, "no step window")});
+  }
+  return absl::StrCat(
+      "\nModule latency per step (", profile.passes_marked
+                                         ? "fwd: its forward ranges; bwd: its backward ranges"
+                                         : "no forward/backward phase marked: all its ranges",
+      "):\n", table.Render("  "));
+}
+
+// Roots that are not the model (loss, data loader, optimizer, <unattributed>): never in its 100 %.
+std::string OutsideTheModel(const Profile& profile) {
+  const size_t end = ModelEnd(profile);
+  std::string out;
+  for (size_t i = end; i < profile.modules.size(); ++i) {
+    const ModuleRow& row = profile.modules[i];
+    if (row.depth != 0) continue;
+    absl::StrAppend(&out, "  ", PrintableForTerminal(row.name), ": ",
+                    PrintableForTerminal(row.class_name), "(",
+                    DurationToString(row.latency_s), " latency per step",
+                    row.bwd_latency_s
+                        ? absl::StrCat(", bwd ", DurationToString(*row.bwd_latency_s))
+                        : "",
+                    ")\n");
+  }
+  if (out.empty()) return "";
+  return "\nOutside the model (not part of its 100 %):\n" + out;
 }
 
 }  // namespace
 
 std::string RenderSummary(const Profile& profile) {
-  std::string out = Rule("flopscope Flops Profile (DeepSpeed layout)");
+  std::string out = absl::StrCat("\n", kDeepSpeedBanner, "\n");
   const StepScope& steps = profile.step_scope;
-  const std::string over = steps.window
-                               ? absl::StrCat("steps ", steps.first_step, "-", steps.last_step)
-                           : profile.steps > 0 ? absl::StrCat(profile.steps, " steps")
-                                               : "the whole run";
-  absl::StrAppend(&out, "Profile Summary over ", over, " (", PrintableForTerminal(profile.scope),
-                  "):\n");
-  absl::StrAppend(&out, "Latencies: ", PrintableForTerminal(profile.latency_basis), "\n");
+  std::string at = absl::StrCat("step ", steps.first_step);
+  if (steps.window && steps.last_step > steps.first_step) {
+    at = absl::StrCat("steps ", steps.first_step, "-", steps.last_step, " (medians per step)");
+  } else if (!steps.window) {
+    at = profile.steps > 0 ? absl::StrCat("steps 0-", profile.steps - 1, " (whole run)")
+                           : "step - (no step marked)";
+  }
+  absl::StrAppend(&out, "Profile Summary at ", at, ":\n");
   absl::StrAppend(
       &out,
       "Notations:\n"
@@ -168,9 +203,10 @@ std::string RenderSummary(const Profile& profile) {
   absl::StrAppend(&out, Line("world size: ", absl::StrCat(profile.world_size)));
   absl::StrAppend(&out, Line("data parallel size: ", absl::StrCat(profile.dp_size)));
   absl::StrAppend(&out, Line("model parallel size: ", absl::StrCat(profile.mp_size)));
-  absl::StrAppend(&out, Line("batch size per GPU: ", profile.batch_size
-                                                         ? absl::StrCat(*profile.batch_size)
-                                                         : "-  (not announced: batch_size=<n>)"));
+  absl::StrAppend(&out, Line("batch size per GPU: ",
+                             profile.batch_size ? absl::StrCat(*profile.batch_size)
+                                                : "-  (not announced: flopscope_torch."
+                                                  "announce_batch_size(n) or batch_size=<n>)"));
   absl::StrAppend(&out, Line("params per GPU: ", Shown(profile.params_per_gpu, Params)));
   absl::StrAppend(&out, Line("params of model = params per GPU * mp_size: ",
                              Shown(profile.params_of_model, Params)));
@@ -178,11 +214,10 @@ std::string RenderSummary(const Profile& profile) {
   absl::StrAppend(&out, Line("fwd flops per GPU: ", Shown(profile.fwd_flops_per_gpu, Number)));
   absl::StrAppend(&out, Line("fwd flops of model = fwd flops per GPU * mp_size: ",
                              Shown(profile.fwd_flops_of_model, Number)));
-  absl::StrAppend(&out, Line("bwd flops per GPU: ", Shown(profile.bwd_flops_per_gpu, Number)));
   absl::StrAppend(&out, Line("fwd latency: ", Shown(profile.fwd_latency_s, Duration)));
-  absl::StrAppend(&out, Line("bwd latency: ", Shown(profile.bwd_latency_s, Duration)));
   absl::StrAppend(&out, Line("fwd FLOPS per GPU = fwd flops per GPU / fwd latency: ",
                              Shown(profile.fwd_flops_per_s, Flops)));
+  absl::StrAppend(&out, Line("bwd latency: ", Shown(profile.bwd_latency_s, Duration)));
   const bool bwd_measured = profile.bwd_flops_per_gpu.note == kMeasuredBackward;
   absl::StrAppend(&out,
                   Line(bwd_measured ? "bwd FLOPS per GPU = bwd flops per GPU / bwd latency: "
@@ -195,14 +230,11 @@ std::string RenderSummary(const Profile& profile) {
            Shown(profile.fwd_bwd_flops_per_s, Flops)));
   absl::StrAppend(&out, Line("step latency: ", Shown(profile.step_latency_s, Duration)));
   absl::StrAppend(&out, Line("iter latency: ", Shown(profile.iter_latency_s, Duration)));
-  absl::StrAppend(&out, Line("samples/second: ",
-                             Shown(profile.samples_per_s, [](double v) { return RoundedG(v); })));
-  absl::StrAppend(&out, Line("MFU = fwd+bwd FLOPS per GPU / peak: ",
-                             Shown(profile.mfu, [](double v) { return RoundedG(100 * v) + "%"; })));
-  absl::StrAppend(
-      &out, Line("device: ", profile.device.empty() ? "-  (no GPU recorded)" : profile.device));
-  absl::StrAppend(&out, Line("flops: ", profile.flops_source));
-  absl::StrAppend(&out, RenderCountedFlops(profile));
+  absl::StrAppend(&out,
+                  Line(bwd_measured ? "FLOPS per GPU = (fwd + bwd flops) / iter latency: "
+                                    : "FLOPS per GPU = 3 * fwd flops per GPU / iter latency: ",
+                       Shown(profile.fwd_bwd_step_flops_per_s, Flops)));
+  absl::StrAppend(&out, Line("samples/second: ", Shown(profile.samples_per_s, PythonFloat)));
   return out;
 }
 
@@ -246,64 +278,56 @@ std::string RenderCountedFlops(const Profile& profile) {
 }
 
 std::string RenderAggregated(const Profile& profile, const ProfileTextOptions& options) {
+  const size_t end = ModelEnd(profile);
   uint32_t levels = 0;
-  for (const ModuleRow& row : profile.modules) {
-    if (row.path != kUnattributed) levels = std::max(levels, row.depth + 1);
-  }
-  std::string out = "\n" + Rule("Aggregated Profile per GPU");
-  if (levels == 0) return out + "no modules recorded\n";
+  for (size_t i = 0; i < end; ++i) levels = std::max(levels, profile.modules[i].depth + 1);
+  std::string out = absl::StrCat("\n", kAggregatedBanner, "\n");
   absl::StrAppend(&out, "Top ", options.top,
                   " modules in terms of params, MACs or fwd latency at different model depths:\n");
-  // DeepSpeed leaves the deepest level out of its default listing; kept for parity.
-  int last = levels >= 2 ? static_cast<int>(levels) - 2 : 0;
-  if (options.depth >= 0) last = std::min(options.depth, static_cast<int>(levels) - 1);
-  for (int depth = 0; depth <= last; ++depth) {
-    std::map<std::string, ClassTotals> classes;
-    for (const ModuleRow& row : profile.modules) {
-      if (static_cast<int>(row.depth) != depth || row.path == kUnattributed) continue;
-      ClassTotals& totals = classes[row.class_name];
-      Accumulate(totals.params, row.params);
-      Accumulate(totals.macs, row.macs);
-      totals.latency_s += row.latency_s;
+  // DeepSpeed prints depths 0 .. module_depth - 1 (-1: the deepest level is left out).
+  const int shown = options.depth >= 0 ? std::min(options.depth, static_cast<int>(levels))
+                                       : std::max(static_cast<int>(levels) - 1, 0);
+  for (int depth = 0; depth < shown; ++depth) {
+    std::vector<std::pair<std::string, ClassTotals>> classes;  // first seen first
+    for (size_t i = 0; i < end; ++i) {
+      const ModuleRow& row = profile.modules[i];
+      if (static_cast<int>(row.depth) != depth) continue;
+      auto found = std::find_if(classes.begin(), classes.end(),
+                                [&](const auto& entry) { return entry.first == row.class_name; });
+      if (found == classes.end()) found = classes.insert(classes.end(), {row.class_name, {}});
+      found->second.params += row.params.value_or(0);
+      found->second.macs += row.macs.value_or(0);
+      found->second.latency_s += row.latency_s;
     }
     absl::StrAppend(&out, "depth ", depth, ":\n");
-    absl::StrAppend(
-        &out, "    params      - ",
-        TopClasses(
-            classes, options.top, [](const ClassTotals& t) { return t.params; }, Params),
-        "\n");
+    absl::StrAppend(&out, "    params      - ",
+                    TopClasses(classes, options.top, &ClassTotals::params, Params), "\n");
     absl::StrAppend(&out, "    MACs        - ",
-                    TopClasses(
-                        classes, options.top, [](const ClassTotals& t) { return t.macs; }, Macs),
-                    "\n");
+                    TopClasses(classes, options.top, &ClassTotals::macs, Macs), "\n");
     absl::StrAppend(&out, "    fwd latency - ",
-                    TopClasses(
-                        classes, options.top,
-                        [](const ClassTotals& t) { return std::optional(t.latency_s); }, Duration),
-                    "\n");
+                    TopClasses(classes, options.top, &ClassTotals::latency_s, Duration), "\n");
   }
   return out;
 }
 
-std::string RenderDetailed(const Profile& profile, const ProfileTextOptions& options) {
-  std::string out = "\n" + Rule("Detailed Profile per GPU");
+std::string RenderDetailed(const Profile& profile, const ProfileTextOptions&) {
+  std::string out = absl::StrCat("\n", kDetailedBanner, "\n");
   absl::StrAppend(
       &out,
-      "Each module profile is listed after its name in the following order:\n"
-      "params, percentage of total params, MACs, percentage of total MACs, latency, "
-      "percentage of total latency, FLOPS\n\n",
-      "Note: latency is ",
-      std::any_of(profile.modules.begin(), profile.modules.end(),
-                  [](const ModuleRow& row) { return row.latency_is_gpu; })
-          ? (profile.step_scope.window ? "GPU busy time" : "GPU time")
-          : "CPU time, push to pop (no GPU records)",
-      profile.step_scope.window ? " per step, the median over the window (step min and max last)"
-                                : " per step",
-      "; MACs announced, else flops / 2; flops: ", PrintableForTerminal(profile.flops_source),
-      ".\n\n");
-  const Totals totals = RootTotals(profile);
-  const bool any_flops = std::any_of(profile.modules.begin(), profile.modules.end(),
-                                     [](const ModuleRow& row) { return row.flops.has_value(); });
+      "Each module profile is listed after its name in the following order: \n"
+      "params, percentage of total params, MACs, percentage of total MACs, fwd latency, "
+      "percentage of total fwd latency, fwd FLOPS\n",
+      "\nNote: 1. Latency is measured by flopscope from the module's ranges inside the forward "
+      "phase; the time a parent spends outside its submodules makes up the difference to their "
+      "sum.\n"
+      "2. MACs and flops are counted by GPU counters where a counter window ran, else announced "
+      "or estimated by the framework; the additions below say which.\n"
+      "3. The top module's fwd latency covers its own forward ranges only, so it is at most the "
+      "fwd latency above, which is the whole forward phase.\n\n");
+  const size_t end = ModelEnd(profile);
+  if (end == 0) return out + "(no modules recorded)\n";
+  const ModuleRow& root = profile.modules[0];
+  const Totals totals{root.params.value_or(0), root.macs.value_or(0), root.latency_s};
   std::vector<uint32_t> open;  // depths of the modules whose ")" is still to come
   auto close_to = [&](uint32_t depth) {
     while (!open.empty() && open.back() >= depth) {
@@ -311,31 +335,49 @@ std::string RenderDetailed(const Profile& profile, const ProfileTextOptions& opt
       open.pop_back();
     }
   };
-  for (size_t i = 0; i < profile.modules.size(); ++i) {
+  for (size_t i = 0; i < end; ++i) {
     const ModuleRow& row = profile.modules[i];
-    if (options.depth >= 0 && static_cast<int>(row.depth) > options.depth) continue;
     close_to(row.depth);
-    const bool has_children = i + 1 < profile.modules.size() &&
-                              profile.modules[i + 1].depth > row.depth &&
-                              (options.depth < 0 || static_cast<int>(row.depth) < options.depth);
+    const bool has_children = i + 1 < end && profile.modules[i + 1].depth > row.depth;
     const std::string indent(2 * row.depth, ' ');
     if (has_children) {
       absl::StrAppend(&out, indent, ModuleHead(row), "(\n", indent, "  ",
-                      ModuleFigures(row, totals, any_flops), "\n");
+                      ModuleFigures(row, totals), "\n");
       open.push_back(row.depth);
     } else {
-      absl::StrAppend(&out, indent, ModuleHead(row), "(", ModuleFigures(row, totals, any_flops),
-                      ")\n");
+      absl::StrAppend(&out, indent, ModuleHead(row), "(", ModuleFigures(row, totals), ")\n");
     }
   }
   close_to(0);
   return out;
 }
 
+std::string RenderAdditions(const Profile& profile) {
+  std::string out = absl::StrCat("\n", Rule("flopscope additions (not in DeepSpeed's output)"));
+  absl::StrAppend(&out, Line("job: ", absl::StrCat(profile.job_id, " (", profile.scope, ")")));
+  if (!profile.warmup_note.empty()) absl::StrAppend(&out, Line("steps: ", profile.warmup_note));
+  absl::StrAppend(&out, Line("latencies: ", profile.latency_basis));
+  absl::StrAppend(&out, Line("step range (measured, median per step): ",
+                             Shown(profile.measured_step_range_s, Duration)));
+  absl::StrAppend(&out, Line("MFU = fwd+bwd FLOPS per GPU / peak: ",
+                             Shown(profile.mfu, [](double v) { return RoundedG(100 * v) + "%"; })));
+  absl::StrAppend(
+      &out, Line("device: ", profile.device.empty() ? "-  (no GPU recorded)" : profile.device));
+  absl::StrAppend(&out, Line("flops: ", profile.flops_source));
+  if (std::none_of(profile.modules.begin(), profile.modules.end(),
+                   [](const ModuleRow& row) { return row.flops.has_value(); })) {
+    absl::StrAppend(&out, Line("\"0 MACs\" / \"0 FLOPS\" above: ", profile.flops_source));
+  }
+  absl::StrAppend(&out, RenderCountedFlops(profile));
+  absl::StrAppend(&out, PassTable(profile));
+  absl::StrAppend(&out, OutsideTheModel(profile));
+  return out;
+}
+
 std::string RenderProfileText(const Profile& profile, const ProfileTextOptions& options) {
-  return absl::StrCat("flopscope report: job ", PrintableForTerminal(profile.job_id), "\n\n",
-                      RenderSummary(profile), RenderAggregated(profile, options),
-                      RenderDetailed(profile, options));
+  return absl::StrCat(RenderSummary(profile), RenderAggregated(profile, options),
+                      RenderDetailed(profile, options), kClosingRule, "\n",
+                      RenderAdditions(profile));
 }
 
 }  // namespace flopscope::client

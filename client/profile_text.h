@@ -7,15 +7,24 @@
 namespace flopscope::client {
 
 struct ProfileTextOptions {
-  int depth = -1;  // detailed profile: modules down to this depth (-1: all)
+  int depth = -1;  // aggregated profile: depths 0 .. depth - 1 (DeepSpeed's module_depth; -1: all
+                   // but the deepest, as DeepSpeed prints them); the detailed profile is whole
   int top = 1;     // aggregated profile: top modules per depth (DeepSpeed's top_modules)
 };
 
-// `flopscope report` for a terminal, laid out like the DeepSpeed Flops Profiler's output:
-// "Profile Summary", "Aggregated Profile per GPU" and "Detailed Profile per GPU", every number
-// formatted by deepspeed_format.h. A figure that is not known prints "-" and the reason; an
-// estimate is labelled. The first line is "flopscope report: job <id>".
+// `flopscope report` for a terminal: first exactly the DeepSpeed Flops Profiler's
+// print_model_profile layout, line for line (summary, aggregated and detailed sections, closing
+// rule; numbers by deepspeed_format.h; zeros where DeepSpeed prints zeros), so that the two
+// diff; then flopscope's additions in a section of their own (RenderAdditions). A summary
+// figure that is not known prints "-" and the reason; an estimate is labelled. The detailed
+// section prints the model root's tree (the root with the most params); other roots (loss,
+// data loader, optimizer) are listed in the additions, never in the model's 100 %.
 std::string RenderProfileText(const Profile& profile, const ProfileTextOptions& options);
+
+// What DeepSpeed does not print: the job and the steps, the measured step range, MFU, device,
+// where FLOPs come from (and why they are 0), counted windows and FLOPs by precision, fwd and
+// bwd latency per module, the roots outside the model.
+std::string RenderAdditions(const Profile& profile);
 
 // The three sections on their own (the group views compose them).
 std::string RenderSummary(const Profile& profile);

@@ -18,6 +18,7 @@
 #include "daemon/parallel_mark.h"
 #include "daemon/session_definitions.h"
 #include "flopscope/v1/records.pb.h"
+#include "google/protobuf/stubs/logging.h"
 
 namespace flopscope::daemon {
 namespace {
@@ -67,6 +68,12 @@ void Run(const v1::Batch& batch) {
 
 }  // namespace
 }  // namespace flopscope::daemon
+
+// Invalid UTF-8 in a string field is refused by the parser with a log line per input: noise.
+extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
+  google::protobuf::SetLogHandler(nullptr);
+  return 0;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   flopscope::v1::Batch batch;

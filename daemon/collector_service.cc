@@ -8,6 +8,7 @@
 #include "absl/time/clock.h"
 #include "common/version.h"
 #include "daemon/batch_validator.h"
+#include "daemon/disk_space.h"
 #include "daemon/grpc_status.h"
 #include "daemon/hello_validator.h"
 #include "daemon/logger.h"
@@ -52,6 +53,9 @@ grpc::Status CollectorService::Stream(grpc::ServerContext* context, ServerStream
   absl::StatusOr<Connection> connection = Connect(hello);
   if (!connection.ok()) {
     LogWarning("refused a stream from pid ", hello.pid(), ": ", connection.status().message());
+    if (IsDiskFull(connection.status())) {
+      context->AddTrailingMetadata(kRefusalReasonKey, kDiskFullReason);
+    }
     return ToGrpcStatus(connection.status());
   }
   absl::Cleanup disconnected = [&] {
@@ -92,11 +96,13 @@ absl::StatusOr<CollectorService::Connection> CollectorService::Connect(
     const v1::SessionHello& hello) {
   // Validated before the job id becomes a directory name.
   if (absl::Status s = ValidateHello(hello); !s.ok()) return s;
+  if (absl::Status s = stores_->CheckSpace(); !s.ok()) return s;  // logged by the caller
   absl::StatusOr<std::shared_ptr<RankStore>> store = stores_->Acquire(hello.job_id(), hello.rank());
   absl::StatusOr<SessionHandle> session =
       store.ok() ? (*store)->OpenSession(hello) : absl::StatusOr<SessionHandle>(store.status());
   if (!session.ok()) {
     LogError("cannot store ", Describe(hello), ": ", session.status().message());
+    if (IsDiskFull(session.status())) return DiskFullRefusal(session.status());
     return absl::UnavailableError(
         absl::StrCat("the daemon cannot store this session now: ", session.status().message()));
   }
@@ -171,7 +177,8 @@ void CollectorService::RecordAnnouncedLayout(const Connection& connection, const
 grpc::Status CollectorService::StoreBatch(grpc::ServerContext* context,
                                           const Connection& connection, const v1::Batch& batch) {
   CommitOutcome outcome;
-  const absl::Status status = connection.store->Commit(connection.sid, batch, &outcome);
+  absl::Status status = stores_->CheckSpace();
+  if (status.ok()) status = connection.store->Commit(connection.sid, batch, &outcome);
   if (absl::IsInvalidArgument(status)) {
     LogWarning("rejected ", Describe(connection.hello), ": ", status.message());
     // Counted here, where the batch is dropped (the producer cannot count it), by rule.
@@ -181,6 +188,12 @@ grpc::Status CollectorService::StoreBatch(grpc::ServerContext* context,
     if (!counted.ok()) LogWarning("catalog: ", counted.message());
     context->AddTrailingMetadata(kRejectedSeqKey, std::to_string(batch.seq()));
     return ToGrpcStatus(status);
+  }
+  if (IsDiskFull(status)) {
+    // RESOURCE_EXHAUSTED with the reason: the injector keeps (or spools) the batch and says why.
+    LogError("storing ", Describe(connection.hello), " refused: ", status.message());
+    context->AddTrailingMetadata(kRefusalReasonKey, kDiskFullReason);
+    return ToGrpcStatus(DiskFullRefusal(status));
   }
   if (!status.ok()) {
     LogError("storing ", Describe(connection.hello), " failed: ", status.message());

@@ -18,6 +18,10 @@ namespace flopscope::daemon {
 
 // Trailing metadata key naming the batch a rejected stream ended on (collector.proto).
 inline constexpr char kRejectedSeqKey[] = "flopscope-rejected-seq";
+// Trailing metadata of a RESOURCE_EXHAUSTED refusal that is the daemon's own: its reason
+// ("daemon disk full", kDiskFullReason), so a producer can tell it from gRPC's own
+// RESOURCE_EXHAUSTED for an over-sized message.
+inline constexpr char kRefusalReasonKey[] = "flopscope-refusal-reason";
 
 // The ingest side: one bidi Stream per producer process, served on its own gRPC thread
 // (synchronous API). The first message must be a hello (validated before anything touches the

@@ -9,6 +9,8 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/version.h"
+#include "daemon/damaged_files.h"
+#include "daemon/data_dir_lock.h"
 #include "daemon/data_layout.h"
 #include "daemon/logger.h"
 #include "daemon/socket_file.h"
@@ -20,9 +22,16 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(const DaemonOp
     return absl::InvalidArgumentError("DaemonServer needs a data directory and a socket path");
   }
   std::unique_ptr<DaemonServer> daemon(new DaemonServer(options));
-  // The socket first: a second daemon on the same socket leaves nothing behind.
-  if (absl::Status s = PrepareSocketPath(options.socket_path); !s.ok()) return s;
+  // The data directory's lock first: a second daemon on it stops here, naming the holder, and
+  // touches neither the socket nor a file. A socket still answering once the lock is ours
+  // belongs to a daemon of another data directory (the dying holder closed it with the lock).
   if (absl::Status s = EnsureDirectory(options.data_dir); !s.ok()) return s;
+  absl::StatusOr<std::unique_ptr<DataDirLock>> lock = DataDirLock::Acquire(options.data_dir);
+  if (!lock.ok()) return lock.status();
+  daemon->lock_ = *std::move(lock);
+  if (absl::Status s = PrepareSocketPath(options.socket_path); !s.ok()) return s;
+  // Before anything opens a file for writing: damaged ones are moved aside, never written again.
+  QuarantineDamagedFiles(options.data_dir);
   absl::StatusOr<std::unique_ptr<Catalog>> catalog = Catalog::Open(CatalogPath(options.data_dir));
   if (!catalog.ok()) return catalog.status();
   daemon->catalog_ = *std::move(catalog);
@@ -107,6 +116,7 @@ void DaemonServer::Shutdown() {
   // Closing the catalog last does the same for it.
   catalog_.reset();
   unlink(options_.socket_path.c_str());
+  lock_.reset();  // last: the next daemon on this data dir finds every file closed
   LogInfo("stopped; data in ", options_.data_dir);
 }
 

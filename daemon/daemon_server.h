@@ -13,6 +13,7 @@
 #include "daemon/catalog.h"
 #include "daemon/collector_service.h"
 #include "daemon/daemon_options.h"
+#include "daemon/data_dir_lock.h"
 #include "daemon/profiling_service.h"
 #include "daemon/query_service.h"
 #include "daemon/session_registry.h"
@@ -53,6 +54,7 @@ class DaemonServer {
 
   const DaemonOptions options_;
   std::string tcp_target_;
+  std::unique_ptr<DataDirLock> lock_;  // held from Start to the end of Shutdown
   std::unique_ptr<Catalog> catalog_;
   std::unique_ptr<StoreRegistry> stores_;
   std::unique_ptr<SessionRegistry> sessions_;

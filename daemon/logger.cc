@@ -4,8 +4,10 @@
 
 #include <atomic>
 #include <string>
+#include <string_view>
 
 #include "absl/strings/ascii.h"
+#include "common/utf8.h"
 
 namespace flopscope::daemon {
 namespace {
@@ -48,7 +50,10 @@ void Log(LogLevel level, absl::string_view message) {
 
 void LogUnprefixed(LogLevel level, absl::string_view message) {
   if (!IsLogged(level)) return;
-  const std::string line = absl::StrCat(message, "\n");
+  // Messages carry client-supplied text (job ids, hosts, session ids, names): a newline or an
+  // escape sequence in it must not forge a line or reach an operator's terminal raw.
+  const std::string line =
+      absl::StrCat(PrintableForTerminal(std::string_view(message.data(), message.size())), "\n");
   // One write per line: concurrent writers to stderr never interleave within a line. A failed
   // write (stderr closed) is not worth failing the daemon for.
   size_t written = 0;

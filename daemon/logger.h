@@ -15,7 +15,9 @@ void SetLogLevel(LogLevel level);
 bool IsLogged(LogLevel level);
 
 // One line to stderr, "flopscoped: [<level>: ]<message>", written with a single write(2) so that
-// lines from concurrent streams never interleave.
+// lines from concurrent streams never interleave. The message goes through PrintableForTerminal
+// (common/utf8.h): control characters, line breaks and ill-formed bytes become U+FFFD, so text a
+// client supplied can never forge a log line or send escapes to a terminal.
 void Log(LogLevel level, absl::string_view message);
 // The same without the prefix, for lines that name the program themselves (the start banner).
 void LogUnprefixed(LogLevel level, absl::string_view message);

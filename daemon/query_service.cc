@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/job_id.h"
+#include "daemon/damaged_files.h"
 #include "daemon/data_layout.h"
 #include "daemon/grpc_status.h"
 #include "daemon/logger.h"
@@ -129,8 +130,13 @@ absl::StatusOr<RankSnapshot> QueryService::ReadRank(const std::string& job_id, i
       db.ok() ? RankReader::Read(**db, options) : absl::StatusOr<RankSnapshot>(db.status());
   if (snapshot.ok()) readers_.GiveBack(*std::move(db));
   if (!snapshot.ok()) {
-    return absl::Status(snapshot.status().code(), absl::StrCat("job '", job_id, "' rank ", rank,
-                                                               ": ", snapshot.status().message()));
+    // A file found damaged at start was moved aside (damaged_files.h): say so, by name.
+    const std::string moved = DamagedCopyOf(RankFilePath(data_dir_, job_id, rank));
+    const std::string where =
+        moved.empty() ? "" : absl::StrCat(" (its damaged file was moved aside to ", moved, ")");
+    return absl::Status(snapshot.status().code(),
+                        absl::StrCat("job '", job_id, "' rank ", rank, ": ",
+                                     snapshot.status().message(), where));
   }
   return snapshot;
 }
@@ -157,24 +163,33 @@ absl::StatusOr<v1::Report> QueryService::BuildReport(const v1::ReportRequest& re
     builder.ListTopKernels(request.kernels_of(), request.top_kernels());
     read_options.kernel_groups = true;
   }
+  // An unreadable rank is left out and named; only when every wanted rank is, the report fails.
+  std::vector<v1::UnreadableRank> unreadable;
   absl::Status failure;
   ReadRanks(request.job_id(), *ranks, read_options,
             [&](size_t index, absl::StatusOr<RankSnapshot> snapshot) {
               if (!snapshot.ok()) {
                 failure = snapshot.status();
-                return false;
+                v1::UnreadableRank& left_out = unreadable.emplace_back();
+                left_out.set_rank((*ranks)[index].rank());
+                left_out.set_problem(std::string(failure.message()));
+                return true;
               }
               builder.AddRank((*ranks)[index], *snapshot);
               return true;
             });
-  if (!failure.ok()) return failure;
+  if (unreadable.size() == ranks->size() && !failure.ok()) return failure;
   if (!request.kernels_of().empty() && !builder.KnowsTopKernelsPath()) {
     return absl::NotFoundError(absl::StrCat("job '", request.job_id(), "' has no module '",
                                             request.kernels_of(),
                                             "' (use a path the report prints, or / for all)"));
   }
   if (absl::Status s = CheckStepWindow(request, builder.step_rollup()); !s.ok()) return s;
-  return builder.Build();
+  v1::Report report = builder.Build();
+  for (v1::UnreadableRank& left_out : unreadable) {
+    *report.add_unreadable_ranks() = std::move(left_out);
+  }
+  return report;
 }
 
 absl::Status QueryService::ForEachRankReport(const v1::ReportRequest& request,

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -311,6 +312,29 @@ TEST_F(QueryServiceTest, OneCallAnswersEveryRankAndNamesTheUnreadableOne) {
   request.add_ranks(7);
   EXPECT_EQ(service_->ForEachRankReport(request, [](v1::RankReport) { return true; }).code(),
             absl::StatusCode::kNotFound);
+}
+
+TEST_F(QueryServiceTest, AJobReportLeavesOutAnUnreadableRankAndNamesIt) {
+  StoreSteps(0, FiveSteps());
+  StoreSteps(1, FiveSteps());
+  const std::string rank1 = RankFilePath(dir_.path(), kJob, 1);
+  // As a start finds it damaged: moved aside, so the rank has no file of its own any more.
+  std::filesystem::rename(rank1, rank1 + ".damaged");
+
+  absl::StatusOr<v1::Report> report = Report(std::nullopt, std::nullopt);
+  ASSERT_TRUE(report.ok()) << report.status();
+  ASSERT_EQ(report->ranks_size(), 1);
+  EXPECT_EQ(report->ranks(0).rank(), 0);
+  EXPECT_EQ(Phase(*report, "step").median_ns(), 2'500);  // rank 0's figures, alone
+  ASSERT_EQ(report->unreadable_ranks_size(), 1);
+  EXPECT_EQ(report->unreadable_ranks(0).rank(), 1);
+  EXPECT_THAT(report->unreadable_ranks(0).problem(),
+              HasSubstr("moved aside to " + rank1 + ".damaged"));
+
+  // Asked for the unreadable rank alone: nothing to report, so the error itself.
+  absl::StatusOr<v1::Report> alone = Report(std::nullopt, std::nullopt, {1});
+  ASSERT_FALSE(alone.ok());
+  EXPECT_THAT(alone.status().message(), HasSubstr("rank 1"));
 }
 
 }  // namespace

@@ -90,14 +90,18 @@ absl::Status ReadMemoryStats(SqliteDb& db, RankSnapshot* snapshot) {
 }
 
 // The `flopscope`-domain paths of each session: the step and the phases (DESIGN: Time).
-enum class PathRole { kPhase, kStep };
+enum class PathRole { kPhase, kStep, kForward, kBackward };
 using PathRoles = absl::flat_hash_map<std::pair<int64_t, uint64_t>, PathRole>;
 
 PathRoles FlopscopeRoles(const RankSnapshot& snapshot) {
   PathRoles roles;
   for (const RankSnapshot::Path& path : snapshot.paths) {
     if (path.domain != kFlopscopeDomain) continue;
-    roles[{path.sid, path.id}] = path.name == kStepRange ? PathRole::kStep : PathRole::kPhase;
+    PathRole role = PathRole::kPhase;
+    if (path.name == kStepRange) role = PathRole::kStep;
+    if (path.name == kForwardPhase) role = PathRole::kForward;
+    if (path.name == kBackwardPhase) role = PathRole::kBackward;
+    roles[{path.sid, path.id}] = role;
   }
   return roles;
 }
@@ -139,6 +143,10 @@ absl::Status ReadRanges(SqliteDb& db, bool has_kernel_tables, const RankReadOpti
           span = rollup.AddRange(sid, row.ColumnUint(1), row.ColumnUint(2), path_id);
         }
         if (auto role = roles.find({sid, path_id}); role != roles.end()) {
+          if (role->second == PathRole::kForward || role->second == PathRole::kBackward) {
+            steps.AddPass(role->second == PathRole::kForward ? Pass::kForward : Pass::kBackward,
+                          occurrence);
+          }
           steps.AddPhase(sid, path_id, occurrence, role->second == PathRole::kStep);
           return;
         }

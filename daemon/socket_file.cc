@@ -16,6 +16,9 @@ namespace flopscope::daemon {
 namespace {
 
 constexpr size_t kMaxSocketPath = sizeof(sockaddr_un{}.sun_path) - 1;
+// 25 x 20 ms: how long a socket that answers gets to go away before it counts as served.
+constexpr int kLiveSocketAttempts = 25;
+constexpr useconds_t kLiveSocketPollMicros = 20000;
 
 }  // namespace
 
@@ -47,9 +50,14 @@ absl::Status PrepareSocketPath(const std::string& path) {
     return absl::FailedPreconditionError(
         absl::StrCat("refusing to replace ", path, ": it exists and is not a socket"));
   }
-  if (SocketIsLive(path)) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("another flopscoped is already serving ", path));
+  // The caller holds its data directory's lock, so a daemon of that directory is gone; one dying
+  // may still close this socket a moment after its lock, hence the short grace.
+  for (int attempt = 0; SocketIsLive(path); ++attempt) {
+    if (attempt == kLiveSocketAttempts) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("another flopscoped is already serving ", path));
+    }
+    usleep(kLiveSocketPollMicros);
   }
   if (unlink(path.c_str()) != 0 && errno != ENOENT) {
     return absl::FailedPreconditionError(

@@ -8,6 +8,9 @@ namespace flopscope::daemon {
 
 // The range that marks a step, in the `flopscope` NVTX domain (DESIGN: Time).
 inline constexpr char kStepRange[] = "step";
+// The phases of the `flopscope` domain that split a module's time into its passes.
+inline constexpr char kForwardPhase[] = "forward";
+inline constexpr char kBackwardPhase[] = "backward";
 
 // A step range of one rank: an occurrence of `step` in the `flopscope` NVTX domain.
 struct StepSpan {

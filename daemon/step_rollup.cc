@@ -7,6 +7,21 @@
 namespace flopscope::daemon {
 namespace {
 
+void AddPass(const PassSum& part, PassSum& total) {
+  total.ran = total.ran || part.ran;
+  total.cpu_ns += part.cpu_ns;
+  total.busy_ns += part.busy_ns;
+}
+
+void SetLatency(const std::vector<int64_t>& samples, bool gpu, v1::StepLatency* latency) {
+  const SampleSummary summary = Summarize(samples);
+  latency->set_samples(summary.samples);
+  latency->set_median_ns(summary.median_ns);
+  latency->set_min_ns(summary.min_ns);
+  latency->set_max_ns(summary.max_ns);
+  latency->set_gpu(gpu);
+}
+
 template <typename T>
 T& Slot(std::vector<T>& slots, int index) {
   if (static_cast<size_t>(index) >= slots.size()) slots.resize(static_cast<size_t>(index) + 1);
@@ -47,22 +62,31 @@ void StepRollup::AddPhases(const RankStepFigures& figures, const Resolve& resolv
 }
 
 void StepRollup::AddModules(const RankStepFigures& figures, const Resolve& resolve) {
-  // This rank's (CPU, busy) sums per (module, step): a restarted rank's sessions add up.
-  absl::flat_hash_map<std::pair<int, int64_t>, std::pair<int64_t, int64_t>> per_step;
+  // This rank's sums per (module, step): a restarted rank's sessions add up.
+  absl::flat_hash_map<std::pair<int, int64_t>, StepSums> per_step;
   for (const PathStepFigures& path : figures.modules) {
     const StepTarget target = resolve(path.sid, path.path_id);
     if (target.module < 0 || target.phase >= 0) continue;
     ModuleSamples& module = Slot(modules_, target.module);
     module.gpu = module.gpu || path.gpu;
     for (const BucketSum& sum : path.buckets) {
-      std::pair<int64_t, int64_t>& entry = per_step[{target.module, sum.bucket}];
-      entry.first += sum.cpu_ns;
-      entry.second += sum.busy_ns;
+      StepSums& entry = per_step[{target.module, sum.bucket}];
+      entry.cpu_ns += sum.cpu_ns;
+      entry.busy_ns += sum.busy_ns;
+      AddPass(sum.forward, entry.forward);
+      AddPass(sum.backward, entry.backward);
     }
   }
   for (const auto& [key, sums] : per_step) {
-    modules_[key.first].cpu_ns.push_back(sums.first);
-    modules_[key.first].busy_ns.push_back(sums.second);
+    ModuleSamples& module = modules_[key.first];
+    module.cpu_ns.push_back(sums.cpu_ns);
+    module.busy_ns.push_back(sums.busy_ns);
+    for (auto [pass, samples] : {std::pair{&sums.forward, &module.forward},
+                                 std::pair{&sums.backward, &module.backward}}) {
+      if (!pass->ran) continue;
+      samples->cpu_ns.push_back(pass->cpu_ns);
+      samples->busy_ns.push_back(pass->busy_ns);
+    }
   }
 }
 
@@ -81,13 +105,15 @@ void StepRollup::FillModule(int index, v1::ModuleStats* row) const {
   if (!window_requested_ || static_cast<size_t>(index) >= modules_.size()) return;
   const ModuleSamples& module = modules_[index];
   if (module.cpu_ns.empty()) return;
-  const SampleSummary summary = Summarize(module.gpu ? module.busy_ns : module.cpu_ns);
-  v1::StepLatency* latency = row->mutable_step_latency();
-  latency->set_samples(summary.samples);
-  latency->set_median_ns(summary.median_ns);
-  latency->set_min_ns(summary.min_ns);
-  latency->set_max_ns(summary.max_ns);
-  latency->set_gpu(module.gpu);
+  SetLatency(module.gpu ? module.busy_ns : module.cpu_ns, module.gpu, row->mutable_step_latency());
+  if (!module.forward.cpu_ns.empty()) {
+    SetLatency(module.gpu ? module.forward.busy_ns : module.forward.cpu_ns, module.gpu,
+               row->mutable_fwd_step_latency());
+  }
+  if (!module.backward.cpu_ns.empty()) {
+    SetLatency(module.gpu ? module.backward.busy_ns : module.backward.cpu_ns, module.gpu,
+               row->mutable_bwd_step_latency());
+  }
 }
 
 void StepRollup::FillWindow(v1::Report* report) const {

@@ -45,10 +45,23 @@ class StepRollup {
   uint64_t steps_in_window() const { return uncounted_steps_ + counted_in_window_; }
 
  private:
+  struct PassSamples {
+    std::vector<int64_t> cpu_ns;
+    std::vector<int64_t> busy_ns;  // parallel to cpu_ns
+  };
   struct ModuleSamples {
     std::vector<int64_t> cpu_ns;
     std::vector<int64_t> busy_ns;  // parallel to cpu_ns
+    PassSamples forward;           // steps in which it ran in the pass
+    PassSamples backward;
     bool gpu = false;
+  };
+  // This rank's sums of one module in one step.
+  struct StepSums {
+    int64_t cpu_ns = 0;
+    int64_t busy_ns = 0;
+    PassSum forward;
+    PassSum backward;
   };
   struct PhaseSamples {
     bool seen = false;

@@ -121,5 +121,43 @@ TEST(StepRollupTest, NoStepsAndNoWindowLeaveTheReportWithoutSteps) {
   EXPECT_FALSE(report.has_steps());
 }
 
+// A bucket of module 0 whose `forward` / `backward` parts are given.
+BucketSum Passes(int64_t step, int64_t forward_ns, int64_t backward_ns, int64_t other_ns) {
+  BucketSum sum{step, forward_ns + backward_ns + other_ns, 0, {}, {}};
+  if (forward_ns > 0) sum.forward = {true, forward_ns, 0};
+  if (backward_ns > 0) sum.backward = {true, backward_ns, 0};
+  return sum;
+}
+
+TEST(StepRollupTest, ForwardAndBackwardLatenciesAreMediansOverTheStepsThatRanEachPass) {
+  StepRollup rollup;
+  RankStepFigures rank = Window(1, 3, 3, {});
+  const std::vector<int64_t> forward = {100, 300, 200};
+  const std::vector<int64_t> backward = {250, 0, 150};  // step 2 had no backward
+  std::vector<BucketSum> buckets;
+  for (size_t i = 0; i < forward.size(); ++i) {
+    buckets.push_back(Passes(static_cast<int64_t>(i) + 1, forward[i], backward[i], 7));
+  }
+  rank.modules.push_back(PathFigures(1, 1, buckets));
+  rollup.AddRank(rank, Resolve);
+  v1::ModuleStats module;
+  rollup.FillModule(0, &module);
+  ASSERT_TRUE(module.has_fwd_step_latency());
+  ASSERT_TRUE(module.has_bwd_step_latency());
+  std::vector<int64_t> ran_backward;
+  for (int64_t ns : backward) {
+    if (ns > 0) ran_backward.push_back(ns);
+  }
+  EXPECT_EQ(module.fwd_step_latency().samples(), forward.size());
+  EXPECT_EQ(module.fwd_step_latency().median_ns(), Summarize(forward).median_ns);
+  EXPECT_EQ(module.bwd_step_latency().samples(), ran_backward.size());
+  EXPECT_EQ(module.bwd_step_latency().median_ns(), Summarize(ran_backward).median_ns);
+  // The all-pass latency still counts everything, the time between the passes included.
+  EXPECT_GT(module.step_latency().median_ns(), module.fwd_step_latency().median_ns());
+  v1::ModuleStats other;
+  rollup.FillModule(1, &other);
+  EXPECT_FALSE(other.has_fwd_step_latency());
+}
+
 }  // namespace
 }  // namespace flopscope::daemon

@@ -1,6 +1,7 @@
 #include "daemon/step_statistics.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 
 namespace flopscope::daemon {
@@ -21,6 +22,19 @@ void StepStatistics::AddModule(int64_t sid, uint64_t path_id, const RangeOccurre
     return;
   }
   if (wants_modules()) modules_.push_back({{sid, path_id}, occurrence});
+}
+
+void StepStatistics::AddPass(Pass pass, const RangeOccurrence& occurrence) {
+  passes_.push_back({occurrence.start_ns, occurrence.start_ns + occurrence.cpu_ns, pass});
+}
+
+Pass StepStatistics::PassAt(int64_t time_ns) const {
+  // The last span starting at or before the moment is the only one that can hold it.
+  auto after = std::upper_bound(passes_.begin(), passes_.end(), time_ns,
+                                [](int64_t t, const PassSpan& span) { return t < span.start_ns; });
+  if (after == passes_.begin()) return Pass::kNone;
+  const PassSpan& span = *std::prev(after);
+  return time_ns <= span.end_ns ? span.pass : Pass::kNone;
 }
 
 std::vector<bool> StepStatistics::CountedSteps(const StepIndex& index) const {
@@ -58,6 +72,12 @@ std::vector<PathStepFigures> StepStatistics::SumPerPath(const std::vector<Pendin
     sum.bucket = bucket;
     sum.cpu_ns += occurrence.cpu_ns;
     sum.busy_ns += occurrence.busy_ns;
+    const Pass pass = PassAt(occurrence.start_ns);
+    if (pass == Pass::kNone) continue;
+    PassSum& part = pass == Pass::kForward ? sum.forward : sum.backward;
+    part.ran = true;
+    part.cpu_ns += occurrence.cpu_ns;
+    part.busy_ns += occurrence.busy_ns;
   }
   std::vector<PathStepFigures> out;
   out.reserve(by_path.size());
@@ -74,6 +94,8 @@ std::vector<PathStepFigures> StepStatistics::SumPerPath(const std::vector<Pendin
 }
 
 RankStepFigures StepStatistics::Finish() {
+  std::sort(passes_.begin(), passes_.end(),
+            [](const PassSpan& a, const PassSpan& b) { return a.start_ns < b.start_ns; });
   const StepIndex index(std::move(steps_));
   const std::vector<bool> counted = CountedSteps(index);
   RankStepFigures figures;
@@ -96,6 +118,7 @@ RankStepFigures StepStatistics::Finish() {
   phases_.clear();
   modules_.clear();
   counted_moments_.clear();
+  passes_.clear();
   return figures;
 }
 

@@ -19,11 +19,24 @@ struct RangeOccurrence {
   bool counted = false;  // closed inside a counter window: replay-slowed
 };
 
+// Which training pass an occurrence ran in: it started inside a `forward` or a `backward` range
+// of the `flopscope` domain (the torch hooks open them; DeepSpeed's fwd latency is the former).
+enum class Pass { kNone, kForward, kBackward };
+
+// Figures of one pass in one bucket.
+struct PassSum {
+  bool ran = false;  // some occurrence of the path started inside the pass
+  int64_t cpu_ns = 0;
+  int64_t busy_ns = 0;
+};
+
 // A path's figures in one bucket: a step (by number), or one occurrence when no step is marked.
 struct BucketSum {
   int64_t bucket = 0;
   int64_t cpu_ns = 0;   // summed over the path's occurrences in the bucket
   int64_t busy_ns = 0;  // likewise
+  PassSum forward;      // the part of the above inside `forward` ranges
+  PassSum backward;     // and inside `backward` ranges
 };
 
 // The per-step figures of one path of one session.
@@ -65,6 +78,10 @@ class StepStatistics {
   void AddPhase(int64_t sid, uint64_t path_id, const RangeOccurrence& occurrence, bool is_step);
   // A module range (or a graph replay's kernels, with no range).
   void AddModule(int64_t sid, uint64_t path_id, const RangeOccurrence& occurrence);
+  // A `forward` or `backward` range: module occurrences that start inside it belong to the pass.
+  void AddPass(Pass pass, const RangeOccurrence& occurrence);
+  // The pass holding `time_ns` (after Finish has sorted the spans; kNone outside every pass).
+  Pass PassAt(int64_t time_ns) const;
 
   RankStepFigures Finish();
 
@@ -86,6 +103,13 @@ class StepStatistics {
   std::vector<Pending> modules_;  // uncounted only, and only for a window
   // Where counted ranges (steps included) started: each marks the step holding it as counted.
   std::vector<int64_t> counted_moments_;
+  // Spans of the `forward` / `backward` ranges, by start; they do not overlap one another.
+  struct PassSpan {
+    int64_t start_ns = 0;
+    int64_t end_ns = 0;
+    Pass pass = Pass::kNone;
+  };
+  std::vector<PassSpan> passes_;
 };
 
 // Median (the mean of the middle two for an even count, rounded down), min and max.

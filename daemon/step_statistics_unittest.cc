@@ -177,5 +177,41 @@ TEST(StepStatisticsTest, OccurrencesOutsideEveryStepCountInTotalsOnly) {
   EXPECT_THAT(CpuSums(*forward), ElementsAre(50));
 }
 
+TEST(StepStatisticsTest, ModuleOccurrencesSplitIntoForwardAndBackwardByTheirPassRange) {
+  // Two steps; in each, a forward range, then a backward range. The module runs once in each
+  // pass and once between them (in neither).
+  StepStatistics statistics(StepWindowRequest{0, std::nullopt});
+  struct Pass2 {
+    int64_t fwd_start, bwd_start;
+  };
+  const std::vector<Pass2> steps = {{1000, 1500}, {3000, 3500}};
+  const int64_t kFwd = 100, kBwd = 170, kBetween = 30;
+  int64_t expected_forward = 0, expected_backward = 0, expected_total = 0;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const Pass2& step = steps[i];
+    const int64_t grow = static_cast<int64_t>(i);  // each step a little slower
+    statistics.AddPhase(1, 7, Range(step.fwd_start - 10, 1000), true);
+    statistics.AddPass(Pass::kForward, Range(step.fwd_start, 300));
+    statistics.AddPass(Pass::kBackward, Range(step.bwd_start, 300));
+    statistics.AddModule(1, 20, Range(step.fwd_start + 5, kFwd + grow));
+    statistics.AddModule(1, 20, Range(step.fwd_start + 350, kBetween));
+    statistics.AddModule(1, 20, Range(step.bwd_start + 5, kBwd + grow));
+    expected_forward = kFwd + grow;
+    expected_backward = kBwd + grow;
+    expected_total = kFwd + kBwd + kBetween + 2 * grow;
+  }
+  const RankStepFigures figures = statistics.Finish();
+  const PathStepFigures* module = Find(figures.modules, 20);
+  ASSERT_NE(module, nullptr);
+  ASSERT_EQ(module->buckets.size(), steps.size());
+  const BucketSum& last = module->buckets.back();
+  EXPECT_EQ(last.cpu_ns, expected_total);
+  EXPECT_TRUE(last.forward.ran);
+  EXPECT_EQ(last.forward.cpu_ns, expected_forward);
+  EXPECT_TRUE(last.backward.ran);
+  EXPECT_EQ(last.backward.cpu_ns, expected_backward);
+  EXPECT_EQ(statistics.PassAt(steps[0].fwd_start - 1), Pass::kNone);  // spans cleared: none left
+}
+
 }  // namespace
 }  // namespace flopscope::daemon

@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "daemon/disk_space.h"
 #include "daemon/rank_store.h"
 
 namespace flopscope::daemon {
@@ -22,7 +23,11 @@ namespace flopscope::daemon {
 // rank never open the file twice.
 class StoreRegistry {
  public:
-  explicit StoreRegistry(std::string data_dir) : data_dir_(std::move(data_dir)) {}
+  explicit StoreRegistry(std::string data_dir) : data_dir_(data_dir), space_(std::move(data_dir)) {}
+
+  // RESOURCE_EXHAUSTED "daemon disk full: ..." while the data directory's file system is under
+  // its reserve (DiskSpaceGuard): checked before a session opens and before every batch.
+  absl::Status CheckSpace() const { return space_.Check(); }
 
   // Opens (creating its directory and file when missing) or shares the store of `job_id`/`rank`.
   // `job_id` must have passed JobIdProblem.
@@ -38,6 +43,7 @@ class StoreRegistry {
   void ForgetClosed() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string data_dir_;
+  const DiskSpaceGuard space_;
   absl::Mutex mu_;
   absl::flat_hash_map<Key, std::weak_ptr<RankStore>> stores_ ABSL_GUARDED_BY(mu_);
 };

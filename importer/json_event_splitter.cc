@@ -125,6 +125,8 @@ absl::Status JsonEventSplitter::ScanValue(absl::string_view* value, uint64_t* of
     status = ScanString();
   } else if (first < 0) {
     return EndOfInput("a value", OffsetOf(mark_));
+  } else if (EndsScalar(static_cast<char>(first))) {
+    return Error(pos_, "expected a value");  // `"key": ,` would hand the visitor nothing
   } else {
     // A number or a literal: the visitor's parser checks its spelling.
     while (true) {

@@ -87,6 +87,10 @@ TEST_F(JsonEventSplitterTest, StructuralErrorsNameTheirOffset) {
            {"{\"traceEvents\": [{\"a\": \"unterminated", "the file ends inside"},
            {"{\"traceEvents\": [{\"a\": 1}", "the event array that starts at offset 16"},
            {"{\"k\" 1}", "expected ':'"},
+           // Found by json_event_splitter_fuzzer: a member without a value reached the visitor
+           // as an empty value.
+           {"{\"k\": , \"traceEvents\": []}", "offset 6: expected a value"},
+           {"{\"traceEvents\": [], \"k\":}", "offset 24: expected a value"},
            {"", "empty"},
            {"hello", "not a JSON trace"},
        }) {

@@ -74,7 +74,11 @@ class Converter {
  private:
   bool IsNumberStart() const {
     const char c = text_[i_];
-    return (c >= '0' && c <= '9') || c == '-' || c == '+';
+    if (c == '+') {
+      // Only a sign: Number() drops it and takes the next character as part of the number.
+      return i_ + 1 < text_.size() && text_[i_ + 1] >= '0' && text_[i_ + 1] <= '9';
+    }
+    return (c >= '0' && c <= '9') || c == '-';
   }
 
   // A whole numeric token ("-1.5e-05"); "-inf" and "-nan" are Python's reprs of non-finite

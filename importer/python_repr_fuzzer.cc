@@ -1,7 +1,10 @@
 // Fuzzes PythonReprToJson, which rewrites the repr() text a Kineto trace may hold in its
 // `deviceProperties` and `distributedInfo` members: trace files come from anywhere, so the text
 // is untrusted. Besides not crashing, the header's promise is checked: text that is already
-// JSON comes out equal, so converting an accepted result again must give it back unchanged.
+// JSON comes out equal. So when a result is JSON (simdjson parses it), converting it again must
+// give it back unchanged.
+
+#include <simdjson.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -19,6 +22,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!absl::IsInvalidArgument(json.status())) std::abort();
     return 0;
   }
+  static simdjson::dom::parser* parser = new simdjson::dom::parser();
+  if (parser->parse(json->data(), json->size()).error() != simdjson::SUCCESS) return 0;
   const absl::StatusOr<std::string> again = flopscope::importer::PythonReprToJson(*json);
   if (!again.ok() || *again != *json) std::abort();
   return 0;

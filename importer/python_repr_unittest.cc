@@ -26,6 +26,14 @@ TEST(PythonReprToJsonTest, NumbersAndNonFiniteFloats) {
   EXPECT_EQ(*json, "[1e-05, -2.5E+3, null, null, null]");
 }
 
+// Found by python_repr_fuzzer: a '+' before a non-digit swallowed the next character, so "+("
+// kept a raw '(' (a tuple never became an array) and "+'" dropped a quote.
+TEST(PythonReprToJsonTest, PlusOnlySignsADigit) {
+  EXPECT_EQ(PythonReprToJson("(+1, +(2,))").value(), "[1, +[2]]");
+  EXPECT_EQ(PythonReprToJson("+").value(), "+");
+  EXPECT_FALSE(PythonReprToJson("+'").ok());  // an unterminated string, as without the '+'
+}
+
 TEST(PythonReprToJsonTest, JsonPassesThroughUnchanged) {
   const std::string json = R"({"rank": 3, "world_size": 8, "pg": [{"a": "b"}]})";
   EXPECT_EQ(PythonReprToJson(json).value(), json);

@@ -1,5 +1,7 @@
 #include "injector/injector_config.h"
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdlib>
 
@@ -29,6 +31,15 @@ InjectorConfig ConfigFromEnvironment(const EnvLookup& env) {
   config.target = GrpcTarget(socket.empty() ? DefaultSocketPath() : socket);
   config.dump_path = ReadString(env, "FLOPSCOPE_DEBUG_DUMP");
   config.transport_path = ReadString(env, "FLOPSCOPE_TRANSPORT_PATH");
+  config.spool_bytes = ReadBoundedEnv(env, "FLOPSCOPE_SPOOL_MB", 0, 1 << 20,
+                                      config.spool_bytes >> 20, &config.warnings)
+                       << 20;
+  config.spool_dir = ReadString(env, "FLOPSCOPE_SPOOL_DIR");
+  if (config.spool_dir.empty()) {
+    const std::string runtime = ReadString(env, "XDG_RUNTIME_DIR");
+    config.spool_dir = !runtime.empty() ? runtime + "/flopscope-spool"
+                                        : "/var/tmp/flopscope-spool-" + std::to_string(geteuid());
+  }
   const std::string clock = ReadString(env, "FLOPSCOPE_CLOCK");
   if (clock == "realtime") {
     config.realtime_clock = true;

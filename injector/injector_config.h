@@ -24,6 +24,12 @@ struct InjectorConfig {
   // FLOPSCOPE_CLOCK=realtime: time ranges with clock_gettime even where the TSC could be used
   // (see RangeClock); "auto" (the default) picks.
   bool realtime_clock = false;
+  // The spool for batches the daemon has not acknowledged (docs/architecture.md, "Spool and
+  // memory budget"): FLOPSCOPE_SPOOL_MB bounds the session's file (0: no spool, default 1024);
+  // FLOPSCOPE_SPOOL_DIR, else $XDG_RUNTIME_DIR/flopscope-spool, else
+  // /var/tmp/flopscope-spool-<uid>. The transport refuses a directory that is not ours and 0700.
+  uint64_t spool_bytes = 1024ull << 20;
+  std::string spool_dir;
   std::vector<std::string> warnings;
 };
 

@@ -59,6 +59,10 @@ AppRun RunApp(const std::vector<std::string>& args, const std::map<std::string, 
     environment.push_back(entry);
   }
   if (preload) environment.push_back(std::string("LD_PRELOAD=") + FLOPSCOPE_TEST_INJECTOR_PATH);
+  // Never the user's own spool: a test's orphan would be delivered to a real daemon later.
+  if (env.count("FLOPSCOPE_SPOOL_DIR") == 0) {
+    environment.push_back("FLOPSCOPE_SPOOL_DIR=" + dir.path() + "/spool");
+  }
   for (const auto& [name, value] : env) environment.push_back(name + "=" + value);
   std::vector<char*> envp;
   for (std::string& entry : environment) envp.push_back(entry.data());
@@ -263,11 +267,22 @@ TEST_F(NvtxToolTest, StreamsToACollector) {
 }
 
 TEST_F(NvtxToolTest, UnreachableDaemonIsReportedInOneLine) {
-  run_ = RunApp({"nested"}, {{"FLOPSCOPE_SOCKET", dir_.path() + "/nobody.sock"}}, dir_);
+  run_ = RunApp({"nested"},
+                {{"FLOPSCOPE_SOCKET", dir_.path() + "/nobody.sock"}, {"FLOPSCOPE_SPOOL_MB", "0"}},
+                dir_);
   EXPECT_EQ(run_.exit_code, 0);
   EXPECT_EQ(run_.out, "job output unchanged\n");
   EXPECT_TRUE(Contains(run_.err, "flopscope: 5 records not delivered to unix:" + dir_.path() +
-                                     "/nobody.sock: the daemon was not reachable"))
+                                     "/nobody.sock: 5 unacknowledged: the daemon was not reachable"))
+      << run_.err;
+}
+
+TEST_F(NvtxToolTest, UnreachableDaemonSpoolsEverythingForLater) {
+  run_ = RunApp({"nested"}, {{"FLOPSCOPE_SOCKET", dir_.path() + "/nobody.sock"}}, dir_);
+  EXPECT_EQ(run_.exit_code, 0);
+  EXPECT_EQ(run_.out, "job output unchanged\n");
+  EXPECT_FALSE(Contains(run_.err, "not delivered")) << run_.err;
+  EXPECT_TRUE(Contains(run_.err, "flopscope: 5 records spooled to " + dir_.path() + "/spool/"))
       << run_.err;
 }
 

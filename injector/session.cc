@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -58,13 +59,19 @@ bool DriverWillInjectUs() {
   return same;
 }
 
+// FLOPSCOPE_BUFFER_MB is shared by everything the session holds in memory: 3/8 for the thread
+// buffers, which also bounds the drained copy the exporter assembles batches from (at most what
+// the buffers held), and 1/4 for the transport's unacknowledged batches (protobuf arenas).
+uint64_t ThreadBufferShare(uint64_t budget) { return budget / 8 * 3; }
+uint64_t PendingShare(uint64_t budget) { return budget / 4; }
+
 }  // namespace
 
 Session::Session(InjectorConfig config, SessionIdentity identity)
     : config_(std::move(config)),
       identity_(std::move(identity)),
       clock_(config_.realtime_clock ? RangeClock::Source::kRealtime : RangeClock::Detect()),
-      buffers_(config_.buffer_bytes, &losses_),
+      buffers_(ThreadBufferShare(config_.buffer_bytes), &losses_),
       tracker_(&clock_, &paths_, &buffers_, &losses_),
       tracing_(
           MakeKernelTracing(&trace_sink_, RealEnv, &tracing_warnings_, &tracing_unavailable_)) {
@@ -109,6 +116,9 @@ void Session::StartBackground(StartReason reason) {
   Exporter::Options options;
   options.flush_ms = config_.flush_ms;
   options.exit_timeout_ms = config_.exit_timeout_ms;
+  // Several batches must fit in the transport's share, or one batch would be all it holds.
+  options.max_batch_bytes = std::clamp<uint64_t>(PendingShare(config_.buffer_bytes) / 8, 64 << 10,
+                                                 BatchAssembler::kDefaultMaxBytes);
   Exporter::Sources sources{
       &paths_, &strings_, &buffers_, &losses_, &clock_,
       [this] { return tracker_.CountOpenRanges(); },
@@ -185,7 +195,12 @@ std::unique_ptr<BatchSink> Session::MakeSink() const {
   }
   const std::string library =
       config_.transport_path.empty() ? TransportLoader::DefaultPath() : config_.transport_path;
-  return std::make_unique<TransportSink>(library, config_.target, identity_, gpu_status_);
+  TransportSink::Limits limits;
+  limits.max_pending_bytes = PendingShare(config_.buffer_bytes);
+  if (config_.spool_bytes > 0) limits.spool_dir = config_.spool_dir;
+  limits.max_spool_bytes = config_.spool_bytes;
+  return std::make_unique<TransportSink>(library, config_.target, identity_, gpu_status_,
+                                         std::move(limits));
 }
 
 void Session::OnProcessExit() {

@@ -10,8 +10,10 @@ namespace flopscope::injector {
 
 // What became of the records after the final batch.
 struct DeliveryOutcome {
-  uint64_t undelivered_records = 0;
-  std::string reason;  // why, when undelivered_records > 0
+  uint64_t undelivered_records = 0;  // lost for good, each record counted once
+  std::string reason;                // why, by cause, when undelivered_records > 0
+  uint64_t spooled_records = 0;      // not acknowledged yet, kept on disk for later delivery
+  std::string spool_path;            // where, when spooled_records > 0
 };
 
 // Where the exporter sends batches: the gRPC transport, a debug dump, or a test double. Every

@@ -193,9 +193,25 @@ void Exporter::FinishSink() {
     outcome.undelivered_records = undelivered_while_closed_;
     outcome.reason = "the transport could not be opened";
   }
-  if (outcome.undelivered_records > 0) {
-    Warn(std::to_string(outcome.undelivered_records) + " records not delivered to " +
-         sink_->Destination() + ": " + outcome.reason);
+  // Records dropped in the job before any batch held them: never stored either (their counts
+  // are, when a batch reaches the daemon). Together with the sink's figure: what the store lacks.
+  const LossCounters& losses = *sources_.losses;
+  const uint64_t in_job = losses.Get(LossCause::kBufferFull) +
+                          losses.Get(LossCause::kStackOverflow) +
+                          losses.Get(LossCause::kTooManyPaths) +
+                          losses.Get(LossCause::kCuptiDropped);
+  if (outcome.undelivered_records + in_job > 0) {
+    std::string why = in_job > 0 ? std::to_string(in_job) + " dropped in the job (buffer full or over a limit)"
+                                 : std::string();
+    if (outcome.undelivered_records > 0) {
+      why += (why.empty() ? "" : ", ") + outcome.reason;
+    }
+    Warn(std::to_string(outcome.undelivered_records + in_job) + " records not delivered to " +
+         sink_->Destination() + ": " + why);
+  }
+  if (outcome.spooled_records > 0) {
+    Warn(std::to_string(outcome.spooled_records) + " records spooled to " + outcome.spool_path +
+         ": the next flopscope process of this user that reaches the daemon delivers them");
   }
   MutexLock lock(&mutex_);
   stats_.undelivered = outcome.undelivered_records;

@@ -1,13 +1,14 @@
 #include "injector/export/transport_sink.h"
 
 #include <algorithm>
+#include <utility>
+#include <vector>
 
 #include "common/version.h"
 
 namespace flopscope::injector {
 namespace {
 
-constexpr uint64_t kMaxPendingBytes = 256ull << 20;
 constexpr uint32_t kReconnectInitialMs = 100;
 constexpr uint32_t kReconnectMaxMs = 5000;
 
@@ -15,14 +16,26 @@ fs_str View(const std::string& text) {
   return fs_str{text.data(), static_cast<uint32_t>(text.size())};
 }
 
+// "a by cause1, b by cause2": the parts that are not zero.
+std::string ByCause(const std::vector<std::pair<uint64_t, std::string>>& parts) {
+  std::string text;
+  for (const auto& [count, cause] : parts) {
+    if (count == 0) continue;
+    if (!text.empty()) text += ", ";
+    text += std::to_string(count) + " " + cause;
+  }
+  return text;
+}
+
 }  // namespace
 
 TransportSink::TransportSink(std::string library_path, std::string target, SessionIdentity identity,
-                             std::string gpu_status)
+                             std::string gpu_status, Limits limits)
     : library_path_(std::move(library_path)),
       target_(std::move(target)),
       identity_(std::move(identity)),
-      gpu_status_(std::move(gpu_status)) {}
+      gpu_status_(std::move(gpu_status)),
+      limits_(std::move(limits)) {}
 
 TransportSink::~TransportSink() {
   // Off the exporter thread the transport is leaked rather than destroyed from the wrong thread.
@@ -53,7 +66,9 @@ bool TransportSink::Open(std::string* error) {
   hello.start_time_ns = identity_.start_time_ns;
   fs_transport_options options{};
   options.target = View(target_);
-  options.max_pending_bytes = kMaxPendingBytes;
+  options.max_pending_bytes = limits_.max_pending_bytes;
+  options.spool_dir = View(limits_.spool_dir);
+  options.max_spool_bytes = limits_.max_spool_bytes;
   options.reconnect_initial_ms = kReconnectInitialMs;
   options.reconnect_max_ms = kReconnectMaxMs;
   char message[512] = {};
@@ -71,14 +86,12 @@ void TransportSink::Submit(const fs_batch& batch, uint64_t records) {
     return;
   }
   loader_->api()->submit(transport_, &batch);
-  submitted_records_.push_back(records);
 }
 
 DeliveryOutcome TransportSink::Finish(uint32_t exit_timeout_ms) {
   const uint64_t refused = refused_records_.load(std::memory_order_relaxed);
+  DeliveryOutcome outcome;
   if (!exporter_thread_.Check("TransportSink::Finish")) {
-    // submitted_records_ belongs to the exporter thread: not read from here.
-    DeliveryOutcome outcome;
     outcome.undelivered_records = refused;
     outcome.reason = "the transport was called off the exporter thread";
     return outcome;
@@ -90,32 +103,30 @@ DeliveryOutcome TransportSink::Finish(uint32_t exit_timeout_ms) {
   const uint32_t timeout =
       reachable ? exit_timeout_ms : std::min(exit_timeout_ms, kUnreachableExitTimeoutMs);
   const bool all_acked = api->flush(transport_, timeout) != 0;
+  if (!all_acked) {
+    char path[1024] = {};
+    api->spool(transport_, path, sizeof path);
+    outcome.spool_path = path;
+  }
+  // Each record is in exactly one of: acknowledged, dropped (by cause), pending in memory,
+  // pending in the spool file. Pending in memory at this point is lost with the process.
   fs_transport_stats after{};
   api->get_stats(transport_, &after);
-
-  DeliveryOutcome outcome;
-  outcome.undelivered_records = after.records_dropped + refused;
-  if (!all_acked) {
-    // Acks and rejections consume batches in submission order; the rest never arrived.
-    const uint64_t settled = after.batches_acked + after.batches_rejected;
-    for (size_t i = std::min<size_t>(settled, submitted_records_.size());
-         i < submitted_records_.size(); ++i) {
-      outcome.undelivered_records += submitted_records_[i];
-    }
-  }
+  outcome.spooled_records = after.records_spooled;
+  const uint64_t unacked = after.records_pending - after.records_spooled;
+  outcome.undelivered_records = after.records_dropped + unacked + refused;
   if (outcome.undelivered_records > 0) {
-    if (refused > 0 && outcome.undelivered_records == refused) {
-      outcome.reason = "submitted off the exporter thread (refused)";
-    } else if (!reachable && after.batches_acked == 0) {
-      outcome.reason = "the daemon was not reachable (is flopscoped running?)";
-    } else if (!all_acked) {
-      outcome.reason = "no acknowledgement within " + std::to_string(timeout) + " ms";
-    } else if (after.batches_rejected > 0) {
-      outcome.reason =
-          "the daemon rejected " + std::to_string(after.batches_rejected) + " batch(es) as invalid";
-    } else {
-      outcome.reason = "dropped while the daemon was away (pending queue full)";
-    }
+    const std::string unacked_cause =
+        !reachable && after.batches_acked == 0
+            ? "unacknowledged: the daemon was not reachable (is flopscoped running?) and the "
+              "spool was full or off"
+            : "unacknowledged within " + std::to_string(timeout) +
+                  " ms and the spool was full or off";
+    outcome.reason = ByCause({{after.dropped_unreachable,
+                               "dropped while the daemon was away or slow (memory and spool full)"},
+                              {after.dropped_rejected, "rejected by the daemon as invalid"},
+                              {unacked, unacked_cause},
+                              {refused, "submitted off the exporter thread (refused)"}});
   }
   api->destroy(transport_);
   transport_ = nullptr;

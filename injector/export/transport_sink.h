@@ -23,8 +23,16 @@ class TransportSink : public BatchSink {
   // While the daemon was never reachable, the exit wait is capped at this.
   static constexpr uint32_t kUnreachableExitTimeoutMs = 1000;
 
+  // What the transport may hold: memory for unacknowledged batches (its share of
+  // FLOPSCOPE_BUFFER_MB) and the spool on disk (FLOPSCOPE_SPOOL_MB; no spool when dir is empty).
+  struct Limits {
+    uint64_t max_pending_bytes = 0;
+    std::string spool_dir;
+    uint64_t max_spool_bytes = 0;
+  };
+
   TransportSink(std::string library_path, std::string target, SessionIdentity identity,
-                std::string gpu_status);
+                std::string gpu_status, Limits limits);
   ~TransportSink() override;
 
   bool Open(std::string* error) override;
@@ -42,11 +50,11 @@ class TransportSink : public BatchSink {
   const std::string target_;
   const SessionIdentity identity_;
   const std::string gpu_status_;
+  const Limits limits_;
   std::unique_ptr<TransportLoader> loader_;
   fs_transport* transport_ = nullptr;
   // Record count of every submitted batch, in order, to tell at exit how many records sit in
   // batches the daemon never acknowledged.
-  std::deque<uint64_t> submitted_records_;
   ThreadAffinity exporter_thread_;
   std::atomic<uint64_t> refused_records_{0};  // records of Submit calls refused (wrong thread)
 };

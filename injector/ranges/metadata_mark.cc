@@ -17,7 +17,7 @@ MetadataEntry MakeEntry(std::string_view key, std::string_view value) {
   MetadataEntry entry;
   AppendSanitizedUtf8(key, &entry.key);
   AppendSanitizedUtf8(value, &entry.value);
-  TruncateUtf8(kMaxMetadataBytes, &entry.key);
+  TruncateUtf8(kMaxMetadataKeyBytes, &entry.key);
   TruncateUtf8(kMaxMetadataBytes, &entry.value);
   return entry;
 }

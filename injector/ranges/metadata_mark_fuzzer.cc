@@ -6,8 +6,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "absl/status/status.h"
@@ -20,6 +22,10 @@
 #include "injector/ranges/metadata_mark.h"
 
 namespace {
+
+// What the injector cuts to, the daemon must accept.
+static_assert(flopscope::injector::kMaxMetadataKeyBytes <= flopscope::daemon::kMaxMetadataKeyBytes);
+static_assert(flopscope::injector::kMaxMetadataBytes <= flopscope::daemon::kMaxMetadataValueBytes);
 
 // Fixed clocks keep a crash reproducible: the mark's time, and the daemon's "now" a day later.
 constexpr int64_t kMarkNs = 1'800'000'000LL * 1'000'000'000LL;
@@ -34,7 +40,12 @@ void CheckAcceptedByDaemon(const flopscope::injector::MetadataEntry& entry) {
   metadata->set_time_ns(kMarkNs);
   const flopscope::daemon::SessionDefinitions known;
   flopscope::daemon::SessionDefinitions added;
-  if (!flopscope::daemon::BatchValidator(known, kNow).Validate(batch, &added).ok()) std::abort();
+  const absl::Status status = flopscope::daemon::BatchValidator(known, kNow).Validate(batch, &added);
+  if (!status.ok()) {
+    std::fprintf(stderr, "the daemon refuses a mark the injector kept: %s\n",
+                 std::string(status.message()).c_str());
+    std::abort();
+  }
   if (entry.key == flopscope::daemon::kParallelKey) {
     flopscope::daemon::ParseParallelMark(entry.value).IgnoreError();
   }

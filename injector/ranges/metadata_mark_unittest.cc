@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 namespace flopscope::injector {
 namespace {
 
@@ -39,6 +41,22 @@ TEST(MetadataMarkTest, TextWithoutAKeyIsNotMetadata) {
   EXPECT_FALSE(ParseMetadataMark("checkpoint saved").has_value());
   EXPECT_FALSE(ParseMetadataMark("=5").has_value());
   EXPECT_FALSE(ParseMetadataMark("").has_value());
+}
+
+// Found by metadata_mark_fuzzer: a key the daemon refuses (longer than its 1024 bytes) made it
+// reject the whole batch carrying the mark. Repairing ill-formed bytes triples their size, so
+// the cut comes after the repair.
+TEST(MetadataMarkTest, KeysAreCutToWhatTheDaemonAccepts) {
+  const auto entry = ParseMetadataMark(std::string(600, '\xC0') + "=v");
+  ASSERT_TRUE(entry.has_value());
+  EXPECT_LE(entry->key.size(), kMaxMetadataKeyBytes);
+  EXPECT_GT(entry->key.size(), kMaxMetadataKeyBytes - 3);  // cut at the last whole U+FFFD
+  EXPECT_EQ(entry->key.size() % 3, 0u);
+  EXPECT_EQ(entry->value, "v");
+
+  const auto long_value = ParseMetadataMark("k=" + std::string(kMaxMetadataBytes + 10, 'x'));
+  ASSERT_TRUE(long_value.has_value());
+  EXPECT_EQ(long_value->value.size(), kMaxMetadataBytes);  // values keep the longer limit
 }
 
 TEST(MetadataMarkTest, InvalidUtf8IsRepaired) {

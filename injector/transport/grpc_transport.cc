@@ -12,6 +12,15 @@ namespace {
 
 constexpr size_t kMaxQueuedControls = 64;
 constexpr size_t kMaxQueuedReplies = 64;
+// How many batches an orphan's replay sends ahead of the daemon's acks. The acks must be read as
+// they come: a daemon blocked on writing them would stop reading our batches.
+constexpr uint64_t kReplayWindow = 32;
+
+// What a rejection or an unacknowledged batch loses (definitions and losses are not records).
+uint64_t RecordCount(const v1::Batch& batch) {
+  return uint64_t(batch.ranges_size()) + batch.kernels_size() + batch.metadata_size() +
+         batch.kernel_flops_size() + batch.windows_size();
+}
 
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target, uint32_t initial_ms,
                                            uint32_t max_ms) {
@@ -56,16 +65,25 @@ std::unique_ptr<GrpcTransport> GrpcTransport::Create(const fs_transport_options&
       initial, options.reconnect_max_ms > 0 ? options.reconnect_max_ms : kDefaultReconnectMaxMs);
   const uint64_t max_pending =
       options.max_pending_bytes > 0 ? options.max_pending_bytes : kDefaultMaxPendingBytes;
-  std::unique_ptr<GrpcTransport> transport(
-      new GrpcTransport(std::string(options.target.data, options.target.size), max_pending, initial,
-                        max, std::move(hello_message)));
+  std::string spool_dir;
+  if (options.spool_dir.data != nullptr && options.spool_dir.size > 0) {
+    spool_dir.assign(options.spool_dir.data, options.spool_dir.size);
+    std::string spool_error;
+    if (!SpoolFile::PrepareDirectory(spool_dir, &spool_error)) {
+      *error = "spool: " + spool_error;
+      return nullptr;
+    }
+  }
+  std::unique_ptr<GrpcTransport> transport(new GrpcTransport(
+      std::string(options.target.data, options.target.size), max_pending, initial, max,
+      std::move(hello_message), std::move(spool_dir), options.max_spool_bytes));
   transport->connection_thread_ = std::thread([t = transport.get()] { t->ConnectionLoop(); });
   return transport;
 }
 
 GrpcTransport::GrpcTransport(std::string target, uint64_t max_pending_bytes,
                              uint32_t initial_backoff_ms, uint32_t max_backoff_ms,
-                             v1::UpMessage hello)
+                             v1::UpMessage hello, std::string spool_dir, uint64_t max_spool_bytes)
     : target_(std::move(target)),
       initial_backoff_ms_(initial_backoff_ms),
       max_backoff_ms_(max_backoff_ms),
@@ -73,7 +91,9 @@ GrpcTransport::GrpcTransport(std::string target, uint64_t max_pending_bytes,
       grpc_initialized_((grpc_init(), true)),
       channel_(MakeChannel(target_, initial_backoff_ms_, max_backoff_ms_)),
       stub_(v1::Collector::NewStub(channel_)),
-      pending_(max_pending_bytes) {}
+      pending_(max_pending_bytes),
+      spool_dir_(std::move(spool_dir)),
+      max_spool_bytes_(max_spool_bytes) {}
 
 GrpcTransport::~GrpcTransport() {
   {
@@ -88,22 +108,36 @@ GrpcTransport::~GrpcTransport() {
     if (!WaitUntilLocked(&stopped_, &connection_done_, deadline)) {
       if (active_context_ != nullptr) active_context_->TryCancel();  // thread-safe
     }
+    // An orphan's replay is resumed by the next process (the daemon dedups by seq): no wait.
+    if (replay_context_ != nullptr) replay_context_->TryCancel();
   }
   if (connection_thread_.joinable()) connection_thread_.join();
+  if (replay_thread_.joinable()) replay_thread_.join();
+  {
+    MutexLock lock(&mutex_);
+    // A spool that holds nothing unacknowledged is of no use to anyone; otherwise it stays for
+    // the next process of this user (closing it releases our lock).
+    if (spool_ != nullptr && pending_.spooled_records() == 0 && pending_.empty()) spool_->Remove();
+    spool_.reset();
+  }
   if (grpc_initialized_) grpc_shutdown();  // the channel and stub are destroyed after this body
 }
 
 std::shared_ptr<const v1::UpMessage> GrpcTransport::Encode(const fs_batch& batch, uint64_t seq,
                                                            bool drop_records,
-                                                           const TransportLosses& losses) {
+                                                           const TransportLosses& losses,
+                                                           uint64_t* memory) {
   // One arena per batch: a batch holds thousands of small messages, and the arena turns their
   // allocations into pointer bumps. The arena lives as long as the message is pending.
   google::protobuf::ArenaOptions options;
-  options.start_block_size = 64 << 10;
+  // A batch cut down to its definitions and losses is small: a large first block would make it
+  // cost as much memory as a full one.
+  options.start_block_size = drop_records ? 1024 : 64 << 10;
   options.max_block_size = 1 << 20;
   auto arena = std::make_shared<google::protobuf::Arena>(options);
   auto* message = google::protobuf::Arena::CreateMessage<v1::UpMessage>(arena.get());
   EncodeBatch(batch, seq, drop_records, losses, message->mutable_batch());
+  *memory = arena->SpaceAllocated();
   return std::shared_ptr<const v1::UpMessage>(arena, message);
 }
 
@@ -118,25 +152,65 @@ void GrpcTransport::Submit(const fs_batch& batch) {
     seq = next_seq_++;
     losses = losses_;
   }
-  std::shared_ptr<const v1::UpMessage> message = Encode(batch, seq, false, losses);
-  uint64_t bytes = message->ByteSizeLong();
+  uint64_t bytes = 0;
+  std::shared_ptr<const v1::UpMessage> message = Encode(batch, seq, false, losses, &bytes);
   const uint64_t droppable = DroppableRecords(batch);
   MutexLock lock(&mutex_);
-  if (!pending_.HasRoomFor(bytes) && droppable > 0) {
-    // Over the bound: keep what the daemon needs to make sense of later batches (definitions,
-    // metadata, losses), drop the records and say so in this very batch.
-    losses_.daemon_unreachable += droppable;
-    stats_.records_dropped += droppable;
-    message = Encode(batch, seq, /*drop_records=*/true, losses_);
-    bytes = message->ByteSizeLong();
+  PendingBatch pending;
+  pending.seq = seq;
+  if (!pending_.HasRoomFor(bytes)) {
+    // Over the memory bound: to the spool file, where the writer reads it back when its turn
+    // comes. Hazard: disk I/O under mutex_ (a write of one batch, at most a few MB).
+    SpoolFile* spool = SpoolLocked();
+    if (spool != nullptr &&
+        spool->Append(seq, *message, RecordCount(message->batch()), &pending.spooled)) {
+      pending.in_spool = true;
+      pending.records = RecordCount(message->batch());
+      message.reset();
+      bytes = 0;
+    } else if (droppable > 0) {
+      // No room on disk either: keep what the daemon needs to make sense of later batches
+      // (definitions, metadata, losses), drop the records and say so in this very batch.
+      losses_.daemon_unreachable += droppable;
+      stats_.records_dropped += droppable;
+      stats_.dropped_unreachable += droppable;
+      message = Encode(batch, seq, /*drop_records=*/true, losses_, &bytes);
+    }
   }
-  const v1::Batch& encoded = message->batch();
-  const uint64_t kept = uint64_t(encoded.ranges_size()) + encoded.kernels_size() +
-                        encoded.metadata_size() + encoded.kernel_flops_size() +
-                        encoded.windows_size();
-  pending_.Push(PendingBatch{seq, std::move(message), kept, bytes, /*salvage=*/false});
+  if (message != nullptr) {
+    const v1::Batch& kept = message->batch();
+    pending.records = RecordCount(kept);
+    if (pending.records == 0 && kept.strings_size() == 0 && kept.paths_size() == 0 &&
+        !kept.final()) {
+      // Nothing left but losses, which are cumulative: the next batch carries them. Queueing it
+      // would let a long outage grow the queue without bound. (The daemon takes a gap in seqs.)
+      return;
+    }
+  }
+  pending.message = std::move(message);
+  pending.bytes = bytes;
+  pending_.Push(std::move(pending));
   ++stats_.batches_submitted;
   writer_wake_.Signal();
+}
+
+SpoolFile* GrpcTransport::SpoolLocked() {
+  if (spool_ != nullptr || spool_failed_ || spool_dir_.empty()) return spool_.get();
+  std::string error;
+  spool_ = SpoolFile::Create(spool_dir_, hello_, max_spool_bytes_, &error);
+  spool_failed_ = spool_ == nullptr;  // not retried: the reason would not change
+  return spool_.get();
+}
+
+uint64_t GrpcTransport::SpoolPending(std::string* path) {
+  MutexLock lock(&mutex_);
+  SpoolFile* spool = SpoolLocked();
+  if (spool == nullptr) return 0;
+  pending_.SpoolInMemory([spool](const PendingBatch& batch, SpoolFile::Entry* entry) {
+    return spool->Append(batch.seq, *batch.message, batch.records, entry);
+  });
+  *path = spool->path();
+  return pending_.spooled_records();
 }
 
 bool GrpcTransport::Flush(int64_t timeout_ms) {
@@ -155,6 +229,8 @@ fs_transport_stats GrpcTransport::Stats() {
   MutexLock lock(&mutex_);
   fs_transport_stats stats = stats_;
   stats.bytes_pending = pending_.bytes();
+  stats.records_pending = pending_.records();
+  stats.records_spooled = pending_.spooled_records();
   stats.reconnects = welcomes_ > 0 ? welcomes_ - 1 : 0;
   return stats;
 }
@@ -200,6 +276,14 @@ void GrpcTransport::ConnectionLoop() {
 
 bool GrpcTransport::RunStream(bool* retry_at_once) {
   if (!WaitForChannel()) return false;
+  if (!orphans_checked_ && !spool_dir_.empty()) {
+    // Hazard (dlmopen, see the members): one thread for the process's life, never recreated.
+    orphans_checked_ = true;
+    replay_thread_ = std::thread([this] {
+      pthread_setname_np(pthread_self(), "flopscope-spool");
+      ReplayOrphans();
+    });
+  }
   grpc::ClientContext context;
   if (!AttachContext(&context)) return false;
   auto stream = stub_->Stream(&context);
@@ -220,6 +304,78 @@ bool GrpcTransport::RunStream(bool* retry_at_once) {
   const grpc::Status status = stream->Finish();
   *retry_at_once = HandleRejection(status, context);
   return welcomed;
+}
+
+void GrpcTransport::ReplayOrphans() {
+  if (spool_dir_.empty()) return;
+  std::string own_path;
+  {
+    MutexLock lock(&mutex_);
+    if (spool_ != nullptr) own_path = spool_->path();
+  }
+  for (const std::string& path : SpoolFile::List(spool_dir_)) {
+    if (path == own_path) continue;
+    std::string error;
+    std::unique_ptr<SpoolFile> orphan = SpoolFile::OpenOrphan(path, &error);
+    if (orphan == nullptr) continue;  // its process lives, or it is not ours to read
+    if (ReplayOrphan(*orphan)) {
+      orphan->Remove();
+      MutexLock lock(&mutex_);
+      ++stats_.orphans_replayed;
+    }
+    MutexLock lock(&mutex_);
+    if (stopping_) return;
+  }
+}
+
+bool GrpcTransport::ReplayOrphan(const SpoolFile& orphan) {
+  grpc::ClientContext context;
+  {
+    MutexLock lock(&mutex_);
+    if (stopping_) return false;
+    replay_context_ = &context;
+  }
+  auto stream = stub_->Stream(&context);
+  const std::vector<SpoolFile::Entry>& entries = orphan.entries();
+  const uint64_t last = entries.empty() ? 0 : entries.back().seq;
+  uint64_t committed = 0;
+  bool welcomed = false;
+  v1::DownMessage reply;
+  // Reads one Ack (Controls are for live processes: ignored); false when the stream ended.
+  auto read_ack = [&]() {
+    while (stream->Read(&reply)) {
+      if (!reply.has_ack()) continue;
+      committed = std::max(committed, reply.ack().committed_seq());
+      return true;
+    }
+    return false;
+  };
+  if (stream->Write(orphan.hello()) && stream->Read(&reply) && reply.has_welcome()) {
+    welcomed = true;
+    committed = reply.welcome().committed_seq();  // the daemon's dedup: nothing stored twice
+    uint64_t in_flight = 0;
+    v1::UpMessage batch;
+    for (const SpoolFile::Entry& entry : entries) {
+      if (entry.seq <= committed) continue;
+      if (!orphan.Read(entry, &batch) || !stream->Write(batch)) break;
+      if (++in_flight > kReplayWindow) {
+        if (!read_ack()) break;
+        --in_flight;
+      }
+    }
+    stream->WritesDone();
+    while (committed < last && read_ack()) {
+    }
+  }
+  {
+    MutexLock lock(&mutex_);
+    replay_context_ = nullptr;
+  }
+  const bool complete = welcomed && committed >= last;
+  if (!complete) context.TryCancel();
+  const grpc::Status status = stream->Finish();
+  // A batch the daemon refused is counted there (as rejected) and would be refused again.
+  return complete || status.error_code() == grpc::StatusCode::INVALID_ARGUMENT;
 }
 
 bool GrpcTransport::WaitForChannel() {
@@ -250,6 +406,7 @@ void GrpcTransport::ApplyWelcome(const v1::Welcome& welcome) {
   {
     MutexLock lock(&mutex_);
     stats_.batches_acked += pending_.AckThrough(welcome.committed_seq());
+    if (pending_.empty() && spool_ != nullptr) spool_->Reset();
     last_sent_seq_ = welcome.committed_seq();
     stream_ended_ = false;
     stats_.connected = 1;
@@ -305,6 +462,13 @@ void GrpcTransport::WriteLoop(Stream* stream) {
     const PendingBatch* next = pending_.NextAfter(last_sent_seq_);
     std::shared_ptr<const v1::UpMessage> message = next->message;
     const uint64_t seq = next->seq;
+    if (message == nullptr) {
+      // Spooled. Hazard: a disk read under mutex_ (one batch); the entry stays valid because the
+      // file is only cut back once nothing is pending.
+      auto loaded = std::make_shared<v1::UpMessage>();
+      if (!spool_->Read(next->spooled, loaded.get())) return;  // the stream is retried later
+      message = std::move(loaded);
+    }
     mutex_.Unlock();
     const bool written = stream->Write(*message);  // a network call: unlocked
     mutex_.Lock();
@@ -319,6 +483,7 @@ void GrpcTransport::ReadLoop(grpc::ClientReaderWriter<v1::UpMessage, v1::DownMes
     MutexLock lock(&mutex_);
     if (message.has_ack()) {
       stats_.batches_acked += pending_.AckThrough(message.ack().committed_seq());
+      if (pending_.empty() && spool_ != nullptr) spool_->Reset();
       acked_.SignalAll();
     } else if (message.has_control()) {
       if (controls_.size() >= kMaxQueuedControls) controls_.pop_front();
@@ -345,20 +510,30 @@ bool GrpcTransport::HandleRejection(const grpc::Status& status,
   if (rejected == nullptr) return false;
   ++stats_.batches_rejected;
   stats_.records_dropped += rejected->records;
+  stats_.dropped_rejected += rejected->records;
   losses_.rejected += rejected->records;
-  const v1::Batch& batch = rejected->message->batch();
+  std::shared_ptr<const v1::UpMessage> original = rejected->message;
+  if (original == nullptr) {  // spooled: read back for its definitions
+    auto loaded = std::make_shared<v1::UpMessage>();
+    if (spool_ != nullptr && spool_->Read(rejected->spooled, loaded.get())) original = loaded;
+  }
+  const v1::Batch& batch = original != nullptr ? original->batch() : v1::Batch::default_instance();
   if (!rejected->salvage && (batch.strings_size() > 0 || batch.paths_size() > 0)) {
     // Later batches may use the definitions this one carried. Resend them alone under the same
     // seq (a rejected seq was never committed); if that is rejected too, give up on it.
-    auto salvage = std::make_shared<v1::UpMessage>(*rejected->message);
+    auto salvage = std::make_shared<v1::UpMessage>(*original);
     v1::Batch* cut = salvage->mutable_batch();
     cut->clear_ranges();
     cut->clear_kernels();
     cut->clear_kernel_flops();
     cut->clear_windows();
     cut->clear_metadata();
-    const uint64_t bytes = salvage->ByteSizeLong();
-    pending_.Replace(PendingBatch{seq, std::move(salvage), 0, bytes, /*salvage=*/true});
+    PendingBatch replacement;
+    replacement.seq = seq;
+    replacement.bytes = salvage->SpaceUsedLong();
+    replacement.message = std::move(salvage);
+    replacement.salvage = true;
+    pending_.Replace(std::move(replacement));
     last_sent_seq_ = std::min(last_sent_seq_, seq - 1);
   } else {
     pending_.Remove(seq);

@@ -14,6 +14,7 @@
 #include "flopscope/v1/collector.grpc.pb.h"
 #include "injector/transport/batch_encoder.h"
 #include "injector/transport/pending_queue.h"
+#include "injector/transport/spool_file.h"
 #include "injector/transport/transport_abi.h"
 
 namespace flopscope::transport {
@@ -44,14 +45,27 @@ class GrpcTransport {
   fs_transport_stats Stats() FS_EXCLUDES(mutex_);
   bool PollControl(fs_control* out) FS_EXCLUDES(mutex_);
   void ReplyControl(uint64_t id, bool accepted, std::string_view message) FS_EXCLUDES(mutex_);
+  // Writes the unacknowledged batches still in memory to the spool file; returns the records
+  // waiting there and its path. 0 when there is no spool (or no room in it).
+  uint64_t SpoolPending(std::string* path) FS_EXCLUDES(mutex_);
 
  private:
   GrpcTransport(std::string target, uint64_t max_pending_bytes, uint32_t initial_backoff_ms,
-                uint32_t max_backoff_ms, v1::UpMessage hello);
+                uint32_t max_backoff_ms, v1::UpMessage hello, std::string spool_dir,
+                uint64_t max_spool_bytes);
 
+  // `memory` receives what the message holds (its arena), the figure the pending bound counts.
   static std::shared_ptr<const v1::UpMessage> Encode(const fs_batch& batch, uint64_t seq,
                                                      bool drop_records,
-                                                     const TransportLosses& losses);
+                                                     const TransportLosses& losses,
+                                                     uint64_t* memory);
+  // The session's spool file, created on first use; null when there is no spool.
+  SpoolFile* SpoolLocked() FS_REQUIRES(mutex_);
+  // Delivers the spool files that ended processes of this user left. Runs once per process, on
+  // replay_thread_, so that our own stream is not held up by it.
+  void ReplayOrphans() FS_EXCLUDES(mutex_);
+  // One orphan over its own stream, as its session; true when the daemon committed all of it.
+  bool ReplayOrphan(const SpoolFile& orphan) FS_EXCLUDES(mutex_);
   using Stream = grpc::ClientReaderWriter<v1::UpMessage, v1::DownMessage>;
 
   // Every function below that talks to the network runs without mutex_ (FS_EXCLUDES): a write
@@ -117,6 +131,13 @@ class GrpcTransport {
   grpc::ClientContext* active_context_ FS_GUARDED_BY(mutex_) = nullptr;
   std::deque<fs_control> controls_ FS_GUARDED_BY(mutex_);
   std::deque<v1::UpMessage> replies_ FS_GUARDED_BY(mutex_);
+  const std::string spool_dir_;  // empty: no spool
+  const uint64_t max_spool_bytes_;
+  std::unique_ptr<SpoolFile> spool_ FS_GUARDED_BY(mutex_);
+  bool spool_failed_ FS_GUARDED_BY(mutex_) = false;  // the file could not be created
+  bool orphans_checked_ = false;                      // connection thread only
+  grpc::ClientContext* replay_context_ FS_GUARDED_BY(mutex_) = nullptr;  // for TryCancel on stop
+  std::thread replay_thread_;  // started by the connection thread, joined by the destructor
 
   std::thread connection_thread_;
 };

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
 #include <thread>
 
 #include "injector/transport/testing/fake_collector.h"
@@ -24,15 +25,28 @@ class GrpcTransportTest : public ::testing::Test {
  protected:
   std::string socket() const { return dir_.path() + "/collector.sock"; }
 
-  std::unique_ptr<GrpcTransport> Connect(uint64_t max_pending_bytes = 0) {
+  std::string spool_dir() const { return dir_.path() + "/spool"; }
+  std::vector<std::string> SpoolFiles() const { return SpoolFile::List(spool_dir()); }
+
+  // With `spool`, the transport spools to spool_dir() (bounded by 1 MiB) as session `session`.
+  std::unique_ptr<GrpcTransport> Connect(uint64_t max_pending_bytes = 0, bool spool = false,
+                                         const std::string& session = "host-1-2") {
     target_ = "unix:" + socket();
+    spool_dir_ = spool_dir();
+    session_ = session;
     fs_transport_options options{};
     options.target = Str(target_);
     options.max_pending_bytes = max_pending_bytes;
     options.reconnect_initial_ms = 10;
     options.reconnect_max_ms = 50;
+    if (spool) {
+      options.spool_dir = Str(spool_dir_);
+      options.max_spool_bytes = 1 << 20;
+    }
+    fs_hello hello = TestHello();
+    hello.session_id = Str(session_);
     std::string error;
-    auto transport = GrpcTransport::Create(options, TestHello(), &error);
+    auto transport = GrpcTransport::Create(options, hello, &error);
     EXPECT_NE(transport, nullptr) << error;
     return transport;
   }
@@ -45,7 +59,15 @@ class GrpcTransportTest : public ::testing::Test {
 
   TempDir dir_;
   std::string target_;
+  std::string spool_dir_;
+  std::string session_;
 };
+
+uint64_t RangesIn(const std::vector<v1::Batch>& batches) {
+  uint64_t ranges = 0;
+  for (const auto& batch : batches) ranges += batch.ranges_size();
+  return ranges;
+}
 
 TEST_F(GrpcTransportTest, SendsHelloThenBatchesAndCollectsAcks) {
   FakeCollector collector(socket());
@@ -176,6 +198,88 @@ TEST_F(GrpcTransportTest, FullPendingQueueDropsRecordsButKeepsDefinitions) {
   ASSERT_EQ(committed[1].losses_size(), 1);
   EXPECT_EQ(committed[1].losses(0).cause(), v1::LOSS_CAUSE_DAEMON_UNREACHABLE);
   EXPECT_EQ(committed[1].losses(0).records(), 3u);
+}
+
+TEST_F(GrpcTransportTest, OverTheMemoryBoundBatchesWaitInTheSpoolAndArriveWhole) {
+  auto transport = Connect(/*max_pending_bytes=*/1, /*spool=*/true);
+  TestBatch a(1, 1, 2), b(2, 1, 3), c(3, 1, 4);
+  transport->Submit(a.view());  // an empty queue takes anything
+  transport->Submit(b.view());  // over the bound: to disk
+  transport->Submit(c.view(/*final=*/true));
+  fs_transport_stats stats = transport->Stats();
+  EXPECT_EQ(stats.records_dropped, 0u);
+  EXPECT_EQ(stats.records_pending, 9u);
+  EXPECT_EQ(stats.records_spooled, 7u);
+  ASSERT_EQ(SpoolFiles().size(), 1u);
+  FakeCollector collector(socket());
+  ASSERT_TRUE(transport->Flush(kLongWaitMs));
+  const std::vector<v1::Batch> committed = collector.committed();
+  EXPECT_EQ(Seqs(committed), (std::vector<uint64_t>{1, 2, 3}));
+  EXPECT_EQ(RangesIn(committed), 9u);
+  EXPECT_TRUE(committed.back().final());
+  stats = transport->Stats();
+  EXPECT_EQ(stats.records_pending, 0u);
+  EXPECT_EQ(stats.records_spooled, 0u);
+  transport.reset();
+  EXPECT_TRUE(SpoolFiles().empty());  // all acknowledged: nothing left for anyone
+}
+
+TEST_F(GrpcTransportTest, WithoutRoomInTheSpoolRecordsAreDroppedAndCountedOnce) {
+  auto transport = Connect(/*max_pending_bytes=*/1, /*spool=*/true);
+  TestBatch a(1, 1, 2), big(2, 1, 30000);  // ~1.5 MB encoded: over the 1 MiB spool
+  transport->Submit(a.view());
+  transport->Submit(big.view());
+  const fs_transport_stats stats = transport->Stats();
+  EXPECT_EQ(stats.records_dropped, 30000u);
+  EXPECT_EQ(stats.dropped_unreachable, 30000u);
+  EXPECT_EQ(stats.records_pending, 2u);  // a, and big's definition without its records
+  EXPECT_EQ(stats.records_spooled, 0u);
+}
+
+TEST_F(GrpcTransportTest, AnOrphanedSpoolIsDeliveredByTheNextProcessOnce) {
+  {
+    auto ended = Connect(/*max_pending_bytes=*/0, /*spool=*/true, "host-7-1");
+    TestBatch a(1, 1, 2), b(2, 1, 3);
+    ended->Submit(a.view());
+    ended->Submit(b.view(/*final=*/true));
+    EXPECT_FALSE(ended->Flush(50));
+    std::string path;
+    EXPECT_EQ(ended->SpoolPending(&path), 5u);
+    EXPECT_EQ(ended->Stats().records_spooled, 5u);
+    EXPECT_EQ(SpoolFiles(), (std::vector<std::string>{path}));
+  }
+  const std::vector<std::string> left = SpoolFiles();
+  ASSERT_EQ(left.size(), 1u);  // kept: unacknowledged
+  const std::string copy = dir_.path() + "/copy";
+  std::filesystem::copy_file(left[0], copy);
+
+  FakeCollector collector(socket());
+  auto next = Connect(/*max_pending_bytes=*/0, /*spool=*/true, "host-8-1");
+  for (int i = 0; i < 2000 && next->Stats().orphans_replayed == 0; ++i) {
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  ASSERT_EQ(next->Stats().orphans_replayed, 1u);
+  EXPECT_TRUE(SpoolFiles().empty());
+  std::vector<std::string> sessions;
+  for (const auto& hello : collector.hellos()) sessions.push_back(hello.session_id());
+  EXPECT_EQ(std::count(sessions.begin(), sessions.end(), "host-7-1"), 1);  // as the ended one
+  EXPECT_EQ(Seqs(collector.committed()), (std::vector<uint64_t>{1, 2}));
+  EXPECT_EQ(RangesIn(collector.committed()), 5u);
+  EXPECT_TRUE(collector.committed().back().final());
+  next.reset();
+
+  // The same spool once more (a replay cut off after the daemon committed it): the Welcome says
+  // what is committed, and nothing is sent twice.
+  std::filesystem::copy_file(copy, left[0]);
+  const size_t received = collector.received().size();
+  auto again = Connect(/*max_pending_bytes=*/0, /*spool=*/true, "host-8-2");
+  for (int i = 0; i < 2000 && again->Stats().orphans_replayed == 0; ++i) {
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  EXPECT_EQ(again->Stats().orphans_replayed, 1u);
+  EXPECT_EQ(collector.received().size(), received);
+  EXPECT_EQ(RangesIn(collector.committed()), 5u);
+  EXPECT_TRUE(SpoolFiles().empty());
 }
 
 TEST_F(GrpcTransportTest, FlushGivesUpWithoutAcks) {

@@ -92,6 +92,19 @@ void ReplyControl(fs_transport* t, uint64_t id, int accepted, fs_str message) {
   }
 }
 
+uint64_t Spool(fs_transport* t, char* path, size_t path_size) {
+  if (path != nullptr && path_size > 0) path[0] = '\0';
+  if (t == nullptr) return 0;
+  try {
+    std::string spool_path;
+    const uint64_t records = t->impl->SpoolPending(&spool_path);
+    CopyError(spool_path, path, path_size);
+    return records;
+  } catch (...) {
+    return 0;
+  }
+}
+
 void Destroy(fs_transport* t) {
   try {
     delete t;
@@ -106,7 +119,8 @@ constexpr fs_transport_api kApi = {FS_TRANSPORT_ABI_VERSION,
                                    &GetStats,
                                    &PollControl,
                                    &ReplyControl,
-                                   &Destroy};
+                                   &Destroy,
+                                   &Spool};
 
 }  // namespace
 

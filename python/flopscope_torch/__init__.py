@@ -10,7 +10,9 @@ or, from code (a no-op unless an NVTX tool such as flopscope's injector is liste
 What it records, per process (thread by thread, as NVTX requires):
 - a range per module forward and per module backward in NVTX's default domain, named by the
   module's qualified name from its root model (`TinyLM/encoder/layers.0/self_attn`);
-- `params <path>=N` and `class <path>=Name` marks, once per module path;
+- the module tree of each root model, once (`module`, `class`, `params`, `extra_repr` marks,
+  docs/marks.md), and the batch size (`batch_size=N`) from the model's first input;
+- with FLOPSCOPE_TORCH_ESTIMATE=1, estimated forward FLOPs and MACs per module and step;
 - `step`, `forward`, `backward`, `optimizer` ranges in the `flopscope` domain, found from the
   root model's forward, backward() and optimizer.step(), or given with `step()` / `phase()`;
 - the parallel layout (`parallel tp=.. pp=.. dp=..`) from Megatron, DeepSpeed or
@@ -58,11 +60,12 @@ def phase(name):
 
 
 def announce_batch_size(batch_size):
-    """Announces the samples per step of this rank (`batch_size=N`)."""
+    """Announces the samples per step of this rank (`batch_size=N`), replacing the automatic
+    one (the first dimension of the model's first input); $FLOPSCOPE_BATCH_SIZE does the same
+    without code."""
     if int(batch_size) < 1:
         raise ValueError(f"batch size must be positive, not {batch_size}")
-    if _PROFILER.enabled:
-        _PROFILER.announcer.announce("batch_size", int(batch_size))
+    _PROFILER.announce_batch_size(int(batch_size))
 
 
 def _world_and_rank():

@@ -1,31 +1,62 @@
 """Facts announced through `key=value` marks in the `flopscope` NVTX domain (the metadata channel
-of docs/architecture.md), each once per process unless it changes:
+of docs/architecture.md; every key is listed in docs/marks.md):
 
-- `params <range path>=<n>`: sum(p.numel()) of the module and its submodules;
-- `class <range path>=<ClassName>`: the module's class, as DeepSpeed's tree shows it;
+- the module tree of each root model, once, when its root first runs, in model order:
+  `module <path>=<index> <parent path>`, `class <path>=<ClassName>`, `params <path>=<n>` and
+  `extra_repr <path>=<text>`, containers and modules that never run included;
+- `class`/`params` of a range path outside any announced tree, once, after its first forward,
+  and `range_module <range path>=<model path>` where a module ran under another path;
 - `parallel tp=.. pp=.. dp=.. tp_rank=.. pp_rank=.. dp_rank=..`: the layout (parallel_layout);
-- `batch_size=<n>`: only when the job says so (announce_batch_size).
+- `batch_size=<n>` with `batch_size_source=<where from>` (see BatchSize);
+- `estimated_flops <path>=<n>` / `estimated_macs <path>=<n>` (flop_estimate).
 """
 
+import os
 import threading
 
 from .parallel_layout import discover_layout
 
+BATCH_SIZE_ENV = "FLOPSCOPE_BATCH_SIZE"
+
 
 class MetadataAnnouncer:
+    """Sends the marks through `backend.mark`; remembers what was said, so that each fact is
+    said once."""
+
     def __init__(self, backend, layout_sources=None):
         self._backend = backend
-        self._seen_paths = set()
+        self._announced_paths = set()
         self._layout_text = None
         self._lock = threading.Lock()  # the layout check may run on several training threads
         self.layout_sources = layout_sources if layout_sources is not None else {}
 
+    def announce_tree(self, tree, modules):
+        """The whole tree of a root model (`modules`: the module objects, in `tree.infos`'
+        order). Parameters are counted here, before the first forward: a lazy module's count
+        follows after its forward (module_seen)."""
+        mark = self._backend.mark
+        for index, (info, module) in enumerate(zip(tree.infos, modules)):
+            path = info.model_path
+            parent = info.parent_model_path
+            mark(f"module {path}={index}" if parent is None else
+                 f"module {path}={index} {parent}")
+            mark(f"class {path}={info.class_name}")
+            count = info.parameter_count(module)
+            if count is not None:
+                mark(f"params {path}={count}")
+                self._announced_paths.add(path)
+            extra = _extra_repr(module)
+            if extra:
+                mark(f"extra_repr {path}={extra}")
+
     def module_seen(self, path, info, module):
-        """After a module's forward: announce its parameters and class the first time its range
-        path is seen (after forward, so lazily built parameters exist)."""
-        if path in self._seen_paths:
+        """After the first forward of each range path: the facts the tree did not already give
+        (a module outside any tree, lazy parameters, a module run under an unexpected path)."""
+        if path in self._announced_paths:
             return
-        self._seen_paths.add(path)
+        self._announced_paths.add(path)
+        if info.model_path is not None and info.model_path != path:
+            self._backend.mark(f"range_module {path}={info.model_path}")
         count = info.parameter_count(module)
         if count is not None:
             self._backend.mark(f"params {path}={count}")
@@ -45,3 +76,73 @@ class MetadataAnnouncer:
 
     def announce(self, key, value):
         self._backend.mark(f"{key}={value}")
+
+
+def _extra_repr(module):
+    """`module.extra_repr()` on one line (DeepSpeed prints it after the figures), or "" when
+    the module's extra_repr fails."""
+    try:
+        text = module.extra_repr()
+    except Exception:  # pylint: disable=broad-except
+        return ""
+    return " ".join(str(text).split("\n")).strip()
+
+
+class BatchSize:
+    """Samples per step of this rank, announced once as `batch_size=<n>`: from
+    $FLOPSCOPE_BATCH_SIZE when set, else from announce_batch_size(), else the first dimension of
+    the first tensor given to the first root model that has parameters (a loss module has none).
+    An explicit value announced after the automatic one replaces it (the last mark wins)."""
+
+    def __init__(self, announcer, environ=os.environ):
+        self._announcer = announcer
+        self.pending = True  # the automatic detection still has to look
+        self.problem = None
+        text = environ.get(BATCH_SIZE_ENV)
+        if text is not None:
+            value = _positive_int(text)
+            if value is None:
+                self.problem = f"{BATCH_SIZE_ENV}={text!r} is not a positive integer: ignored"
+            else:
+                self.explicit(value, BATCH_SIZE_ENV)
+
+    def explicit(self, value, source):
+        self.pending = False
+        self._announcer.announce("batch_size", value)
+        self._announcer.announce("batch_size_source", source)
+
+    def observe_root(self, info, module, inputs):
+        """Called at a root model's forward while `pending`."""
+        count = info.parameter_count(module)
+        if not count:
+            return
+        self.pending = False
+        tensor = _first_tensor(inputs)
+        if tensor is not None and tensor.dim() >= 1 and tensor.shape[0] > 0:
+            self._announcer.announce("batch_size", int(tensor.shape[0]))
+            self._announcer.announce("batch_size_source",
+                                     f"first dimension of {info.model_path}'s first input")
+
+
+def _positive_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        return None
+    return value if value > 0 else None
+
+
+def _first_tensor(value, depth=0):
+    import torch  # pylint: disable=import-outside-toplevel
+    if isinstance(value, torch.Tensor):
+        return value
+    if depth >= 2:
+        return None
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (tuple, list)):
+        for item in value[:16]:
+            found = _first_tensor(item, depth + 1)
+            if found is not None:
+                return found
+    return None

@@ -18,11 +18,12 @@ each range on the thread that opened it. Hooks never raise into PyTorch: an inte
 the package off with one message (see Profiler.fail).
 """
 
+import collections
 import threading
 
 import torch
 
-from .thread_ranges import ThreadRanges
+from .thread_ranges import Entry, ThreadRanges
 
 _MAX_TENSORS = 16  # looked at per input / output structure: bounds the cost of huge tuples
 # Looked up once: these run twice per module call.
@@ -61,25 +62,38 @@ class GradEvents:
         self.opens = []
 
     def __call__(self, grad):
-        self.hooks.on_gradient(self)  # returns None: the gradient is left as it is
+        hooks = self.hooks
+        if hooks.active:
+            hooks.on_gradient(self)
+        # Returns None: the gradient is left as it is.
 
 
 class ModuleHooks:
-    """Installs the global hooks; `profiler` supplies the registry, phases, announcer, and the
-    failure switch."""
+    """Installs the global hooks; `profiler` supplies the registry, phases, announcer, batch
+    size detection, the estimate (or None), and the failure switch.
 
-    def __init__(self, backend, registry, phases, announcer, fail):
+    The hooks run twice per module call, so they are written for speed: a module's forward
+    Entry is made once and reused (ModuleInfo.site), the registry's dict and the thread's state
+    are read directly, and a tensor's gradient hook goes straight into its hook dict."""
+
+    def __init__(self, backend, registry, phases, announcer, fail, batch=None, estimate=None):
         self._backend = backend
         self._registry = registry
+        self._infos = registry.infos  # read directly on every call
         self._phases = phases
         self._announcer = announcer
         self._fail = fail
+        self._batch = batch
+        self.estimate = estimate
         self.ranges = ThreadRanges(backend)
         self._handles = []
+        self._hook_key = f"flopscope_torch:{id(self)}"
         self.active = False
 
     def install(self):
         module_api = torch.nn.modules.module
+        if self.estimate is not None:
+            self.estimate.install()
         self._handles = [module_api.register_module_forward_pre_hook(self._forward_pre),
                          module_api.register_module_forward_hook(self._forward_post)]
         self.active = True
@@ -89,64 +103,108 @@ class ModuleHooks:
         for handle in self._handles:
             handle.remove()
         self._handles = []
+        if self.estimate is not None:
+            self.estimate.uninstall()
 
     # ---- forward ----
 
     def _forward_pre(self, module, inputs):
-        if not self.active:
-            return None
-        try:
-            self._enter(module, inputs)
-        except Exception as error:  # pylint: disable=broad-except
-            self._fail(error)
-        return None
+        if self.active:
+            try:
+                self._enter(module, inputs)
+            except Exception as error:  # pylint: disable=broad-except
+                self._fail(error)
 
     def _forward_post(self, module, inputs, output):
-        if not self.active:
-            return None
-        try:
-            self._exit(module, output)
-        except Exception as error:  # pylint: disable=broad-except
-            self._fail(error)
-        return None
+        if self.active:
+            try:
+                self._exit(module, output)
+            except Exception as error:  # pylint: disable=broad-except
+                self._fail(error)
 
     def _enter(self, module, inputs):
         if _tracing():
             return
-        parent = self.ranges.top()
-        info = self._registry.info_for(module, inside_module=parent is not None)
+        ranges = self.ranges
+        try:
+            state = ranges.local.state
+        except AttributeError:
+            state = ranges.state()
+        entries = state.entries
+        parent = entries[-1] if entries else None
+        info = self._infos.get(id(module))
+        if info is None or info.ref() is not module:
+            info = self._register(module, parent)
         if info.transparent:
             if parent is None:  # DDP's own work before the model's forward is forward too
                 self._phases.root_forward_begin(_grad_enabled())
             return
-        path, encoded = info.path_and_name(parent, self._backend.encode)
+        site = info._sites.get(parent)  # pylint: disable=protected-access
+        if site is None:
+            site = info.site(parent, self._backend.encode, Entry)
         training = _grad_enabled()
         if parent is None:
             self._phases.root_forward_begin(training)
-        entry = self.ranges.push_forward(info, path, encoded, parent)
+            if self._batch is not None and self._batch.pending:
+                self._batch.observe_root(info, module, inputs)
+        self._backend.push(site.encoded)
+        entries.append(site)
         if training:
-            for tensor in self._grad_tensors(inputs):
-                closes = self._events(tensor).closes
-                if not closes or closes[-1] is not entry:  # the same tensor passed twice
-                    closes.append(entry)
+            events_of = self._events
+            for value in inputs:
+                if type(value) is torch.Tensor:  # the usual input
+                    events = events_of(value)
+                    if events is not None:
+                        closes = events.closes
+                        if not closes or closes[-1] is not site:  # the same tensor twice
+                            closes.append(site)
+                elif isinstance(value, (torch.Tensor, tuple, list, dict)):
+                    for tensor in self._grad_tensors(value):
+                        closes = events_of(tensor).closes
+                        if not closes or closes[-1] is not site:
+                            closes.append(site)
+
+    def _register(self, module, parent):
+        info = self._registry.info_for(module, inside_module=parent is not None)
+        for tree in self._registry.take_new_trees():
+            self._announcer.announce_tree(tree, [each.ref() for each in tree.infos])
+        return info
 
     def _exit(self, module, output):
-        if _tracing():
-            return
-        info = self._registry.get(module)
-        if info is None:
-            return
-        if info.transparent:
-            if self.ranges.top() is None:
-                self._phases.root_forward_end()
-            return
-        entry = self.ranges.pop_forward(info)
-        if entry is None:
-            return
-        self._announcer.module_seen(entry.path, info, module)
+        ranges = self.ranges
+        try:
+            entries = ranges.local.state.entries
+        except AttributeError:
+            entries = None
+        entry = entries[-1] if entries else None
+        if entry is not None and not entry.backward and entry.info.ref() is module:
+            self._backend.pop()  # the usual case: this module's range is the innermost
+            entries.pop()
+        else:
+            if _tracing():
+                return
+            info = self._registry.get(module)
+            if info is None:
+                return
+            if info.transparent:
+                if ranges.top() is None:
+                    self._phases.root_forward_end()
+                return
+            entry = ranges.pop_forward(info)
+            if entry is None:
+                return
+        info = entry.info
+        if not entry.announced:
+            entry.announced = True
+            self._announcer.module_seen(entry.path, info, module)
         if _grad_enabled():
-            for tensor in self._grad_tensors(output):
-                self._events(tensor).opens.append(entry)
+            if type(output) is torch.Tensor:
+                events = self._events(output)
+                if events is not None:
+                    events.opens.append(entry)
+            else:
+                for tensor in self._grad_tensors(output):
+                    self._events(tensor).opens.append(entry)
         if entry.parent is None:
             self._phases.root_forward_end()
 
@@ -160,23 +218,51 @@ class ModuleHooks:
         return tensors
 
     def _events(self, tensor):
+        """The tensor's GradEvents, registered on first use, or None for a tensor that gets no
+        gradient of its own (a leaf, or no requires_grad). Tensor attributes cost a lot here
+        (grad_fn most), so a tensor that has its hook answers from its hook dict alone."""
         hooks = tensor._backward_hooks  # pylint: disable=protected-access
-        if hooks:
-            for hook in hooks.values():
+        if hooks is not None:
+            events = hooks.get(self._hook_key)
+            if events is not None:
+                return events
+        if not tensor.requires_grad:
+            return None
+        grad_fn = tensor.grad_fn
+        if grad_fn is None:
+            return None
+        return self._add_events(tensor, hooks, grad_fn)
+
+    def _add_events(self, tensor, hooks, grad_fn):
+        """Registers a GradEvents straight into the tensor's hook dict, as Tensor.register_hook
+        does, without its handle (the hook is never removed: it dies with the tensor); through
+        Tensor.register_hook where torch lacks _register_hook_dict."""
+        if hooks is not None:
+            for hook in hooks.values():  # registered through Tensor.register_hook before
                 if type(hook) is GradEvents and hook.hooks is self:
                     return hook
         events = GradEvents(self)
-        tensor.register_hook(events)
+        if hooks is None:
+            register = getattr(grad_fn, "_register_hook_dict", None)
+            if register is None:
+                tensor.register_hook(events)
+                return events
+            hooks = tensor._backward_hooks = collections.OrderedDict()  # pylint: disable=protected-access
+            register(tensor)
+        hooks[self._hook_key] = events
         return events
 
     # ---- backward (autograd thread) ----
 
     def on_gradient(self, events):
-        if not self.active:
-            return
         try:
-            self._queue_end_of_backward()
             ranges = self.ranges
+            try:
+                queued = ranges.local.state.end_queued
+            except AttributeError:
+                queued = False
+            if not queued:
+                self._queue_end_of_backward()
             for entry in reversed(events.closes):
                 ranges.pop_backward(entry)
             for entry in reversed(events.opens):

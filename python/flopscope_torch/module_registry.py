@@ -8,6 +8,11 @@ is its qualified name relative to the enclosing open module, so the range path o
 call an inner module (DDP, FSDP, DeepSpeed's engine, torch.compile) get no range: the inner module
 takes their place, so `DDP(model)` reports as `model`'s tree.
 
+Each module of a root model also has a *model path*, the range path it gets when it runs inside
+its parent's forward: containers whose class has no forward of its own (ModuleList, ModuleDict)
+add no component, every other module does. The whole tree, containers and modules that never run
+included, is announced with these paths when the root first runs (docs/marks.md).
+
 Modules are looked up by id() on every call; each entry holds a weak reference, so an id reused
 after a module was freed is recognised and the entry is dropped when its module dies.
 """
@@ -44,18 +49,33 @@ def count_parameters(module):
     return total
 
 
+def has_own_forward(module):
+    """Whether the module's class defines forward (containers such as ModuleList do not: calling
+    them raises, so they never open a range)."""
+    forward = getattr(type(module), "forward", None)
+    base = getattr(_module_base(), "forward", None)
+    return forward is not None and forward is not base
+
+
+def _module_base():
+    import torch  # pylint: disable=import-outside-toplevel
+    return torch.nn.Module
+
+
 class ModuleTree:
-    """The qualified names of one root model."""
+    """The qualified names of one root model, and its modules in model order (`print(model)`'s
+    order) as ModuleInfo, for the announcement of the whole tree."""
 
     def __init__(self, root):
         self.label = type(root).__name__
+        self.infos = []  # model order; infos[0] is the root
 
 
 class ModuleInfo:
     """One module: where it sits (tree and qualified name) and its range names per parent."""
 
-    __slots__ = ("ref", "tree", "qualified_name", "class_name", "transparent", "_names",
-                 "_parameters")
+    __slots__ = ("ref", "tree", "qualified_name", "class_name", "transparent", "model_path",
+                 "parent_model_path", "_names", "_sites", "_parameters")
 
     def __init__(self, module, tree, qualified_name, transparent):
         self.ref = None  # set by the registry
@@ -63,7 +83,10 @@ class ModuleInfo:
         self.qualified_name = qualified_name  # "" for a tree's root; None outside any tree
         self.class_name = type(module).__name__
         self.transparent = transparent
+        self.model_path = None  # set for modules of a tree (see the module docstring)
+        self.parent_model_path = None
         self._names = {}  # parent path (None at the top) -> (path, encoded name)
+        self._sites = {}  # parent entry (None at the top) -> its cached forward Entry
         self._parameters = None
 
     def range_name(self, parent):
@@ -95,6 +118,20 @@ class ModuleInfo:
                 self._names[key] = cached
         return cached
 
+    def site(self, parent_entry, encode, make_entry):
+        """The forward Entry of a call under the open range `parent_entry`, made by
+        `make_entry(info, path, encoded, parent)` once per parent and reused on every later call
+        (no allocation per call). A parent that is a backward range (a forward recomputed
+        during backward) gets a fresh entry each time."""
+        site = self._sites.get(parent_entry)
+        if site is not None:
+            return site
+        path, encoded = self.path_and_name(parent_entry, encode)
+        site = make_entry(self, path, encoded, parent_entry)
+        if (parent_entry is None or not parent_entry.backward) and len(self._sites) < 64:
+            self._sites[parent_entry] = site
+        return site
+
     def parameter_count(self, module):
         if self._parameters is None:
             self._parameters = count_parameters(module)
@@ -106,6 +143,12 @@ class ModuleRegistry:
 
     def __init__(self):
         self._infos = {}
+        self.infos = self._infos  # id(module) -> ModuleInfo; the hooks read it directly
+        self.new_trees = []  # trees registered since the announcer last took them
+
+    def take_new_trees(self):
+        trees, self.new_trees = self.new_trees, []
+        return trees
 
     def __len__(self):
         return len(self._infos)
@@ -132,9 +175,11 @@ class ModuleRegistry:
 
     def _add_tree(self, root):
         tree = ModuleTree(root)
+        self.new_trees.append(tree)
         # (original qualified prefix, shown prefix) for each wrapper's inner module, so that
         # `layers.0._fsdp_wrapped_module.attn` shows as `layers.0.attn`.
         renames = []
+        model_paths = {}
         for original, module in root.named_modules():
             shown = original
             for prefix, replacement in reversed(renames):
@@ -144,7 +189,34 @@ class ModuleRegistry:
             attribute = wrapped_attribute(module)
             if attribute is not None and original != "":
                 renames.append((f"{original}.{attribute}", shown))
-            self._add(module, tree, shown, transparent=attribute is not None and original != "")
+            info = self._add(module, tree, shown,
+                             transparent=attribute is not None and original != "")
+            if not info.transparent:
+                self._place(info, module, tree, model_paths)
+                tree.infos.append(info)
+
+    @staticmethod
+    def _place(info, module, tree, model_paths):
+        """Sets the info's model path and its parent's. `model_paths` maps the qualified names
+        placed so far to (model path, whether that module runs a forward of its own)."""
+        name = info.qualified_name
+        if name == "":
+            info.model_path = tree.label
+        else:
+            parent_name = name.rpartition(".")[0]
+            # The nearest placed ancestor that runs (transparent wrappers are never placed).
+            cut = parent_name
+            while cut and not (cut in model_paths and model_paths[cut][1]):
+                cut = cut.rpartition(".")[0]
+            base = model_paths[cut][0] if cut else tree.label
+            relative = name[len(cut) + 1:] if cut else name
+            info.model_path = f"{base}/{relative}"
+            parent = parent_name
+            while parent and parent not in model_paths:
+                parent = parent.rpartition(".")[0]
+            info.parent_model_path = model_paths[parent][0] if parent in model_paths else \
+                tree.label
+        model_paths[name] = (info.model_path, has_own_forward(module))
 
     def _add(self, module, tree, qualified_name, transparent):
         key = id(module)

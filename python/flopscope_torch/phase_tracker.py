@@ -48,12 +48,16 @@ class _PhaseState:
 
 class PhaseTracker:
     """Pushes and pops phase ranges through `backend`; `on_new_step` runs when a step opens
-    (the announcer checks the parallel layout there)."""
+    (the announcer checks the parallel layout there), `on_step_closing` just before a step
+    range closes and when a root forward ends with no step open (the estimate is announced
+    there, inside the step), `on_step_end` after a step closed."""
 
-    def __init__(self, backend, on_new_step=lambda: None, on_step_end=lambda: None):
+    def __init__(self, backend, on_new_step=lambda: None, on_step_end=lambda: None,
+                 on_step_closing=lambda: None):
         self._backend = backend
         self._on_new_step = on_new_step
         self._on_step_end = on_step_end
+        self._on_step_closing = on_step_closing
         self._local = threading.local()
 
     def _state(self):
@@ -83,6 +87,8 @@ class PhaseTracker:
     def root_forward_end(self):
         state = self._state()
         top = self._top_auto_phase(state)
+        if not any(entry.name == STEP for entry in state.open):
+            self._on_step_closing()
         if top is not None and top.name == FORWARD and top.closes_with_root:
             self._pop(state)
 
@@ -135,6 +141,7 @@ class PhaseTracker:
         try:
             yield
         finally:
+            self._on_step_closing()
             self._pop_to(state, depth)
             self._on_step_end()
 
@@ -158,6 +165,8 @@ class PhaseTracker:
     def close_all(self):
         """Closes every phase range open on this thread (exit, disable)."""
         state = self._state()
+        if state.open:
+            self._on_step_closing()
         self._pop_to(state, 0)
 
     # ---- internals ----
@@ -182,6 +191,7 @@ class PhaseTracker:
         if state.manual_steps:
             return
         if state.open and state.open[-1].auto and state.open[-1].name == STEP:
+            self._on_step_closing()
             self._pop(state)
             self._on_step_end()
 

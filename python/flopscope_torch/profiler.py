@@ -5,7 +5,7 @@ import os
 import sys
 import threading
 
-from .metadata_announcer import MetadataAnnouncer
+from .metadata_announcer import BatchSize, MetadataAnnouncer
 from .module_registry import ModuleRegistry
 from .nvtx_backend import NvtxUnavailable, load_backend, tool_attached
 from .parallel_layout import ParallelLayout
@@ -23,6 +23,7 @@ class Profiler:
         self._lock = threading.Lock()  # enable/disable/fail may race (training vs autograd thread)
         self.backend = None
         self.announcer = None
+        self.batch = None
         self.phases = None
         self.module_hooks = None
         self.training_hooks = None
@@ -49,7 +50,9 @@ class Profiler:
                 except NvtxUnavailable as error:
                     _warn(f"PyTorch hooks off: {error}")
                     return False
-            self._build(backend)
+            self._build(backend, environ)
+            if self.batch.problem:
+                _warn(self.batch.problem)
             self.module_hooks.install()
             self.training_hooks.install()
             self.failed = False
@@ -77,20 +80,39 @@ class Profiler:
         if self.enabled:
             self.announcer.check_layout()
 
-    def _build(self, backend):
+    def announce_batch_size(self, batch_size):
+        if self.enabled:
+            self.batch.explicit(batch_size, "announce_batch_size")
+
+    def _build(self, backend, environ):
         # Imported here: importing flopscope_torch must not import torch (sitecustomize runs it in
         # every Python process of the job, most of which never touch torch).
+        from . import flop_estimate  # pylint: disable=import-outside-toplevel
         from .module_hooks import ModuleHooks  # pylint: disable=import-outside-toplevel
         from .phase_tracker import PhaseTracker  # pylint: disable=import-outside-toplevel
         from .training_hooks import TrainingHooks  # pylint: disable=import-outside-toplevel
 
         self.backend = backend
         self.announcer = MetadataAnnouncer(backend, self._layout_sources)
+        self.batch = BatchSize(self.announcer, environ)
         registry = ModuleRegistry()
         self.phases = PhaseTracker(backend, on_new_step=self.announcer.check_layout,
-                                   on_step_end=self._close_thread_ranges)
-        self.module_hooks = ModuleHooks(backend, registry, self.phases, self.announcer, self.fail)
+                                   on_step_end=self._close_thread_ranges,
+                                   on_step_closing=self._flush_estimate)
+        self.module_hooks = ModuleHooks(backend, registry, self.phases, self.announcer, self.fail,
+                                        batch=self.batch)
+        if flop_estimate.estimate_enabled(environ):
+            self.module_hooks.estimate = flop_estimate.FlopEstimate(self.module_hooks.ranges,
+                                                                    backend.mark)
         self.training_hooks = TrainingHooks(self.phases, self.module_hooks, self.fail)
+
+    def _flush_estimate(self):
+        estimate = self.module_hooks.estimate if self.module_hooks is not None else None
+        if estimate is not None:
+            try:
+                estimate.flush()
+            except Exception as error:  # pylint: disable=broad-except
+                self.fail(error)
 
     def _close_thread_ranges(self):
         # At a step's end no module range of this thread should be open; any still open belongs

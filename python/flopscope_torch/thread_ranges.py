@@ -17,16 +17,23 @@ import threading
 
 class Entry:
     """One open range: the module, its range path, the encoded name pushed, the entry that was
-    open around it (forward ancestry) and whether it is a backward range."""
+    open around it (forward ancestry) and whether it is a backward range. A forward Entry is
+    made once per module and parent and reused by every later call (ModuleInfo.site); `flops`
+    and `macs` collect the estimate of its calls until the step's flush (flop_estimate)."""
 
-    __slots__ = ("info", "path", "encoded", "parent", "backward")
+    __slots__ = ("info", "path", "encoded", "parent", "backward", "source", "announced", "flops",
+                 "macs")
 
-    def __init__(self, info, path, encoded, parent, backward):
+    def __init__(self, info, path, encoded, parent, backward=False, source=None):
         self.info = info
         self.path = path
         self.encoded = encoded
         self.parent = parent
         self.backward = backward
+        self.source = source  # a backward range's forward Entry
+        self.announced = False  # the announcer has seen this forward site
+        self.flops = 0
+        self.macs = 0
 
 
 class ThreadState:
@@ -35,13 +42,15 @@ class ThreadState:
     says an end-of-backward callback is pending for it; `stale` says a finished backward pass
     left ranges here that the thread which finished it could not pop."""
 
-    __slots__ = ("thread_id", "entries", "end_queued", "stale")
+    __slots__ = ("thread_id", "entries", "end_queued", "stale", "touched", "estimates")
 
     def __init__(self):
         self.thread_id = threading.get_ident()
         self.entries = []
         self.end_queued = False
         self.stale = False
+        self.touched = []  # forward entries holding estimate figures not yet announced
+        self.estimates = {}  # range path -> (flops, macs) last announced from this thread
 
 
 class ThreadRanges:
@@ -49,15 +58,15 @@ class ThreadRanges:
 
     def __init__(self, backend):
         self._backend = backend
-        self._local = threading.local()
+        self.local = threading.local()  # .state: the thread's ThreadState, once it has one
 
     def state(self):
         """The calling thread's ThreadState."""
         try:
-            return self._local.state
+            return self.local.state
         except AttributeError:
-            self._local.state = ThreadState()
-            return self._local.state
+            self.local.state = ThreadState()
+            return self.local.state
 
     def top(self):
         entries = self.state().entries
@@ -66,8 +75,11 @@ class ThreadRanges:
     # ---- forward ----
 
     def push_forward(self, info, path, encoded, parent):
-        entry = Entry(info, path, encoded, parent, False)
-        self._backend.push(encoded)
+        """Opens a forward range with a new Entry (the hooks reuse entries: push_entry)."""
+        return self.push_entry(Entry(info, path, encoded, parent))
+
+    def push_entry(self, entry):
+        self._backend.push(entry.encoded)
         self.state().entries.append(entry)
         return entry
 
@@ -76,6 +88,12 @@ class ThreadRanges:
         forward that raised skips its post hook); returns its entry, or None when it is not
         open on this thread."""
         entries = self.state().entries
+        if entries:
+            entry = entries[-1]
+            if entry.info is info and not entry.backward:  # the usual case
+                self._backend.pop()
+                entries.pop()
+                return entry
         for index in range(len(entries) - 1, -1, -1):
             if entries[index].info is info and not entries[index].backward:
                 entry = entries[index]
@@ -91,6 +109,13 @@ class ThreadRanges:
         if state.stale:
             self.close_backward()
         entries = state.entries
+        if entries:
+            top = entries[-1]
+            # The usual case: the parent's backward range is the innermost one.
+            if top.backward and forward_entry.parent is not None and (
+                    top.source is forward_entry.parent):
+                self._push_backward_entry(entries, forward_entry)
+                return
         chain = []
         ancestor = forward_entry.parent
         while ancestor is not None and not ancestor.backward:
@@ -113,6 +138,10 @@ class ThreadRanges:
         """Closes the backward range of `forward_entry`'s module and those opened inside it, when
         it is open on this thread; otherwise does nothing (already closed, or another thread's)."""
         entries = self.state().entries
+        if entries and entries[-1].source is forward_entry:  # the usual case
+            self._backend.pop()
+            entries.pop()
+            return
         path = forward_entry.path
         for index in range(len(entries) - 1, -1, -1):
             entry = entries[index]
@@ -144,7 +173,7 @@ class ThreadRanges:
         parent = entries[-1] if entries else None
         self._backend.push(forward_entry.encoded)
         entries.append(Entry(forward_entry.info, forward_entry.path, forward_entry.encoded, parent,
-                             True))
+                             True, forward_entry))
 
     def _pop_to(self, entries, size):
         pop = self._backend.pop

@@ -122,8 +122,15 @@ class DaemonTestCase(unittest.TestCase):
         self._tmp = tempfile.TemporaryDirectory(prefix="flopscope-it-")
         self.root = Path(self._tmp.name)
         self.daemon = Daemon(self.root)
+        # Each test's jobs spool (and pick up orphans) in a directory of its own, never the user's.
+        self._spool_dir_before = os.environ.get("FLOPSCOPE_SPOOL_DIR")
+        os.environ["FLOPSCOPE_SPOOL_DIR"] = str(self.root / "spool")
 
     def tearDown(self):
+        if self._spool_dir_before is None:
+            os.environ.pop("FLOPSCOPE_SPOOL_DIR", None)
+        else:
+            os.environ["FLOPSCOPE_SPOOL_DIR"] = self._spool_dir_before
         try:
             rc = self.daemon.stop()
             if rc is not None:

@@ -1,0 +1,108 @@
+#include "daemon/damaged_files.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/sqlite/sqlite_db.h"
+#include "common/sqlite/sqlite_statement.h"
+#include "daemon/data_layout.h"
+#include "daemon/logger.h"
+
+namespace flopscope::daemon {
+namespace {
+
+constexpr char kDamagedSuffix[] = ".damaged";
+constexpr int kMaxFindings = 3;  // quick_check can list thousands of problems: the first few
+
+// "" when `path` opens and passes PRAGMA quick_check; else what is wrong with it.
+std::string DamageOf(const std::string& path) {
+  absl::StatusOr<std::unique_ptr<SqliteDb>> db = SqliteDb::OpenExisting(path);
+  if (!db.ok()) return std::string(db.status().message());
+  std::string findings;
+  int count = 0;
+  const absl::Status status =
+      (*db)->ForEachRow("PRAGMA quick_check", [&](const SqliteStatement& row) {
+        const std::string line = row.ColumnString(0);
+        if (line != "ok" && count++ < kMaxFindings) {
+          absl::StrAppend(&findings, findings.empty() ? "" : "; ", line);
+        }
+        return absl::OkStatus();
+      });
+  if (!status.ok()) return std::string(status.message());
+  return findings;
+}
+
+// The first of <path>.damaged, <path>.damaged.1, ... that does not exist yet.
+std::string FreeDamagedName(const std::string& path) {
+  std::string name = absl::StrCat(path, kDamagedSuffix);
+  for (int n = 1; std::filesystem::exists(name); ++n) {
+    name = absl::StrCat(path, kDamagedSuffix, ".", n);
+  }
+  return name;
+}
+
+// Renames the file and its WAL (which holds committed pages of it); the shared-memory index is
+// rebuilt from them by whoever opens the copy, so it just goes.
+bool MoveAside(const std::string& path, const std::string& to) {
+  if (rename(path.c_str(), to.c_str()) != 0) return false;
+  rename((path + "-wal").c_str(), (to + "-wal").c_str());
+  unlink((path + "-shm").c_str());
+  return true;
+}
+
+void CheckOne(const std::string& path, std::vector<DamagedFile>* damaged) {
+  struct stat info;
+  if (lstat(path.c_str(), &info) != 0) return;
+  if (!S_ISREG(info.st_mode)) {
+    LogError(path, " is not a regular file: left alone, and never written");
+    return;
+  }
+  std::string problem = DamageOf(path);
+  if (problem.empty()) return;
+  const std::string to = FreeDamagedName(path);
+  if (!MoveAside(path, to)) {
+    LogError("damaged file ", path, " (", problem,
+             ") could not be moved aside: ", std::strerror(errno));
+    return;
+  }
+  LogError("damaged file ", path, " moved aside to ", to, ": ", problem);
+  damaged->push_back(DamagedFile{path, to, std::move(problem)});
+}
+
+}  // namespace
+
+std::vector<DamagedFile> QuarantineDamagedFiles(const std::string& data_dir) {
+  std::vector<DamagedFile> damaged;
+  CheckOne(CatalogPath(data_dir), &damaged);
+  std::error_code error;
+  const std::filesystem::path jobs = std::filesystem::path(data_dir) / "jobs";
+  for (const auto& job : std::filesystem::directory_iterator(jobs, error)) {
+    if (!job.is_directory(error)) continue;
+    for (const auto& file : std::filesystem::directory_iterator(job.path(), error)) {
+      const std::string name = file.path().filename().string();
+      if (absl::StartsWith(name, "rank-") && absl::EndsWith(name, ".sqlite")) {
+        CheckOne(file.path().string(), &damaged);
+      }
+    }
+  }
+  return damaged;
+}
+
+std::string DamagedCopyOf(const std::string& path) {
+  std::string name = absl::StrCat(path, kDamagedSuffix);
+  if (!std::filesystem::exists(name)) return "";
+  // The latest of several: the highest number that exists.
+  for (int n = 1;; ++n) {
+    std::string next = absl::StrCat(path, kDamagedSuffix, ".", n);
+    if (!std::filesystem::exists(next)) return name;
+    name = std::move(next);
+  }
+}
+
+}  // namespace flopscope::daemon

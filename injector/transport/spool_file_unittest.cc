@@ -1,0 +1,137 @@
+#include "injector/transport/spool_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "injector/transport/testing/fake_collector.h"
+
+namespace flopscope::transport {
+namespace {
+
+using testing::TempDir;
+
+v1::UpMessage Hello(const std::string& session) {
+  v1::UpMessage hello;
+  hello.mutable_hello()->set_session_id(session);
+  hello.mutable_hello()->set_job_id("job-s");
+  return hello;
+}
+
+v1::UpMessage Batch(uint64_t seq, int ranges) {
+  v1::UpMessage message;
+  message.mutable_batch()->set_seq(seq);
+  for (int i = 0; i < ranges; ++i) message.mutable_batch()->add_ranges()->set_instance_id(i + 1);
+  return message;
+}
+
+class SpoolFileTest : public ::testing::Test {
+ protected:
+  std::string dir() const { return root_.path() + "/spool"; }
+  std::unique_ptr<SpoolFile> Create(const std::string& session, uint64_t max_bytes = 1 << 20) {
+    std::string error;
+    EXPECT_TRUE(SpoolFile::PrepareDirectory(dir(), &error)) << error;
+    auto file = SpoolFile::Create(dir(), Hello(session), max_bytes, &error);
+    EXPECT_NE(file, nullptr) << error;
+    return file;
+  }
+
+  TempDir root_;
+};
+
+TEST_F(SpoolFileTest, AnOrphanReadsBackItsBatchesBySeqWithTheLastCopyWinning) {
+  std::string path;
+  {
+    auto file = Create("host-9-1");
+    SpoolFile::Entry entry;
+    ASSERT_TRUE(file->Append(3, Batch(3, 1), 1, &entry));
+    ASSERT_TRUE(file->Append(1, Batch(1, 2), 2, &entry));
+    ASSERT_TRUE(file->Append(2, Batch(2, 1), 1, &entry));
+    ASSERT_TRUE(file->Append(2, Batch(2, 5), 5, &entry));  // spooled again (a salvage)
+    path = file->path();
+    std::string error;
+    EXPECT_EQ(SpoolFile::OpenOrphan(path, &error), nullptr);  // its owner holds the lock
+    EXPECT_EQ(error, "");
+  }
+  EXPECT_EQ(SpoolFile::List(dir()), (std::vector<std::string>{path}));
+  std::string error;
+  auto orphan = SpoolFile::OpenOrphan(path, &error);
+  ASSERT_NE(orphan, nullptr) << error;
+  EXPECT_EQ(orphan->hello().hello().session_id(), "host-9-1");
+  ASSERT_EQ(orphan->entries().size(), 3u);
+  std::vector<int> ranges;
+  for (const SpoolFile::Entry& entry : orphan->entries()) {
+    v1::UpMessage message;
+    ASSERT_TRUE(orphan->Read(entry, &message));
+    EXPECT_EQ(message.batch().seq(), entry.seq);
+    EXPECT_EQ(static_cast<uint64_t>(message.batch().ranges_size()), entry.records);
+    ranges.push_back(message.batch().ranges_size());
+  }
+  EXPECT_EQ(ranges, (std::vector<int>{2, 5, 1}));
+  orphan->Remove();
+  EXPECT_TRUE(SpoolFile::List(dir()).empty());
+}
+
+TEST_F(SpoolFileTest, AFrameCutShortByACrashEndsTheFile) {
+  std::string path;
+  {
+    auto file = Create("host-9-2");
+    SpoolFile::Entry entry;
+    ASSERT_TRUE(file->Append(1, Batch(1, 3), 3, &entry));
+    ASSERT_TRUE(file->Append(2, Batch(2, 3), 3, &entry));
+    path = file->path();
+  }
+  struct stat st;
+  ASSERT_EQ(stat(path.c_str(), &st), 0);
+  ASSERT_EQ(truncate(path.c_str(), st.st_size - 2), 0);  // the last frame loses its tail
+  std::string error;
+  auto orphan = SpoolFile::OpenOrphan(path, &error);
+  ASSERT_NE(orphan, nullptr) << error;
+  ASSERT_EQ(orphan->entries().size(), 1u);
+  EXPECT_EQ(orphan->entries()[0].seq, 1u);
+}
+
+TEST_F(SpoolFileTest, TheBoundRefusesABatchAndResetKeepsTheHello) {
+  auto file = Create("host-9-3", /*max_bytes=*/512);
+  const uint64_t empty = file->bytes();
+  SpoolFile::Entry entry;
+  EXPECT_TRUE(file->Append(1, Batch(1, 2), 2, &entry));
+  EXPECT_FALSE(file->Append(2, Batch(2, 200), 200, &entry));  // would pass 512 bytes
+  EXPECT_GT(file->bytes(), empty);
+  EXPECT_LE(file->bytes(), 512u);
+  file->Reset();
+  EXPECT_EQ(file->bytes(), empty);
+  struct stat st;
+  ASSERT_EQ(stat(file->path().c_str(), &st), 0);
+  EXPECT_EQ(static_cast<uint64_t>(st.st_size), empty);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+}
+
+TEST_F(SpoolFileTest, OnlyAPrivateDirectoryIsUsed) {
+  const std::string shared = root_.path() + "/shared";
+  ASSERT_EQ(mkdir(shared.c_str(), 0755), 0);
+  std::string error;
+  EXPECT_FALSE(SpoolFile::PrepareDirectory(shared, &error));
+  EXPECT_NE(error.find("0700"), std::string::npos) << error;
+  const std::string created = root_.path() + "/new";
+  ASSERT_TRUE(SpoolFile::PrepareDirectory(created, &error)) << error;
+  struct stat st;
+  ASSERT_EQ(stat(created.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+}
+
+TEST_F(SpoolFileTest, AFileThatIsNotASpoolIsRefused) {
+  std::string error;
+  ASSERT_TRUE(SpoolFile::PrepareDirectory(dir(), &error)) << error;
+  const std::string path = dir() + "/junk.spool";
+  std::ofstream(path) << "not a spool at all";
+  EXPECT_EQ(SpoolFile::OpenOrphan(path, &error), nullptr);
+  EXPECT_NE(error.find("not a flopscope spool file"), std::string::npos) << error;
+}
+
+}  // namespace
+}  // namespace flopscope::transport

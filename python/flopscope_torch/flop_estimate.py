@@ -1,0 +1,258 @@
+"""Estimated forward FLOPs and MACs per module and step, by DeepSpeed's flops profiler's rules.
+
+When switched on (FLOPSCOPE_TORCH_ESTIMATE=1, see docs/marks.md) the package wraps the functions
+DeepSpeed counts (torch.nn.functional's linear, convolutions, activations, pooling, softmax,
+norms, interpolation and scaled_dot_product_attention; torch's and Tensor's matmul, mm, bmm,
+addmm, baddbmm, mul and add). Each wrapped call made while a module's forward range is the
+innermost open range on the thread adds its figures to that range; torch.tanh, torch.sigmoid and
+the like are not wrapped, so they count 0, as in DeepSpeed. A module's figure is inclusive (its
+own calls and its submodules'), summed over its forward calls in the step, and announced as
+`estimated_flops <range path>=<n>` / `estimated_macs <range path>=<n>` just before the step range
+closes (or, with no step open, when a root model's forward ends), only when it differs from the
+last figure announced for that path on the thread (0 when the path did not run).
+
+torch.utils.flop_counter (torch >= 2.1) is not used: it counts aten operators with other rules
+(no bias, pooling, softmax or norm FLOPs), so its figures would not match DeepSpeed's.
+"""
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+ESTIMATE_ENV = "FLOPSCOPE_TORCH_ESTIMATE"
+
+
+def _numel(shape):
+    return int(math.prod(shape))
+
+
+# ---- formulas: (flops, macs) of one call, from the call's own arguments ----
+
+def linear(input, weight, bias=None):  # pylint: disable=redefined-builtin,unused-argument
+    macs = input.numel() * weight.shape[0]
+    return 2 * macs, macs
+
+
+def _as_tuple(value, count):
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,) * count
+
+
+def convolution(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    # pylint: disable=redefined-builtin
+    """conv1d/2d/3d: MACs = kernel size x input channels x (output channels / groups) per output
+    position; FLOPs = 2 x MACs, plus one per output element for the bias."""
+    spatial = weight.dim() - 2
+    kernel = tuple(weight.shape[2:])
+    inputs = tuple(input.shape[-spatial:])
+    stride, dilation = _as_tuple(stride, spatial), _as_tuple(dilation, spatial)
+    if padding == "same":
+        outputs = inputs
+    else:
+        padding = (0,) * spatial if padding == "valid" else _as_tuple(padding, spatial)
+        outputs = tuple((size + 2 * pad - dil * (k - 1) - 1) // st + 1 for size, pad, dil, k, st
+                        in zip(inputs, padding, dilation, kernel, stride))
+    batch = input.shape[0] if input.dim() == spatial + 2 else 1
+    in_channels = input.shape[-spatial - 1]
+    out_channels = weight.shape[0]
+    positions = batch * _numel(outputs)
+    macs = _numel(kernel) * in_channels * (out_channels // groups) * positions
+    bias_flops = out_channels * positions if bias is not None else 0
+    return 2 * macs + bias_flops, macs
+
+
+def convolution_transpose(input, weight, bias=None, stride=1, padding=0, output_padding=0,
+                          groups=1, dilation=1):  # pylint: disable=redefined-builtin
+    """conv_transpose1d/2d/3d: MACs per input position (weight is in x out/groups x kernel)."""
+    spatial = weight.dim() - 2
+    kernel = tuple(weight.shape[2:])
+    inputs = tuple(input.shape[-spatial:])
+    stride, padding = _as_tuple(stride, spatial), _as_tuple(padding, spatial)
+    output_padding, dilation = _as_tuple(output_padding, spatial), _as_tuple(dilation, spatial)
+    outputs = tuple((size - 1) * st - 2 * pad + dil * (k - 1) + extra + 1 for size, st, pad, dil, k,
+                    extra in zip(inputs, stride, padding, dilation, kernel, output_padding))
+    batch = input.shape[0] if input.dim() == spatial + 2 else 1
+    in_channels = input.shape[-spatial - 1]
+    out_channels = weight.shape[1] * groups
+    macs = _numel(kernel) * in_channels * (out_channels // groups) * batch * _numel(inputs)
+    bias_flops = out_channels * batch * _numel(outputs) if bias is not None else 0
+    return 2 * macs + bias_flops, macs
+
+
+def per_input_element(input, *args, **kwargs):  # pylint: disable=redefined-builtin,unused-argument
+    """Activations, pooling, softmax: one FLOP per input element, no MACs."""
+    return input.numel(), 0
+
+
+def interpolate(input, size=None, scale_factor=None, *args, **kwargs):
+    # pylint: disable=redefined-builtin,unused-argument,keyword-arg-before-vararg
+    """One FLOP per output element."""
+    spatial = input.dim() - 2
+    leading = input.shape[0] * input.shape[1]
+    if size is not None:
+        return leading * _numel(_as_tuple(size, spatial)), 0
+    scales = _as_tuple(scale_factor, spatial)
+    return leading * _numel(int(math.floor(s * f)) for s, f in zip(input.shape[2:], scales)), 0
+
+
+def batch_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
+               training=False, *args, **kwargs):
+    # pylint: disable=redefined-builtin,unused-argument,keyword-arg-before-vararg
+    """Per element: 4 in training (+1 with an affine weight), 1 in eval (+1 affine)."""
+    affine = weight is not None
+    if training:
+        return input.numel() * (5 if affine else 4), 0
+    return input.numel() * (2 if affine else 1), 0
+
+
+def norm(input, shape_or_groups=None, weight=None, *args, **kwargs):
+    # pylint: disable=redefined-builtin,unused-argument,keyword-arg-before-vararg
+    """layer_norm / group_norm: 4 per element, 5 with an affine weight."""
+    return input.numel() * (5 if weight is not None else 4), 0
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, *args, **kwargs):
+    # pylint: disable=redefined-builtin,unused-argument,keyword-arg-before-vararg
+    return input.numel() * (5 if weight is not None else 4), 0
+
+
+def matmul(input, other, *args, **kwargs):  # pylint: disable=redefined-builtin,unused-argument
+    """matmul/mm/bmm: MACs = elements of the first operand x the second's last dimension."""
+    macs = input.numel() * (other.shape[-1] if other.dim() > 1 else 1)
+    return 2 * macs, macs
+
+
+def addmm(input, first, second, *args, **kwargs):
+    # pylint: disable=redefined-builtin,unused-argument
+    """addmm/baddbmm: the product, plus one FLOP per element of the added tensor."""
+    macs = first.numel() * second.shape[-1]
+    return 2 * macs + input.numel(), macs
+
+
+def elementwise(input, other, *args, **kwargs):  # pylint: disable=redefined-builtin,unused-argument
+    """mul/add: one FLOP per element of the broadcast result."""
+    shapes = [tuple(value.shape) for value in (input, other) if isinstance(value, torch.Tensor)]
+    if not shapes:
+        return 1, 0
+    return _numel(torch.broadcast_shapes(*shapes)), 0
+
+
+def attention(query, key, value, *args, **kwargs):  # pylint: disable=unused-argument
+    """scaled_dot_product_attention: query x key^T, then the weights x value."""
+    lq_heads = query.numel() // query.shape[-1]
+    macs = query.numel() * key.shape[-2] + lq_heads * key.shape[-2] * value.shape[-1]
+    return 2 * macs, macs
+
+
+FUNCTIONAL = {
+    "linear": linear,
+    "conv1d": convolution, "conv2d": convolution, "conv3d": convolution,
+    "conv_transpose1d": convolution_transpose, "conv_transpose2d": convolution_transpose,
+    "conv_transpose3d": convolution_transpose,
+    "relu": per_input_element, "prelu": per_input_element, "elu": per_input_element,
+    "leaky_relu": per_input_element, "relu6": per_input_element, "silu": per_input_element,
+    "gelu": per_input_element, "softmax": per_input_element,
+    "avg_pool1d": per_input_element, "avg_pool2d": per_input_element,
+    "avg_pool3d": per_input_element, "max_pool1d": per_input_element,
+    "max_pool2d": per_input_element, "max_pool3d": per_input_element,
+    "adaptive_avg_pool1d": per_input_element, "adaptive_avg_pool2d": per_input_element,
+    "adaptive_avg_pool3d": per_input_element, "adaptive_max_pool1d": per_input_element,
+    "adaptive_max_pool2d": per_input_element, "adaptive_max_pool3d": per_input_element,
+    "upsample": interpolate, "interpolate": interpolate,
+    "batch_norm": batch_norm, "layer_norm": norm, "group_norm": norm,
+    "instance_norm": instance_norm,
+    "scaled_dot_product_attention": attention,
+}
+TENSOR_OPS = {
+    "matmul": matmul, "mm": matmul, "bmm": matmul, "addmm": addmm, "baddbmm": addmm,
+    "mul": elementwise, "add": elementwise,
+}
+
+
+def estimate_enabled(environ):
+    """Whether the estimate is switched on: FLOPSCOPE_TORCH_ESTIMATE=1 (default off)."""
+    return environ.get(ESTIMATE_ENV, "0") not in ("", "0")
+
+
+class FlopEstimate:
+    """Wraps the counted functions while installed; `ranges` (ThreadRanges) says which range
+    is open on the calling thread, `mark` announces. Counts go to the forward Entry on top of
+    the thread's stack; `flush()` announces the thread's figures of the step."""
+
+    def __init__(self, ranges, mark):
+        self._ranges = ranges
+        self._mark = mark
+        self._saved = []  # (owner, name, original, whether owner's own __dict__ held it)
+
+    def install(self):
+        for name, formula in FUNCTIONAL.items():
+            self._wrap(F, name, formula)
+        for name, formula in TENSOR_OPS.items():
+            self._wrap(torch, name, formula)
+            self._wrap(torch.Tensor, name, formula)
+
+    def uninstall(self):
+        for owner, name, original, own in reversed(self._saved):
+            if own:
+                setattr(owner, name, original)
+            else:
+                delattr(owner, name)
+        self._saved = []
+
+    def _wrap(self, owner, name, formula):
+        original = getattr(owner, name, None)
+        if original is None:
+            return
+        own = name in vars(owner)
+        self._saved.append((owner, name, original, own))
+        setattr(owner, name, self._counted(original, formula))
+
+    def _counted(self, original, formula):
+        local = self._ranges.local
+
+        def counted(*args, **kwargs):
+            state = getattr(local, "state", None)
+            if state is not None and state.entries:
+                entry = state.entries[-1]
+                if not entry.backward:
+                    try:
+                        flops, macs = formula(*args, **kwargs)
+                    except Exception:  # pylint: disable=broad-except
+                        flops = macs = 0  # an unusual call: the original says what is wrong
+                    if flops or macs:
+                        if not (entry.flops or entry.macs):
+                            state.touched.append(entry)
+                        entry.flops += flops
+                        entry.macs += macs
+            return original(*args, **kwargs)
+
+        counted.__wrapped__ = original
+        counted.__name__ = getattr(original, "__name__", "counted")
+        counted.__doc__ = getattr(original, "__doc__", None)
+        return counted
+
+    def flush(self):
+        """Announces this thread's inclusive figures per range path since the last flush."""
+        state = self._ranges.state()
+        totals = {}
+        for entry in state.touched:
+            flops, macs = entry.flops, entry.macs
+            entry.flops = entry.macs = 0
+            while entry is not None and not entry.backward:
+                previous = totals.get(entry.path, (0, 0))
+                totals[entry.path] = (previous[0] + flops, previous[1] + macs)
+                entry = entry.parent
+        state.touched = []
+        last = state.estimates
+        for path in [path for path in last if path not in totals]:
+            totals[path] = (0, 0)
+        for path, (flops, macs) in totals.items():
+            old_flops, old_macs = last.get(path, (None, None))
+            if flops != old_flops:
+                self._mark(f"estimated_flops {path}={flops}")
+            if macs != old_macs:
+                self._mark(f"estimated_macs {path}={macs}")
+            if flops or macs:
+                last[path] = (flops, macs)
+            else:
+                last.pop(path, None)
