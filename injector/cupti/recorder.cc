@@ -8,6 +8,7 @@
 #include <cstring>
 #include <set>
 
+#include "common/json/json_writer.h"
 #include "injector/warn.h"
 
 namespace flopscope::injector::cupti {
@@ -28,34 +29,31 @@ void AppendName(uint64_t address, const char* text, std::string* out) {
   out->append(text, length);
 }
 
-std::string DeviceJson(const CUpti_ActivityDevice5& device) {
-  return "{\"id\": " + std::to_string(device.id) +
-         ", \"name\": " + JsonQuote(device.name == nullptr ? "" : device.name) +
-         ", \"compute_capability\": " +
-         std::to_string(device.computeCapabilityMajor * 10 + device.computeCapabilityMinor) +
-         ", \"sm_count\": " + std::to_string(device.numMultiprocessors) +
-         ", \"global_memory_bytes\": " + std::to_string(device.globalMemorySize) +
-         ", \"core_clock_khz\": " + std::to_string(device.coreClockRate) + "}";
+// counterdata-NNNN.json: the pass's plan, its image files and its launches in ordinal order.
+std::string PassJson(const Recorder::CounterPass& pass, const std::string& config_file,
+                     const std::string& availability_file, const std::string& image_file) {
+  JsonWriter json;
+  json.BeginObject().Key("window_id").Uint(pass.window_id).Key("chip").String(pass.chip);
+  json.Key("metric_set").Int(pass.metric_set).Key("passes").Uint(pass.passes);
+  json.Key("metrics").BeginArray();
+  for (const std::string& metric : *pass.metrics) json.String(metric);
+  json.EndArray().Key("config_image").String(config_file);
+  json.Key("availability_image").String(availability_file);
+  json.Key("counter_data_image").String(image_file);
+  json.Key("ranges_dropped").Uint(pass.ranges_dropped).Key("error").String(pass.error);
+  json.Key("taint").String(pass.taint).Key("launches").BeginArray();
+  for (const Recorder::CounterPass::Launch& launch : pass.launches) {
+    json.BeginObject().Key("correlation_id").Uint(launch.correlation_id);
+    json.Key("path_id").Uint(launch.path_id).Key("instance_id").Uint(launch.instance_id);
+    json.Key("name_id").Uint(launch.name_id).Key("device_id").Uint(launch.device_id);
+    json.Key("phase_path_id").Uint(launch.phase_path_id).Key("step").Int(launch.step);
+    json.Key("graph").Bool(launch.graph).Key("ambiguous").Bool(launch.ambiguous).EndObject();
+  }
+  json.EndArray().EndObject();
+  return json.Finish();
 }
 
 }  // namespace
-
-std::string JsonQuote(const std::string& text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(c));
-      out += escaped;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
 
 Recorder* ActiveRecorder() { return g_active.load(std::memory_order_acquire); }
 void SetActiveRecorder(Recorder* recorder) { g_active.store(recorder, std::memory_order_release); }
@@ -152,25 +150,18 @@ std::string Recorder::NamesOf(const uint8_t* buffer, size_t valid_size) {
     } else if (record->kind == CUPTI_ACTIVITY_KIND_DEVICE) {
       const auto* device = reinterpret_cast<const CUpti_ActivityDevice5*>(record);
       name = device->name;
-      devices_[device->id] = DeviceJson(*device);
+      Device& facts = devices_[device->id];
+      facts.name = device->name == nullptr ? "" : device->name;
+      facts.compute_capability =
+          device->computeCapabilityMajor * 10 + device->computeCapabilityMinor;
+      facts.sm_count = device->numMultiprocessors;
+      facts.global_memory_bytes = device->globalMemorySize;
+      facts.core_clock_khz = device->coreClockRate;
     }
     const auto address = reinterpret_cast<uint64_t>(name);
     if (name != nullptr && written.insert(address).second) AppendName(address, name, &names);
   }
   return names;
-}
-
-std::string LaunchJson(uint64_t correlation_id, uint64_t path_id, uint64_t instance_id,
-                       uint32_t name_id, uint32_t device_id, uint64_t phase_path_id, int64_t step,
-                       bool graph, bool ambiguous) {
-  return "{\"correlation_id\": " + std::to_string(correlation_id) +
-         ", \"path_id\": " + std::to_string(path_id) +
-         ", \"instance_id\": " + std::to_string(instance_id) +
-         ", \"name_id\": " + std::to_string(name_id) +
-         ", \"device_id\": " + std::to_string(device_id) +
-         ", \"phase_path_id\": " + std::to_string(phase_path_id) +
-         ", \"step\": " + std::to_string(step) + ", \"graph\": " + (graph ? "true" : "false") +
-         ", \"ambiguous\": " + (ambiguous ? "true" : "false") + "}";
 }
 
 std::string Recorder::ConfigFileFor(const CounterPass& pass, std::string* availability_file) {
@@ -202,27 +193,7 @@ void Recorder::RecordCounterPass(const CounterPass& pass) noexcept {
     if (config_file.empty()) return;
     const std::string image_file = Numbered("counterdata", counter_passes_, ".bin");
     if (!WriteFile(image_file, pass.counter_data->data(), pass.counter_data->size())) return;
-    std::string json = "{\n  \"window_id\": " + std::to_string(pass.window_id) +
-                       ",\n  \"chip\": " + JsonQuote(pass.chip) +
-                       ",\n  \"metric_set\": " + std::to_string(pass.metric_set) +
-                       ",\n  \"passes\": " + std::to_string(pass.passes) + ",\n  \"metrics\": [";
-    const char* separator = "";
-    for (const std::string& metric : *pass.metrics) {
-      json += separator + JsonQuote(metric);
-      separator = ", ";
-    }
-    json += "],\n  \"config_image\": " + JsonQuote(config_file) +
-            ",\n  \"availability_image\": " + JsonQuote(availability_file) +
-            ",\n  \"counter_data_image\": " + JsonQuote(image_file) +
-            ",\n  \"ranges_dropped\": " + std::to_string(pass.ranges_dropped) +
-            ",\n  \"error\": " + JsonQuote(pass.error) +
-            ",\n  \"taint\": " + JsonQuote(pass.taint) + ",\n  \"launches\": [";
-    separator = "\n    ";
-    for (const std::string& launch : pass.launches) {
-      json += separator + launch;
-      separator = ",\n    ";
-    }
-    json += "]\n}\n";
+    const std::string json = PassJson(pass, config_file, availability_file, image_file);
     if (!WriteFile(Numbered("counterdata", counter_passes_, ".json"), json.data(), json.size())) {
       return;
     }
@@ -258,25 +229,23 @@ bool Recorder::WriteFile(const std::string& name, const void* bytes, size_t size
 
 bool Recorder::WriteManifest() {
   if (failed_) return false;
-  std::string json = "{\n  \"format\": \"flopscope-gpu-recording\",\n  \"version\": " +
-                     std::to_string(kFormatVersion) +
-                     ",\n  \"cupti_api_version\": " + std::to_string(CUPTI_API_VERSION) +
-                     ",\n  \"cupti_version\": " + std::to_string(cupti_version_) +
-                     ",\n  \"cupti_path\": " + JsonQuote(cupti_path_) + ",\n  \"chips\": {";
-  const char* separator = "";
-  for (const auto& [device, chip] : chips_) {
-    json += std::string(separator) + JsonQuote(std::to_string(device)) + ": " + JsonQuote(chip);
-    separator = ", ";
-  }
-  json += "},\n  \"devices\": [";
-  separator = "";
+  JsonWriter json;
+  json.BeginObject().Key("format").String("flopscope-gpu-recording");
+  json.Key("version").Uint(kFormatVersion).Key("cupti_api_version").Uint(CUPTI_API_VERSION);
+  json.Key("cupti_version").Uint(cupti_version_).Key("cupti_path").String(cupti_path_);
+  json.Key("chips").BeginObject();
+  for (const auto& [device, chip] : chips_) json.Key(std::to_string(device)).String(chip);
+  json.EndObject().Key("devices").BeginArray();
   for (const auto& [id, device] : devices_) {
-    json += separator + device;
-    separator = ", ";
+    json.BeginObject().Key("id").Uint(id).Key("name").String(device.name);
+    json.Key("compute_capability").Uint(device.compute_capability);
+    json.Key("sm_count").Uint(device.sm_count);
+    json.Key("global_memory_bytes").Uint(device.global_memory_bytes);
+    json.Key("core_clock_khz").Uint(device.core_clock_khz).EndObject();
   }
-  json += "],\n  \"activity_buffers\": " + std::to_string(activity_buffers_) +
-          ",\n  \"counter_passes\": " + std::to_string(counter_passes_) +
-          ",\n  \"truncated\": " + (truncated_ ? "true" : "false") + "\n}\n";
+  json.EndArray().Key("activity_buffers").Uint(activity_buffers_);
+  json.Key("counter_passes").Uint(counter_passes_).Key("truncated").Bool(truncated_).EndObject();
+  const std::string text = json.Finish();
   // Through a temporary and a rename: a reader never sees half a manifest.
   const std::string path = dir_ + "/manifest.json";
   const std::string temporary = path + ".tmp";
@@ -285,7 +254,7 @@ bool Recorder::WriteManifest() {
     Fail("cannot write " + path + ": " + std::strerror(errno));
     return false;
   }
-  const bool ok = std::fwrite(json.data(), 1, json.size(), file) == json.size();
+  const bool ok = std::fwrite(text.data(), 1, text.size(), file) == text.size();
   if (std::fclose(file) != 0 || !ok || std::rename(temporary.c_str(), path.c_str()) != 0) {
     Fail("cannot write " + path);
     return false;

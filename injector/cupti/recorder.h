@@ -77,7 +77,13 @@ class Recorder {
     const std::vector<uint8_t>* counter_data = nullptr;
     size_t ranges_dropped = 0;
     std::string error, taint;
-    std::vector<std::string> launches;  // one JSON object per launch, in ordinal order
+    struct Launch {
+      uint64_t correlation_id = 0, path_id = 0, instance_id = 0, phase_path_id = 0;
+      uint32_t name_id = 0, device_id = 0;
+      int64_t step = 0;
+      bool graph = false, ambiguous = false;
+    };
+    std::vector<Launch> launches;  // in ordinal order
   };
   void RecordCounterPass(const CounterPass& pass) noexcept FS_EXCLUDES(mutex_);
   // The counter windows' call site: a FlushedPass (counter_windows/pass_evaluator.h).
@@ -112,20 +118,19 @@ class Recorder {
   uint32_t cupti_version_ FS_GUARDED_BY(mutex_) = 0;
   std::string cupti_path_ FS_GUARDED_BY(mutex_);
   std::map<uint32_t, std::string> chips_ FS_GUARDED_BY(mutex_);
-  std::map<uint32_t, std::string> devices_ FS_GUARDED_BY(mutex_);     // id -> JSON object
+  // A DEVICE record's facts, as manifest.json lists them.
+  struct Device {
+    std::string name;
+    uint32_t compute_capability = 0, sm_count = 0, core_clock_khz = 0;
+    uint64_t global_memory_bytes = 0;
+  };
+  std::map<uint32_t, Device> devices_ FS_GUARDED_BY(mutex_);
   std::map<const void*, std::string> configs_ FS_GUARDED_BY(mutex_);  // plan -> "NNNN"
 };
 
 // The process's recorder, for the counter windows' one call site; null when not recording.
 Recorder* ActiveRecorder();
 void SetActiveRecorder(Recorder* recorder);
-
-// `text` as a JSON string literal (quotes included).
-std::string JsonQuote(const std::string& text);
-// One launch of a counter pass as counterdata-NNNN.json lists it.
-std::string LaunchJson(uint64_t correlation_id, uint64_t path_id, uint64_t instance_id,
-                       uint32_t name_id, uint32_t device_id, uint64_t phase_path_id, int64_t step,
-                       bool graph, bool ambiguous);
 
 template <typename Flushed>
 void Recorder::RecordPass(const Flushed& flushed) noexcept {
@@ -145,10 +150,16 @@ void Recorder::RecordPass(const Flushed& flushed) noexcept {
     pass.error = flushed.error;
     pass.taint = flushed.launches.taint;
     for (const auto& entry : flushed.launches.entries) {
-      pass.launches.push_back(LaunchJson(entry.mark.correlation_id, entry.mark.path_id,
-                                         entry.mark.instance_id, entry.mark.name_id,
-                                         entry.mark.device_id, entry.mark.phase_path_id,
-                                         entry.mark.step, entry.graph, entry.ambiguous));
+      CounterPass::Launch& launch = pass.launches.emplace_back();
+      launch.correlation_id = entry.mark.correlation_id;
+      launch.path_id = entry.mark.path_id;
+      launch.instance_id = entry.mark.instance_id;
+      launch.name_id = entry.mark.name_id;
+      launch.device_id = entry.mark.device_id;
+      launch.phase_path_id = entry.mark.phase_path_id;
+      launch.step = entry.mark.step;
+      launch.graph = entry.graph;
+      launch.ambiguous = entry.ambiguous;
     }
     RecordCounterPass(pass);
   } catch (...) {
