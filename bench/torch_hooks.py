@@ -9,16 +9,19 @@ process per mode:
   no_tool    hooks forced on, NVTX calls are no-ops (what a job pays with no profiler attached)
   injector   hooks on under the real injector (LD_PRELOAD), records exported to a flopscoped
   estimate   as injector, with the FLOPs estimate switched on (FLOPSCOPE_TORCH_ESTIMATE=1)
+  baseline   with --baseline-python DIR only: as injector, with the flopscope_torch package
+             found in DIR (another revision's python/ folder), for a before/after in one run
 
 Each mode runs in its own process (hooks and the injector are per process); there, rounds are
 timed after a warm-up and the fastest kept. The modes run in turn, --passes times over, and each
-mode keeps its fastest pass: on a shared machine, load only ever adds time. The clock is the training thread's CPU time (what the
-job's thread pays; other processes sharing a small machine do not inflate it), which on the CPU
-includes backward (the autograd engine runs on the caller); wall time is printed beside it.
+mode keeps its fastest pass: on a shared machine, load only ever adds time. The clock is the
+training thread's CPU time (what the job's thread pays; other processes sharing a small machine
+inflate it less than wall time), which on the CPU includes backward (the autograd engine runs on
+the caller); wall time is printed beside it.
 
 Per module call = (mode - plain) / module calls per iteration, where one iteration makes one
 forward and one backward range per module. The last line reads
-`torch_hooks: per_module_call_us enable=W no_tool=X injector=Y estimate=Z`.
+`torch_hooks: per_module_call_us enable=W no_tool=X injector=Y estimate=Z [baseline=B]`.
 """
 
 import argparse
@@ -31,7 +34,7 @@ import tempfile
 import time
 from pathlib import Path
 
-MODES = ("plain", "enable", "no_tool", "injector", "estimate")
+MODES = ("plain", "enable", "no_tool", "injector", "estimate", "baseline")
 
 
 def build_model(blocks, width):
@@ -60,7 +63,8 @@ def worker(mode, blocks, width, rounds, iterations):
         enabled = flopscope_torch.enable(force=mode == "no_tool")
         if enabled != (mode != "enable"):
             raise SystemExit(f"torch_hooks: mode {mode}: hooks on = {enabled}")
-        estimating = enabled and flopscope_torch._PROFILER.module_hooks.estimate is not None
+        hooks = flopscope_torch._PROFILER.module_hooks  # pylint: disable=protected-access
+        estimating = enabled and getattr(hooks, "estimate", None) is not None
         if estimating != (mode == "estimate"):
             raise SystemExit(f"torch_hooks: mode {mode}: estimate on = {estimating}")
     model = build_model(blocks, width)
@@ -104,15 +108,15 @@ class Daemon:
 
 def run_mode(mode, args, build_dir, daemon):
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(build_dir / "python"),
-                                                      env.get("PYTHONPATH")]))
+    package_dir = args.baseline_python if mode == "baseline" else build_dir / "python"
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(package_dir), env.get("PYTHONPATH")]))
     env["FLOPSCOPE_TORCH_NVTX_LIB"] = str(build_dir / "lib" / "libflopscope_torch_nvtx.so")
     env["OMP_NUM_THREADS"] = "1"
     for name in ("NVTX_INJECTION64_PATH", "CUDA_INJECTION64_PATH", "LD_PRELOAD"):
         env.pop(name, None)
     if mode == "estimate":
         env["FLOPSCOPE_TORCH_ESTIMATE"] = "1"
-    if mode in ("injector", "estimate"):
+    if mode in ("injector", "estimate", "baseline"):
         env["LD_PRELOAD"] = str(build_dir / "lib" / "libflopscope_inject.so")
         env["FLOPSCOPE_SOCKET"] = str(daemon.socket)
         env["FLOPSCOPE_JOB_ID"] = "bench-torch-hooks"
@@ -134,6 +138,8 @@ def main():
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--iterations", type=int, default=20)
     parser.add_argument("--passes", type=int, default=2, help="runs of every mode, in turn")
+    parser.add_argument("--baseline-python", type=Path,
+                        help="a folder holding another flopscope_torch: adds mode baseline")
     parser.add_argument("--worker", choices=MODES, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -144,8 +150,9 @@ def main():
         daemon = Daemon(args.build_dir, Path(tmp))
         try:
             results = {}
+            modes = [mode for mode in MODES if mode != "baseline" or args.baseline_python]
             for _ in range(args.passes):
-                for mode in MODES:
+                for mode in modes:
                     result = run_mode(mode, args, args.build_dir, daemon)
                     if mode not in results or result["cpu_ns"] < results[mode]["cpu_ns"]:
                         results[mode] = result
@@ -157,7 +164,7 @@ def main():
           f"(training-thread CPU time, fastest of {args.passes} passes x {args.rounds} rounds x "
           f"{args.iterations})")
     per_module = {}
-    for mode in MODES:
+    for mode in modes:
         result = results[mode]
         per_module[mode] = (result["cpu_ns"] - plain["cpu_ns"]) / calls / 1000
         print(f"  {mode:9s} {result['cpu_ns'] / 1e6:8.3f} ms/iteration cpu "
@@ -165,7 +172,8 @@ def main():
               f"+{per_module[mode]:6.2f} us per module (forward + backward)")
     print(f"torch_hooks: per_module_call_us enable={per_module['enable']:.2f} "
           f"no_tool={per_module['no_tool']:.2f} injector={per_module['injector']:.2f} "
-          f"estimate={per_module['estimate']:.2f}")
+          f"estimate={per_module['estimate']:.2f}" +
+          (f" baseline={per_module['baseline']:.2f}" if "baseline" in per_module else ""))
 
 
 if __name__ == "__main__":

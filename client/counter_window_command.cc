@@ -21,9 +21,15 @@ absl::StatusOr<OpenCounterWindowRequest> BuildCounterWindowRequest(
   if (std::string problem = JobIdProblem(options.job_id); !problem.empty()) {
     return absl::InvalidArgumentError(absl::StrCat("job '", options.job_id, "': ", problem));
   }
+  if (!options.old_steps.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--steps ", options.old_steps, " is now --count ", options.old_steps,
+        " (how many of the next steps to count); `--steps A:B` is the report's step window"));
+  }
   if (options.steps <= 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--steps must be 1 or more (how many steps to count), got ", options.steps));
+        absl::StrCat("--count N is required: how many of the next steps to count (1 or more), got ",
+                     options.steps));
   }
   if (!options.metric_set.empty() && options.metric_set != "full" &&
       options.metric_set != "cheap") {

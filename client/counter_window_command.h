@@ -9,14 +9,16 @@
 
 namespace flopscope::client {
 
-// `flopscope profile JOB [--rank R]... --steps N [--set full|cheap] [--timeout-ms T]`: asks the
+// `flopscope profile JOB [--rank R]... --count N [--set full|cheap] [--timeout-ms T]`: asks the
 // daemon to open a counter window (FLOPs from hardware counters) over the next N steps of the
 // job's running ranks, and prints which ranks accepted.
 
 struct CounterWindowOptions {
   std::string job_id;
   std::vector<int> ranks;  // empty: every connected rank
-  int steps = 0;           // required, > 0
+  int steps = 0;           // --count: required, > 0
+  // The old `--steps N`, as typed: refused with the fix (steps A:B is the report's window).
+  std::string old_steps;
   std::string metric_set;  // "" (the process's default), "full" or "cheap"
   int timeout_ms = 5000;   // how long the daemon waits for the processes' replies
   std::string socket;

@@ -77,8 +77,10 @@ TEST(BuildCounterWindowRequestTest, RefusesWhatTheUserTypedWrong) {
   std::vector<Case> cases;
   cases.push_back({ValidOptions(), "job '../x'"});
   cases.back().options.job_id = "../x";
-  cases.push_back({ValidOptions(), "--steps must be 1 or more"});
+  cases.push_back({ValidOptions(), "--count N is required"});
   cases.back().options.steps = 0;
+  cases.push_back({ValidOptions(), "--steps 2 is now --count 2"});
+  cases.back().options.old_steps = "2";
   cases.push_back({ValidOptions(), "--rank -2: ranks start at 0"});
   cases.back().options.ranks = {0, -2};
   cases.push_back({ValidOptions(), "--set 'all' is not known"});
@@ -229,15 +231,22 @@ ProcessResult Flopscope(std::vector<std::string> args) {
 
 TEST(CounterWindowCliTest, UsageErrorsExitWithTwo) {
   for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
-           {"profile", "job"},                                // no --steps
-           {"profile", "job", "--steps", "0"},                // out of range
-           {"profile", "job", "--steps", "2", "--set", "x"},  // unknown set
-           {"profile", "job", "--steps", "2", "--rank", "-1"},
-           {"profile", "--steps", "2"},  // no job
-           {"profile", "../job", "--steps", "2", "--socket", "/nonexistent/fs.sock"}}) {
+           {"profile", "job"},                                // no --count
+           {"profile", "job", "--count", "0"},                // out of range
+           {"profile", "job", "--count", "2", "--set", "x"},  // unknown set
+           {"profile", "job", "--count", "2", "--rank", "-1"},
+           {"profile", "--count", "2"},  // no job
+           {"profile", "../job", "--count", "2", "--socket", "/nonexistent/fs.sock"},
+           {"profile", "job", "--steps", "2"}}) {  // the old form
     const ProcessResult result = Flopscope(args);
     EXPECT_EQ(result.exit_code, 2) << absl::StrJoin(args, " ") << ": " << result.err;
   }
+}
+
+TEST(CounterWindowCliTest, TheOldStepsFormIsRefusedWithTheFix) {
+  const ProcessResult old = Flopscope({"profile", "job", "--steps", "3"});
+  EXPECT_EQ(old.exit_code, 2) << old.err;
+  EXPECT_TRUE(absl::StrContains(old.err, "--steps 3 is now --count 3")) << old.err;
 }
 
 TEST(CounterWindowCliTest, AnswersArePrintedAndTheExitSaysWhetherAnyAccepted) {
@@ -245,12 +254,12 @@ TEST(CounterWindowCliTest, AnswersArePrintedAndTheExitSaysWhetherAnyAccepted) {
   AddAnswer(canned, 0, true, "counting the next 2 steps");
   FakeProfilingServer server(canned);
   const ProcessResult ok =
-      Flopscope({"profile", "train-1", "--steps", "2", "--socket", server.socket()});
+      Flopscope({"profile", "train-1", "--count", "2", "--socket", server.socket()});
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
   EXPECT_EQ(ok.out, "rank 0  accepted  counting the next 2 steps\n1 of 1 rank accepted\n");
 
   const ProcessResult nobody =
-      Flopscope({"profile", "train-1", "--steps", "2", "--socket", server.socket() + ".missing"});
+      Flopscope({"profile", "train-1", "--count", "2", "--socket", server.socket() + ".missing"});
   EXPECT_EQ(nobody.exit_code, 1);
   EXPECT_TRUE(absl::StrContains(nobody.err, "flopscope profile: cannot reach flopscoped"))
       << nobody.err;

@@ -10,7 +10,7 @@ namespace flopscope::client {
 namespace {
 
 // Characters left for the command part so that the timestamp suffix always fits.
-constexpr size_t kTimestampSuffixLength = sizeof("-YYYYmmdd-HHMMSS") - 1;
+constexpr size_t kTimestampSuffixLength = sizeof("-YYYYmmdd-HHMMSS-4194304") - 1;
 
 std::string_view Basename(std::string_view command) {
   while (!command.empty() && command.back() == '/') command.remove_suffix(1);
@@ -20,15 +20,18 @@ std::string_view Basename(std::string_view command) {
 
 }  // namespace
 
-std::string GenerateJobId(std::string_view command, absl::Time now, absl::TimeZone zone) {
+std::string GenerateJobId(std::string_view command, absl::Time now, absl::TimeZone zone,
+                          int64_t pid) {
   std::string stem = SanitizeJobId(Basename(command));
   stem.resize(std::min(stem.size(), kMaxJobIdLength - kTimestampSuffixLength));
-  return absl::StrCat(stem, "-", absl::FormatTime("%Y%m%d-%H%M%S", now, zone));
+  std::string id = absl::StrCat(stem, "-", absl::FormatTime("%Y%m%d-%H%M%S", now, zone));
+  if (pid > 0) absl::StrAppend(&id, "-", pid);
+  return id;
 }
 
 absl::StatusOr<JobIdChoice> ChooseJobId(const std::optional<std::string>& flag,
                                         const Environment& env, std::string_view command,
-                                        absl::Time now, absl::TimeZone zone) {
+                                        absl::Time now, absl::TimeZone zone, int64_t pid) {
   if (flag.has_value()) {
     if (std::string problem = JobIdProblem(*flag); !problem.empty()) {
       return absl::InvalidArgumentError(absl::StrCat("--job '", *flag, "': ", problem));
@@ -47,7 +50,8 @@ absl::StatusOr<JobIdChoice> ChooseJobId(const std::optional<std::string>& flag,
                          false};
     }
   }
-  return JobIdChoice{JobIdChoice::Source::kGenerated, GenerateJobId(command, now, zone), "", true};
+  return JobIdChoice{JobIdChoice::Source::kGenerated, GenerateJobId(command, now, zone, pid), "",
+                     true};
 }
 
 }  // namespace flopscope::client

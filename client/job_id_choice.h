@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -26,8 +27,11 @@ struct JobIdChoice {
   bool export_to_command;
 };
 
-// `<basename of command>-<YYYYmmdd-HHMMSS>` in `zone`, sanitized to a valid job id.
-std::string GenerateJobId(std::string_view command, absl::Time now, absl::TimeZone zone);
+// `<basename of command>-<YYYYmmdd-HHMMSS>-<pid>` in `zone`, sanitized to a valid job id: two
+// runs started in the same second differ by their process id (`flopscope run` execs the
+// command, so the pid is the job's own). pid 0: no pid part.
+std::string GenerateJobId(std::string_view command, absl::Time now, absl::TimeZone zone,
+                          int64_t pid = 0);
 
 // --job wins (checked with JobIdProblem: INVALID_ARGUMENT when malformed); else an id the
 // environment already gives (FLOPSCOPE_JOB_ID, then SLURM_JOB_ID, TORCHELASTIC_RUN_ID: the order
@@ -35,6 +39,6 @@ std::string GenerateJobId(std::string_view command, absl::Time now, absl::TimeZo
 // inherits the exported id, so they all land in the same job.
 absl::StatusOr<JobIdChoice> ChooseJobId(const std::optional<std::string>& flag,
                                         const Environment& env, std::string_view command,
-                                        absl::Time now, absl::TimeZone zone);
+                                        absl::Time now, absl::TimeZone zone, int64_t pid = 0);
 
 }  // namespace flopscope::client

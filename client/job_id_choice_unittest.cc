@@ -1,5 +1,9 @@
 #include "client/job_id_choice.h"
 
+#include <string>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "common/job_id.h"
 #include "gtest/gtest.h"
 
@@ -14,6 +18,21 @@ TEST(GenerateJobIdTest, UsesTheCommandsBasenameAndTheTime) {
             "python3-20240501-120003");
   EXPECT_EQ(GenerateJobId("train.sh", kNow, absl::FixedTimeZone(2 * 3600)),
             "train.sh-20240501-140003");
+}
+
+TEST(GenerateJobIdTest, TwoRunsInTheSameSecondGetDifferentIds) {
+  const int64_t first_pid = 4242;
+  const std::string first = GenerateJobId("train.sh", kNow, absl::UTCTimeZone(), first_pid);
+  const std::string second = GenerateJobId("train.sh", kNow, absl::UTCTimeZone(), first_pid + 1);
+  EXPECT_NE(first, second);
+  EXPECT_EQ(first,
+            absl::StrCat(GenerateJobId("train.sh", kNow, absl::UTCTimeZone()), "-", first_pid));
+  EXPECT_EQ(JobIdProblem(first), "");
+  // The longest command still leaves room for the widest pid.
+  const std::string longest =
+      GenerateJobId(std::string(300, 'x'), kNow, absl::UTCTimeZone(), 4194304);
+  EXPECT_EQ(JobIdProblem(longest), "") << longest;
+  EXPECT_TRUE(absl::EndsWith(longest, "-4194304")) << longest;
 }
 
 TEST(GenerateJobIdTest, AlwaysYieldsAValidJobId) {

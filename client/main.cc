@@ -1,5 +1,7 @@
 // flopscope: the command-line client. This file only wires the command line to the commands in
 // flopscope_client_lib (run_command, query_commands).
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <optional>
@@ -90,13 +92,17 @@ void AddReport(CLI::App& app, CommandLine& line) {
                    "text, json or csv (DeepSpeed-style profile), or tree (the module tree)")
       ->check(CLI::IsMember({"text", "json", "csv", "tree"}));
   line.report->add_option("-o,--output", options.output, "write to FILE instead of stdout");
-  line.report->add_option("--depth", options.depth, "detailed profile down to this depth (-1: all)")
+  line.report
+      ->add_option("--depth", options.depth,
+                   "aggregated profile: depths 0 to N-1, as DeepSpeed's module_depth "
+                   "(-1: all but the deepest)")
       ->check(CLI::Range(-1, 1 << 20));
   line.report->add_option("--top", options.top, "aggregated profile: top modules per depth")
       ->check(CLI::Range(1, 1 << 20));
   line.report->add_option(
       "--steps", options.steps,
-      "A:B, A:, :B or A: per-step medians over that window of steps (0-based `step` ranges)");
+      "A:B, A:, :B or A (inclusive, 0-based `step` ranges): per-step medians over those steps "
+      "(default 1:, step 0 being warm-up)");
   line.report->add_option("--group", options.group,
                           "mp:K (model replica K: sums, max latency) or dp (spread across "
                           "data-parallel replicas)");
@@ -158,9 +164,10 @@ void AddProfile(CLI::App& app, CommandLine& line) {
   line.profile->add_option("--rank", options.ranks, "only this rank (repeatable; default: all)")
       ->allow_extra_args(false)
       ->check(CLI::NonNegativeNumber);
-  line.profile->add_option("--steps", options.steps, "how many steps to count")
-      ->required()
+  line.profile->add_option("--count", options.steps, "how many of the next steps to count")
       ->check(CLI::Range(1, 1000));
+  // The old spelling: refused with the fix (CounterWindowCommand), never a second meaning.
+  line.profile->add_option("--steps", options.old_steps, "(old spelling of --count; refused)");
   line.profile
       ->add_option("--set", options.metric_set,
                    "full (every precision and tensor source type) or cheap (fewer "
@@ -255,7 +262,7 @@ int Fail(const absl::Status& status) {
 int Run(const client::RunOptions& options) {
   absl::StatusOr<client::RunPlan> plan =
       client::PlanRun(options, client::Environment::FromProcess(), client::SelfExecutablePath(),
-                      absl::Now(), absl::LocalTimeZone());
+                      absl::Now(), absl::LocalTimeZone(), getpid());
   if (!plan.ok()) {
     std::cerr << "flopscope: " << plan.status().message() << "\n";
     return kUsageExit;  // every planning error is the user's to fix (see PlanRun)

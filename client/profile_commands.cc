@@ -168,8 +168,9 @@ absl::StatusOr<int> ParseGroup(const std::string& group) {
 absl::StatusOr<std::optional<StepWindow>> ParseStepWindow(const std::string& text) {
   if (text.empty()) return std::nullopt;
   auto invalid = [&] {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--steps '", text, "' is not a step window (use A:B, A: or A; steps are numbered from 0)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--steps '", text,
+                     "' is not a step window (use A:B, A:, :B or A; steps are numbered from 0)"));
   };
   const std::vector<std::string> parts = absl::StrSplit(text, ':');
   if (parts.size() > 2) return invalid();

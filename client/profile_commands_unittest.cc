@@ -38,7 +38,7 @@ TEST(ParseStepWindowTest, RefusesWhatIsNotAWindowAndSaysWhy) {
     EXPECT_EQ(window.status().code(), absl::StatusCode::kInvalidArgument) << bad;
     EXPECT_EQ(window.status().message(),
               std::string("--steps '") + bad +
-                  "' is not a step window (use A:B, A: or A; steps are numbered from 0)")
+                  "' is not a step window (use A:B, A:, :B or A; steps are numbered from 0)")
         << bad;
   }
   absl::StatusOr<std::optional<StepWindow>> backwards = ParseStepWindow("9:3");

@@ -1,5 +1,7 @@
 #include "client/profile_export.h"
 
+#include <charconv>
+#include <cmath>
 #include <utility>
 #include <vector>
 
@@ -34,7 +36,9 @@ std::vector<std::pair<const char*, const Figure*>> SummaryFigures(const Profile&
           {"bwd_flops_per_s", &profile.bwd_flops_per_s},
           {"fwd_bwd_flops_per_s", &profile.fwd_bwd_flops_per_s},
           {"samples_per_s", &profile.samples_per_s},
-          {"mfu", &profile.mfu}};
+          {"mfu", &profile.mfu},
+          {"fwd_bwd_step_flops_per_s", &profile.fwd_bwd_step_flops_per_s},
+          {"measured_step_range_s", &profile.measured_step_range_s}};
 }
 
 void WritePrecisions(const std::vector<PrecisionFlops>& precisions, JsonWriter& json) {
@@ -82,8 +86,17 @@ std::string CsvField(const std::string& text) {
   return absl::StrCat("\"", absl::StrReplaceAll(text, {{"\"", "\"\""}}), "\"");
 }
 
+// The shortest text that reads back as the same double: "0.004", not "0.0040000000000000001".
 std::string CsvNumber(std::optional<double> value) {
-  return value ? absl::StrFormat("%.17g", *value) : "";
+  if (!value) return "";
+  // Plain digits for the magnitudes a profile has (no "4e+09"); exponents only at the extremes.
+  const double magnitude = std::abs(*value);
+  const bool plain = magnitude == 0 || (magnitude >= 1e-6 && magnitude < 1e21);
+  char text[128];
+  const std::to_chars_result end =
+      plain ? std::to_chars(text, text + sizeof(text), *value, std::chars_format::fixed)
+            : std::to_chars(text, text + sizeof(text), *value);
+  return std::string(text, end.ptr);
 }
 
 std::optional<double> Share(std::optional<double> part, std::optional<double> total) {
@@ -135,7 +148,11 @@ void WriteModuleRow(const ModuleRow& row, JsonWriter& json) {
   json.Key("flops_announced").Bool(row.flops_announced);
   optional("announced_flops", row.announced_flops);
   json.Key("flops_disagree").Bool(row.flops_disagree);
+  json.Key("params_from_children").Bool(row.params_from_children);
+  json.Key("extra_repr").String(row.extra_repr);
   json.Key("latency_s").Double(row.latency_s);
+  optional("bwd_latency_s", row.bwd_latency_s);
+  json.Key("all_passes_latency_s").Double(row.all_passes_latency_s);
   optional("latency_min_s", row.latency_min_s);
   optional("latency_max_s", row.latency_max_s);
   optional("flops_per_s", row.flops_per_s.value);
@@ -152,6 +169,19 @@ void WriteModuleRow(const ModuleRow& row, JsonWriter& json) {
 void WriteProfileJson(const Profile& profile, JsonWriter& json) {
   json.Key("profile").BeginObject();
   json.Key("scope").String(profile.scope);
+  json.Key("ranks_reported").Int(profile.ranks);
+  json.Key("partial");  // "2 of 8 ranks reported", null for the whole job
+  if (std::string partial = PartialRanksLine(profile); !partial.empty()) {
+    json.String(partial);
+  } else {
+    json.Null();
+  }
+  json.Key("merged_sessions");  // a restart or a reused job id; null when every rank ran once
+  if (std::string merged = MergedSessionsLine(profile); !merged.empty()) {
+    json.String(merged);
+  } else {
+    json.Null();
+  }
   json.Key("world_size").Int(profile.world_size);
   json.Key("dp_size").Int(profile.dp_size);
   json.Key("mp_size").Int(profile.mp_size);
@@ -172,6 +202,10 @@ void WriteProfileJson(const Profile& profile, JsonWriter& json) {
   json.Key("flops_source").String(profile.flops_source);
   WriteCountedSummary(profile, json);
   json.Key("latency_basis").String(profile.latency_basis);
+  json.Key("steps_note").String(profile.warmup_note);
+  json.Key("passes_marked").Bool(profile.passes_marked);
+  json.Key("no_gpu_why").String(profile.no_gpu_why);
+  json.Key("model_modules").Uint(profile.model_end);  // modules[0, n): the model's tree
   WriteStepWindow(profile.step_scope, json);
   WriteSummary(profile, json);
   json.Key("modules").BeginArray();
@@ -184,8 +218,11 @@ std::string RenderProfileCsv(const Profile& profile) {
   std::optional<double> total_params;
   std::optional<double> total_macs;
   double total_latency = 0;
-  for (const ModuleRow& row : profile.modules) {
+  // Shares are of the model root, as in the text (roots after it are not part of its 100 %).
+  for (size_t i = 0; i < profile.modules.size(); ++i) {
+    const ModuleRow& row = profile.modules[i];
     if (row.depth != 0 || row.path == kUnattributed) continue;
+    if (profile.model_end > 0 && i >= profile.model_end) break;
     if (row.params) total_params = total_params.value_or(0) + *row.params;
     if (row.macs) total_macs = total_macs.value_or(0) + *row.macs;
     total_latency += row.latency_s;

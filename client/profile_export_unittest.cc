@@ -69,8 +69,9 @@ TEST(ProfileExportTest, CsvHasOneRowPerModuleWithShares) {
             "path,class,depth,params,params_pct,macs,macs_pct,latency_s,latency_pct,flops,"
             "flops_per_s,latency_min_s,latency_max_s,counted_steps,counted_kernels");
   // No step window: no min and max per step.
+  // Numbers as people read them: the shortest text that reads back as the same value.
   EXPECT_EQ(lines[1],
-            "Net,Net,0,400,100,4000000000,100,0.0040000000000000001,100,8000000000,"
+            "Net,Net,0,400,100,4000000000,100,0.004,100,8000000000,"
             "2000000000000,,,0,0");
   // The quoted path and class hold a comma; the rest splits plainly.
   const std::string quoted = "\"Net/odd, \"\"name\"\"\",\"odd, \"\"name\"\"\",";

@@ -27,8 +27,27 @@ struct Announced {
   absl::flat_hash_map<std::string, std::string> class_by_path;
   absl::flat_hash_map<std::string, double> flops_by_path;
   absl::flat_hash_map<std::string, double> macs_by_path;
+  absl::flat_hash_map<std::string, double> estimated_flops_by_path;
+  absl::flat_hash_map<std::string, double> estimated_macs_by_path;
   absl::flat_hash_map<std::string, std::string> extra_repr_by_path;
 };
+
+// A mark value with `%25` / `%3D` written back as `%` / `=` (docs/marks.md: extra_repr).
+std::string DecodeMarkValue(const std::string& value) {
+  std::string out;
+  for (size_t i = 0; i < value.size(); ++i) {
+    if (value[i] == '%' && i + 2 < value.size()) {
+      const std::string code = absl::AsciiStrToUpper(value.substr(i + 1, 2));
+      if (code == "25" || code == "3D") {
+        out += code == "25" ? '%' : '=';
+        i += 2;
+        continue;
+      }
+    }
+    out += value[i];
+  }
+  return out;
+}
 
 void ReadPerPathNumber(const std::string& key, const std::string& text, const char* prefix,
                        absl::flat_hash_map<std::string, double>& into) {
@@ -53,14 +72,12 @@ Announced ReadMetadata(const Report& report) {
       ReadPerPathNumber(key, entry.value(), "macs ", announced.macs_by_path);
     } else if (absl::StartsWith(key, "estimated_flops ")) {
       // The torch hooks' estimate (docs/marks.md): used where nothing was counted or announced.
-      const std::string path = key.substr(std::strlen("estimated_flops "));
-      double value = 0;
-      if (!announced.flops_by_path.contains(path) && absl::SimpleAtod(entry.value(), &value) &&
-          value >= 0) {
-        announced.flops_by_path[path] = value;
-      }
+      ReadPerPathNumber(key, entry.value(), "estimated_flops ", announced.estimated_flops_by_path);
+    } else if (absl::StartsWith(key, "estimated_macs ")) {
+      ReadPerPathNumber(key, entry.value(), "estimated_macs ", announced.estimated_macs_by_path);
     } else if (absl::StartsWith(key, "extra_repr ")) {
-      announced.extra_repr_by_path[key.substr(std::strlen("extra_repr "))] = entry.value();
+      announced.extra_repr_by_path[key.substr(std::strlen("extra_repr "))] =
+          DecodeMarkValue(entry.value());
     }
   }
   return announced;
@@ -126,7 +143,7 @@ std::string LatencyBasis(const Report& report, const Profile& profile) {
   std::string basis;
   if (scope.window) {
     basis = absl::StrCat("medians per step over the ", scope.uncounted_steps, " uncounted steps",
-                         ranks, " (modules: min and max in the detailed profile)");
+                         ranks, " (modules: min and max in the table below)");
   } else if (report.phases().empty()) {
     basis = "no step or phase marked: module latencies are their totals over the run";
   } else if (!PhasesHaveMedians(report)) {
@@ -223,10 +240,18 @@ ModuleRow RowFor(const ModuleStats& module, const Announced& announced, double d
   } else if (announced_flops != announced.flops_by_path.end()) {
     row.flops = announced_flops->second;
     row.flops_announced = true;
+  } else if (auto estimated = announced.estimated_flops_by_path.find(module.path());
+             estimated != announced.estimated_flops_by_path.end()) {
+    row.flops = estimated->second;
+    row.flops_announced = true;
+    row.flops_estimated = true;
   }
+  const auto estimated_macs = announced.estimated_macs_by_path.find(module.path());
   if (auto macs = announced.macs_by_path.find(module.path());
       macs != announced.macs_by_path.end()) {
     row.macs = macs->second;
+  } else if (row.flops_estimated && estimated_macs != announced.estimated_macs_by_path.end()) {
+    row.macs = estimated_macs->second;
   } else if (row.flops) {
     row.macs = *row.flops / 2;
   }
@@ -243,8 +268,10 @@ ModuleRow RowFor(const ModuleStats& module, const Announced& announced, double d
       row.latency_min_s = static_cast<double>(step.min_ns()) / 1e9;
       row.latency_max_s = static_cast<double>(step.max_ns()) / 1e9;
     }
+    row.all_passes_latency_s = row.latency_s;
     if (passes) SetPassLatencies(module, row);
   }
+  if (!step_window) row.all_passes_latency_s = row.latency_s;
   row.kernels = module.kernels();
   return row;
 }
@@ -271,8 +298,10 @@ void SumChildParams(std::vector<ModuleRow>& modules) {
 size_t PutModelFirst(std::vector<ModuleRow>& modules) {
   std::vector<std::pair<size_t, size_t>> roots;  // [begin, end) of each root's subtree
   for (size_t i = 0; i < modules.size(); ++i) {
-    if (modules[i].depth == 0) roots.push_back({i, i + 1});
-    else if (!roots.empty()) roots.back().second = i + 1;
+    if (modules[i].depth == 0)
+      roots.push_back({i, i + 1});
+    else if (!roots.empty())
+      roots.back().second = i + 1;
   }
   std::optional<size_t> best;
   for (size_t r = 0; r < roots.size(); ++r) {
@@ -312,14 +341,14 @@ void FillSummaryFigures(const Report& report, Profile& profile) {
   const int replica_ranks = RanksOfFirstReplica(report);
   const bool whole_replicas = replica_ranks == profile.mp_size &&
                               profile.ranks == DistinctReplicas(report) * profile.mp_size;
-  profile.params_per_gpu.value =
-      SumOverRoots(profile.modules, [](const ModuleRow& row) { return row.params; }, profile.model_end);
+  profile.params_per_gpu.value = SumOverRoots(
+      profile.modules, [](const ModuleRow& row) { return row.params; }, profile.model_end);
   if (!profile.params_per_gpu.value) profile.params_per_gpu.note = "no params announced";
-  profile.fwd_flops_per_gpu.value =
-      SumOverRoots(profile.modules, [](const ModuleRow& row) { return row.flops; }, profile.model_end);
+  profile.fwd_flops_per_gpu.value = SumOverRoots(
+      profile.modules, [](const ModuleRow& row) { return row.flops; }, profile.model_end);
   if (!profile.fwd_flops_per_gpu.value) profile.fwd_flops_per_gpu.note = profile.flops_source;
-  profile.fwd_macs_per_gpu.value =
-      SumOverRoots(profile.modules, [](const ModuleRow& row) { return row.macs; }, profile.model_end);
+  profile.fwd_macs_per_gpu.value = SumOverRoots(
+      profile.modules, [](const ModuleRow& row) { return row.macs; }, profile.model_end);
   if (!profile.fwd_macs_per_gpu.value) profile.fwd_macs_per_gpu.note = profile.flops_source;
   MeasurePhaseFlops(report, profile);
 
@@ -336,8 +365,8 @@ void FillSummaryFigures(const Report& report, Profile& profile) {
 
   profile.fwd_latency_s = PhaseLatency(report, "forward");
   if (FindPhase(report, "forward") == nullptr) {
-    std::optional<double> roots =
-        SumOverRoots(profile.modules, [](const ModuleRow& row) { return row.latency_s; }, profile.model_end);
+    std::optional<double> roots = SumOverRoots(
+        profile.modules, [](const ModuleRow& row) { return row.latency_s; }, profile.model_end);
     if (roots) profile.fwd_latency_s = {roots, "top-level modules (no 'forward' phase marked)"};
   }
   profile.bwd_latency_s = PhaseLatency(report, "backward");
@@ -352,21 +381,71 @@ void FillSummaryFigures(const Report& report, Profile& profile) {
   }
 }
 
-std::string FlopsSource(const std::vector<ModuleRow>& modules, const Report& report) {
-  bool counted = false;
-  bool announced = false;
-  for (const ModuleRow& row : modules) {
-    counted |= row.flops.has_value() && !row.flops_announced;
-    announced |= row.flops_announced;
+// Each rank's GPU status and, when no rank recorded GPU work, why in one phrase: the ranks'
+// common reason, or a pointer to the per-rank list where they differ.
+void FillGpuStatus(const Report& report, Profile& profile) {
+  std::set<std::string> reasons;
+  for (const auto& rank : report.ranks()) {
+    if (rank.sessions() > 1) profile.merged_sessions.emplace_back(rank.rank(), rank.sessions());
+    profile.gpu_status.emplace_back(rank.rank(), rank.gpu_status());
+    reasons.insert(rank.gpu_status());
   }
-  if (counted) return announced ? "counted (announced where not counted)" : "counted";
-  if (announced) return "announced by the framework (not measured)";
   const bool gpu = std::any_of(report.ranks().begin(), report.ranks().end(),
                                [](const auto& rank) { return rank.kernels() > 0; });
-  return gpu ? "no FLOPs counted (no counter window)" : "no FLOPs: no GPU records";
+  if (gpu) return;
+  reasons.erase("");
+  if (reasons.empty()) {
+    profile.no_gpu_why = "no GPU records; the ranks did not say why";
+  } else if (reasons.size() == 1 && profile.gpu_status.size() >= 1 &&
+             std::all_of(profile.gpu_status.begin(), profile.gpu_status.end(),
+                         [&](const auto& entry) { return entry.second == *reasons.begin(); })) {
+    profile.no_gpu_why = *reasons.begin();
+  } else {
+    profile.no_gpu_why = "no GPU records; the ranks differ (GPU status per rank below)";
+  }
+}
+
+std::string FlopsSource(const std::vector<ModuleRow>& modules, const Report& report,
+                        const Profile& profile) {
+  bool counted = false;
+  bool announced = false;
+  bool estimated = false;
+  for (const ModuleRow& row : modules) {
+    counted |= row.flops.has_value() && !row.flops_announced;
+    announced |= row.flops_announced && !row.flops_estimated;
+    estimated |= row.flops_estimated;
+  }
+  if (counted) {
+    return announced || estimated ? "counted (announced or estimated where not counted)"
+                                  : "counted";
+  }
+  if (announced) return "announced by the framework (not measured)";
+  if (estimated) return "estimated by the torch hooks from shapes (not measured)";
+  const bool gpu = std::any_of(report.ranks().begin(), report.ranks().end(),
+                               [](const auto& rank) { return rank.kernels() > 0; });
+  if (!gpu) return absl::StrCat("no FLOPs: ", profile.no_gpu_why);
+  return absl::StrCat("no FLOPs counted: no counter window yet (open one: flopscope profile ",
+                      report.job_id(), " --count N)");
 }
 
 }  // namespace
+
+std::string PartialRanksLine(const Profile& profile) {
+  if (profile.ranks >= profile.world_size) return "";
+  return absl::StrCat(profile.ranks, " of ", profile.world_size,
+                      " ranks reported (the figures cover those ranks only)");
+}
+
+std::string MergedSessionsLine(const Profile& profile) {
+  if (profile.merged_sessions.empty()) return "";
+  std::vector<std::string> ranks;
+  for (const auto& [rank, sessions] : profile.merged_sessions) {
+    ranks.push_back(absl::StrCat("rank ", rank, " has ", sessions, " sessions"));
+  }
+  return absl::StrCat(absl::StrJoin(ranks, ", "),
+                      ": a restart, or a second run under the same job id, merged here "
+                      "(give each run its own --job to keep them apart)");
+}
 
 std::string ClassFromName(const std::string& name) {
   const size_t dot = name.find_last_of("._");
@@ -526,7 +605,8 @@ Profile BuildProfile(const Report& report, const ProfileOptions& options,
   profile.model_end = PutModelFirst(profile.modules);
   FillCountedSummary(report, profile);
   profile.latency_basis = LatencyBasis(report, profile);
-  profile.flops_source = FlopsSource(profile.modules, report);
+  FillGpuStatus(report, profile);
+  profile.flops_source = FlopsSource(profile.modules, report, profile);
   FillSummaryFigures(report, profile);
   if (model_figures_measured) {
     profile.params_of_model.note.clear();

@@ -79,6 +79,7 @@ struct ModuleRow {
   std::optional<double> params;
   std::optional<double> flops;  // per step
   bool flops_announced = false;
+  bool flops_estimated = false;  // the torch hooks' `estimated_flops` (also flops_announced)
   // The framework's analytic FLOPs (`flops <path>=<n>`) when FLOPs were also measured; the
   // measured ones stay in `flops`. `flops_disagree`: they differ by more than
   // kAnnouncedFlopsTolerance of the announced figure (DESIGN: FLOPs), worth a look: a kernel
@@ -88,7 +89,8 @@ struct ModuleRow {
   // Per step: announced (`macs <path>=<n>`, DeepSpeed counts MACs apart from FLOPs: a conv's
   // bias adds are FLOPs but no MACs), else flops / 2.
   std::optional<double> macs;
-  double latency_s = 0;  // per step; forward only where the report knows the passes
+  double latency_s = 0;             // per step; forward only where the report knows the passes
+  double all_passes_latency_s = 0;  // per step, every range of the module (roots outside the model)
   bool latency_is_gpu = false;
   // Where the job marks `forward` / `backward` phases: latency_s counts only the module's
   // forward ranges (DeepSpeed's fwd latency) and this its backward ranges (an addition).
@@ -132,15 +134,22 @@ struct Profile {
   Figure fwd_latency_s, bwd_latency_s, step_latency_s, iter_latency_s;
   // iter latency is fwd + bwd + step (DeepSpeed); the `step` range's own median is an addition.
   Figure measured_step_range_s;
-  bool passes_marked = false;   // `forward` phases exist: module latencies are forward only
-  std::string warmup_note;      // how the steps were chosen when --steps was not given
+  bool passes_marked = false;  // `forward` phases exist: module latencies are forward only
+  std::string warmup_note;     // how the steps were chosen when --steps was not given
   // The model root is modules[0]'s subtree; roots after it (loss, data loader, optimizer) are
   // listed apart and never part of its 100 %. model_end: index one past the model's subtree.
   size_t model_end = 0;
   Figure fwd_bwd_step_flops_per_s;  // 3 * fwd flops / iter latency (DeepSpeed's FLOPS per GPU)
   Figure fwd_flops_per_s, bwd_flops_per_s, fwd_bwd_flops_per_s;
   Figure samples_per_s, mfu;
-  std::string device;              // first device name seen, empty when none
+  std::string device;  // first device name seen, empty when none
+  // What each rank's injector said about its GPU ("no CUDA driver: NVTX ranges only", CUPTI
+  // held by another tool, counters restricted to admins...), by rank; "" when all was well.
+  std::vector<std::pair<int32_t, std::string>> gpu_status;
+  std::string no_gpu_why;  // why there are no GPU figures, in words ("" when there are)
+  // Ranks with more than one session, and how many: a restart, or a second run that reused the
+  // job id; the figures merge them, so the report warns.
+  std::vector<std::pair<int32_t, uint32_t>> merged_sessions;
   std::string precision;           // the precision MFU is measured against
   std::string flops_source;        // "counted", "announced", or why there are none
   std::vector<ModuleRow> modules;  // depth-first, as the Report
@@ -161,6 +170,13 @@ Profile BuildProfile(const flopscope::v1::Report& report, const ProfileOptions& 
 // Latency, FLOPs and MACs of the summary recomputed from what they derive from (the group
 // rollups change the inputs and call this again).
 void DeriveRates(const ProfileOptions& options, Profile& profile);
+
+// "2 of 8 ranks reported (the figures cover those ranks only)" when the report covers fewer
+// ranks than the job's world size; "" for the whole job.
+std::string PartialRanksLine(const Profile& profile);
+
+// "rank 0 has 2 sessions: ..." when some rank has more than one (see merged_sessions); "" else.
+std::string MergedSessionsLine(const Profile& profile);
 
 // The class name fallback: "layer.3" -> "layer", "Qwen2DecoderLayer_13" (Kineto) ->
 // "Qwen2DecoderLayer", "0" -> "0".

@@ -1,10 +1,12 @@
 #include "client/profile_model.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "client/deepspeed_format.h"
 #include "client/profile_text.h"
 #include "gtest/gtest.h"
 
@@ -99,11 +101,15 @@ TEST(ProfileModelTest, LeNet5AggregatedProfileIsDeepSpeeds) {
                                 "    fwd latency - {'Sequential': '950 us'}\n"))
       << text;
   EXPECT_FALSE(absl::StrContains(text, "depth 2:")) << "DeepSpeed leaves the deepest level out";
+  // DeepSpeed's module_depth=N prints depths 0 .. N-1.
   const std::string top2 =
-      RenderAggregated(BuildProfile(LeNet5Report(), {}), {.depth = 2, .top = 2});
+      RenderAggregated(BuildProfile(LeNet5Report(), {}), {.depth = 3, .top = 2});
   EXPECT_TRUE(absl::StrContains(
       top2, "depth 2:\n    params      - {'Conv2d': '50.69 K', 'Linear': '11.01 K'}\n"))
       << top2;
+  const std::string two = RenderAggregated(BuildProfile(LeNet5Report(), {}), {.depth = 2});
+  EXPECT_TRUE(absl::StrContains(two, "depth 1:")) << two;
+  EXPECT_FALSE(absl::StrContains(two, "depth 2:")) << two;
 }
 
 // README's BERT-Large example on one A100, batch 80: unrounded timers that DeepSpeed printed as
@@ -144,6 +150,10 @@ TEST(ProfileModelTest, BertLargeSummaryArithmeticMatchesTheReadme) {
   auto line = [](const std::string& label, const std::string& value) {
     return absl::StrCat(label, std::string(72 - label.size(), ' '), value);
   };
+  // DeepSpeed's "{:<8}": a short value is padded to 8 columns.
+  auto padded = [](const std::string& value) {
+    return value + std::string(value.size() < 8 ? 8 - value.size() : 0, ' ') + "\n";
+  };
   for (const std::string& expected :
        {line("params per GPU: ", "336.23 M"), line("fwd MACs per GPU: ", "3.14 TMACs"),
         line("fwd flops per GPU: ", "6.28 T"), line("fwd latency: ", "76.67 ms"),
@@ -154,13 +164,16 @@ TEST(ProfileModelTest, BertLargeSummaryArithmeticMatchesTheReadme) {
         line("fwd+bwd FLOPS per GPU = 3 * fwd flops per GPU / (fwd+bwd latency): ",
              "102 TFLOPS  (estimate"),
         line("step latency: ", "34.09 us"), line("iter latency: ", "184.73 ms"),
-        line("samples/second: ", "433.07\n"), line("batch size per GPU: ", "80\n")}) {
+        line("samples/second: ", padded("433.07")), line("batch size per GPU: ", padded("80")),
+        line("FLOPS per GPU = 3 * fwd flops per GPU / iter latency: ", "101.99 TFLOPS")}) {
     EXPECT_TRUE(absl::StrContains(text, expected)) << expected << "\n" << text;
   }
   // 102.00 TFLOPS against the A100's 312 TFLOPS fp16 peak.
   ASSERT_TRUE(profile.mfu.value.has_value()) << profile.mfu.note;
   EXPECT_NEAR(*profile.mfu.value, 102.0046e12 / 312e12, 1e-5);
-  EXPECT_TRUE(absl::StrContains(text, "32.69%  (against 312 TFLOPS fp16")) << text;
+  const std::string additions = RenderAdditions(profile);
+  EXPECT_TRUE(absl::StrContains(additions, "32.69%  (against 312 TFLOPS fp16")) << additions;
+  EXPECT_FALSE(absl::StrContains(text, "MFU")) << "additions stay out of DeepSpeed's layout";
 }
 
 TEST(ProfileModelTest, UnknownFiguresAreMarkedWithTheReasonNotZero) {
@@ -172,7 +185,9 @@ TEST(ProfileModelTest, UnknownFiguresAreMarkedWithTheReasonNotZero) {
   EXPECT_FALSE(profile.fwd_flops_per_s.value.has_value());
   EXPECT_FALSE(profile.samples_per_s.value.has_value());
   const std::string text = RenderSummary(profile);
-  EXPECT_TRUE(absl::StrContains(text, "-  (no FLOPs: no GPU records)")) << text;
+  // No rank said why: the text says that too.
+  EXPECT_TRUE(absl::StrContains(text, "-  (no FLOPs: no GPU records; the ranks did not say why)"))
+      << text;
   EXPECT_TRUE(absl::StrContains(text, "-  (batch size not announced")) << text;
 
   Report known_flops = BertLargeReport();
@@ -203,13 +218,14 @@ TEST(ProfileModelTest, SummaryLatenciesAreMediansOfTheUncountedSteps) {
   EXPECT_EQ(profile.steps, 3u);
   EXPECT_EQ(profile.step_scope.counted_steps, (std::vector<int64_t>{3, 4}));
   const std::string text = RenderSummary(profile);
-  EXPECT_TRUE(absl::StrContains(text, "Profile Summary over 3 steps (rank 0):\n")) << text;
-  EXPECT_TRUE(absl::StrContains(
-      text,
-      "Latencies: fwd/bwd/step/iter: medians per step over the 3 uncounted steps; modules: their "
-      "total over those steps / steps (--steps A:B for medians); counted steps left out "
-      "(replay-slowed): 3-4\n"))
+  EXPECT_TRUE(absl::StrContains(text, "Profile Summary at steps 0-5 (medians per step):\n"))
       << text;
+  EXPECT_TRUE(absl::StrContains(
+      RenderAdditions(profile),
+      "fwd/bwd/step/iter: medians per step over the 3 uncounted steps; modules: their "
+      "total over those steps / steps (--steps A:B for medians); counted steps left out "
+      "(replay-slowed): 3-4"))
+      << RenderAdditions(profile);
 
   // A daemon that sends no median: the mean, said as such.
   for (auto& phase : *report.mutable_phases()) phase.set_median_ns(0);
@@ -223,17 +239,31 @@ TEST(ProfileModelTest, SummaryLatenciesAreMediansOfTheUncountedSteps) {
   EXPECT_EQ(none.fwd_latency_s.note, "every 'forward' ran in a counted step");
 }
 
-TEST(ProfileModelTest, AStepWindowGivesModulesTheirMedianWithMinAndMax) {
-  Report report = BertLargeReport();
+// Sets a StepLatency from its samples (median, min and max as the daemon's Summarize takes them).
+void SetLatency(const std::vector<int64_t>& samples_ns, flopscope::v1::StepLatency* latency) {
+  std::vector<int64_t> sorted = samples_ns;
+  std::sort(sorted.begin(), sorted.end());
+  const size_t middle = sorted.size() / 2;
+  latency->set_samples(static_cast<uint32_t>(sorted.size()));
+  latency->set_median_ns(sorted.size() % 2 ? sorted[middle]
+                                           : (sorted[middle - 1] + sorted[middle]) / 2);
+  latency->set_min_ns(sorted.front());
+  latency->set_max_ns(sorted.back());
+  latency->set_gpu(true);
+}
+
+TEST(ProfileModelTest, AStepWindowGivesModulesTheirForwardMedianAndBackwardApart) {
+  Report report = BertLargeReport();  // marks `forward` and `backward` phases
   ModuleStats* top = report.mutable_modules(0);
   top->set_gpu_time_ns(900'000'000);  // the whole run: not what a window shows
   top->set_kernels(40);
-  flopscope::v1::StepLatency* step = top->mutable_step_latency();
-  step->set_samples(4);
-  step->set_median_ns(76'000'000);
-  step->set_min_ns(75'000'000);
-  step->set_max_ns(81'500'000);
-  step->set_gpu(true);
+  const std::vector<int64_t> forward = {75'000'000, 76'000'000, 77'000'000, 81'500'000};
+  const std::vector<int64_t> backward = {150'000'000, 151'000'000, 149'000'000, 160'000'000};
+  std::vector<int64_t> both;
+  for (size_t i = 0; i < forward.size(); ++i) both.push_back(forward[i] + backward[i]);
+  SetLatency(both, top->mutable_step_latency());
+  SetLatency(forward, top->mutable_fwd_step_latency());
+  SetLatency(backward, top->mutable_bwd_step_latency());
   ModuleStats* idle = report.add_modules();  // ran only outside the window
   idle->set_path("BertForPreTrainingPreLN/pooler");
   idle->set_name("pooler");
@@ -246,20 +276,28 @@ TEST(ProfileModelTest, AStepWindowGivesModulesTheirMedianWithMinAndMax) {
   const Profile profile = BuildProfile(report, {});
   ASSERT_EQ(profile.modules.size(), 2u);
   const ModuleRow& row = profile.modules[0];
-  EXPECT_DOUBLE_EQ(row.latency_s, 0.076);
+  const flopscope::v1::StepLatency& fwd = top->fwd_step_latency();
+  EXPECT_DOUBLE_EQ(row.latency_s, fwd.median_ns() / 1e9) << "forward ranges only";
   EXPECT_TRUE(row.latency_is_gpu);
-  EXPECT_DOUBLE_EQ(*row.latency_min_s, 0.075);
-  EXPECT_DOUBLE_EQ(*row.latency_max_s, 0.0815);
+  EXPECT_DOUBLE_EQ(*row.latency_min_s, fwd.min_ns() / 1e9);
+  EXPECT_DOUBLE_EQ(*row.latency_max_s, fwd.max_ns() / 1e9);
+  ASSERT_TRUE(row.bwd_latency_s.has_value());
+  EXPECT_DOUBLE_EQ(*row.bwd_latency_s, top->bwd_step_latency().median_ns() / 1e9);
   EXPECT_EQ(profile.modules[1].latency_s, 0);
   EXPECT_FALSE(profile.modules[1].latency_max_s.has_value());
   const std::string text = RenderProfileText(profile, {});
-  EXPECT_TRUE(absl::StrContains(text, "Profile Summary over steps 2-5 (rank 0):\n")) << text;
-  EXPECT_TRUE(absl::StrContains(text, "Latencies: medians per step over the 4 uncounted steps"))
+  EXPECT_TRUE(absl::StrContains(text, "Profile Summary at steps 2-5 (medians per step):\n"))
       << text;
-  EXPECT_TRUE(absl::StrContains(text, "76 ms = 100% latency, ")) << text;
-  EXPECT_TRUE(absl::StrContains(text, ", step min 75 ms max 81.5 ms\n")) << text;
-  EXPECT_TRUE(absl::StrContains(text, "GPU busy time per step, the median over the window"))
+  EXPECT_TRUE(absl::StrContains(text, "medians per step over the 4 uncounted steps")) << text;
+  EXPECT_TRUE(
+      absl::StrContains(text, absl::StrCat(DurationToString(row.latency_s), " = 100% latency, ")))
       << text;
+  // The backward latency is an addition, never in DeepSpeed's detailed lines.
+  const std::string bwd = DurationToString(*row.bwd_latency_s);
+  const size_t additions = text.find("flopscope additions");
+  ASSERT_NE(additions, std::string::npos);
+  EXPECT_EQ(text.substr(0, additions).find(bwd), std::string::npos) << text;
+  EXPECT_NE(text.find(bwd, additions), std::string::npos) << text;
 }
 
 TEST(ProfileModelTest, ClassNamesFallBackToTheNameWithoutItsIndex) {

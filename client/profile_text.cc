@@ -135,28 +135,60 @@ std::string ModuleHead(const ModuleRow& row) {
   return PrintableForTerminal(absl::StrCat("(", row.name, "): ", row.class_name));
 }
 
-// Per module of the model: fwd and bwd latency per step (medians), the fastest and slowest step.
+// Where a module's flops come from, and a measured figure far from the announced one.
+std::string FlopsLabel(const ModuleRow& row) {
+  if (!row.flops) return "-";
+  if (row.flops_estimated) return "estimated";
+  if (row.flops_announced) return "announced";
+  if (!row.flops_disagree) return "measured";
+  const double difference = 100 * (*row.flops / *row.announced_flops - 1);
+  return absl::StrCat("measured flops differ from the announced ",
+                      NumberToString(*row.announced_flops), " by ", difference > 0 ? "+" : "",
+                      RoundedG(difference), "%");
+}
+
+// Per module of the model: fwd and bwd latency per step (medians), the fastest and slowest
+// step, the fwd FLOPS or why there is none, and where the flops come from.
 std::string PassTable(const Profile& profile) {
   const size_t end = ModelEnd(profile);
   if (end == 0) return "";
-  TextTable table({"module", "fwd latency", "bwd latency", "fwd min", "fwd max"});
+  TextTable table(
+      {"module", "fwd latency", "bwd latency", "fwd min", "fwd max", "fwd FLOPS", "flops"});
+  auto shown = [](const std::optional<double>& value, const std::string& why) {
+    return value ? DurationToString(*value) : absl::StrCat("-  (", why, ")");
+  };
   for (size_t i = 0; i < end; ++i) {
     const ModuleRow& row = profile.modules[i];
-    auto shown = [](const std::optional<double>& value, const char* why) {
-      return value ? DurationToString(*value) : absl::StrCat("-  (", why, ")");
-    };
     table.AddRow({std::string(2 * row.depth, ' ') + PrintableForTerminal(row.name),
                   DurationToString(row.latency_s),
                   profile.passes_marked ? shown(row.bwd_latency_s, "no backward range")
                                         : "-  (no backward phase marked)",
                   shown(row.latency_min_s, "no step window"),
-                  shown(row.latency_max_s, "no step window")});
+                  shown(row.latency_max_s, "no step window"),
+                  row.flops_per_s.value ? FlopsToString(*row.flops_per_s.value)
+                                        : absl::StrCat("-  (", row.flops_per_s.note, ")"),
+                  FlopsLabel(row)});
   }
-  return absl::StrCat(
-      "\nModule latency per step (", profile.passes_marked
-                                         ? "fwd: its forward ranges; bwd: its backward ranges"
-                                         : "no forward/backward phase marked: all its ranges",
-      "):\n", table.Render("  "));
+  return absl::StrCat("\nModule latency per step (",
+                      profile.passes_marked ? "fwd: its forward ranges; bwd: its backward ranges"
+                                            : "no forward/backward phase marked: all its ranges",
+                      "):\n", table.Render("  "));
+}
+
+// What each rank said about its GPU, where the ranks differ (one reason for all is in the
+// device line already).
+std::string GpuStatusLines(const Profile& profile) {
+  bool differ = false;
+  for (const auto& [rank, status] : profile.gpu_status) {
+    differ = differ || status != profile.gpu_status.front().second;
+  }
+  if (!differ) return "";
+  std::string out;
+  for (const auto& [rank, status] : profile.gpu_status) {
+    absl::StrAppend(&out, Line(absl::StrCat("GPU status of rank ", rank, ": "),
+                               status.empty() ? "fine (GPU records kept)" : status));
+  }
+  return out;
 }
 
 // Roots that are not the model (loss, data loader, optimizer, <unattributed>): never in its 100 %.
@@ -166,13 +198,11 @@ std::string OutsideTheModel(const Profile& profile) {
   for (size_t i = end; i < profile.modules.size(); ++i) {
     const ModuleRow& row = profile.modules[i];
     if (row.depth != 0) continue;
-    absl::StrAppend(&out, "  ", PrintableForTerminal(row.name), ": ",
-                    PrintableForTerminal(row.class_name), "(",
-                    DurationToString(row.latency_s), " latency per step",
-                    row.bwd_latency_s
-                        ? absl::StrCat(", bwd ", DurationToString(*row.bwd_latency_s))
-                        : "",
-                    ")\n");
+    absl::StrAppend(
+        &out, "  ", PrintableForTerminal(row.name), ": ", PrintableForTerminal(row.class_name), "(",
+        DurationToString(row.all_passes_latency_s), " latency per step",
+        row.bwd_latency_s ? absl::StrCat(", bwd ", DurationToString(*row.bwd_latency_s)) : "",
+        ")\n");
   }
   if (out.empty()) return "";
   return "\nOutside the model (not part of its 100 %):\n" + out;
@@ -183,12 +213,12 @@ std::string OutsideTheModel(const Profile& profile) {
 std::string RenderSummary(const Profile& profile) {
   std::string out = absl::StrCat("\n", kDeepSpeedBanner, "\n");
   const StepScope& steps = profile.step_scope;
-  std::string at = absl::StrCat("step ", steps.first_step);
-  if (steps.window && steps.last_step > steps.first_step) {
+  // DeepSpeed profiles one step; flopscope takes medians per step over a window of them.
+  std::string at = "step - (no step marked)";
+  if (steps.last_step > steps.first_step) {
     at = absl::StrCat("steps ", steps.first_step, "-", steps.last_step, " (medians per step)");
-  } else if (!steps.window) {
-    at = profile.steps > 0 ? absl::StrCat("steps 0-", profile.steps - 1, " (whole run)")
-                           : "step - (no step marked)";
+  } else if (steps.last_step == steps.first_step) {
+    at = absl::StrCat("step ", steps.first_step);
   }
   absl::StrAppend(&out, "Profile Summary at ", at, ":\n");
   absl::StrAppend(
@@ -355,6 +385,9 @@ std::string RenderDetailed(const Profile& profile, const ProfileTextOptions&) {
 std::string RenderAdditions(const Profile& profile) {
   std::string out = absl::StrCat("\n", Rule("flopscope additions (not in DeepSpeed's output)"));
   absl::StrAppend(&out, Line("job: ", absl::StrCat(profile.job_id, " (", profile.scope, ")")));
+  if (std::string partial = PartialRanksLine(profile); !partial.empty()) {
+    absl::StrAppend(&out, Line("ranks: ", partial));
+  }
   if (!profile.warmup_note.empty()) absl::StrAppend(&out, Line("steps: ", profile.warmup_note));
   absl::StrAppend(&out, Line("latencies: ", profile.latency_basis));
   absl::StrAppend(&out, Line("step range (measured, median per step): ",
@@ -362,8 +395,15 @@ std::string RenderAdditions(const Profile& profile) {
   absl::StrAppend(&out, Line("MFU = fwd+bwd FLOPS per GPU / peak: ",
                              Shown(profile.mfu, [](double v) { return RoundedG(100 * v) + "%"; })));
   absl::StrAppend(
-      &out, Line("device: ", profile.device.empty() ? "-  (no GPU recorded)" : profile.device));
+      &out, Line("device: ",
+                 profile.device.empty()
+                     ? absl::StrCat(
+                           "-  (",
+                           profile.no_gpu_why.empty() ? "no GPU recorded" : profile.no_gpu_why, ")")
+                     : profile.device));
+  absl::StrAppend(&out, GpuStatusLines(profile));
   absl::StrAppend(&out, Line("flops: ", profile.flops_source));
+  absl::StrAppend(&out, Line("bwd flops per GPU: ", Shown(profile.bwd_flops_per_gpu, Number)));
   if (std::none_of(profile.modules.begin(), profile.modules.end(),
                    [](const ModuleRow& row) { return row.flops.has_value(); })) {
     absl::StrAppend(&out, Line("\"0 MACs\" / \"0 FLOPS\" above: ", profile.flops_source));
@@ -375,7 +415,12 @@ std::string RenderAdditions(const Profile& profile) {
 }
 
 std::string RenderProfileText(const Profile& profile, const ProfileTextOptions& options) {
-  return absl::StrCat(RenderSummary(profile), RenderAggregated(profile, options),
+  // A partial job is said before anything else: every figure below covers those ranks only.
+  std::string warnings;
+  for (const std::string& warning : {PartialRanksLine(profile), MergedSessionsLine(profile)}) {
+    if (!warning.empty()) absl::StrAppend(&warnings, "flopscope: warning: ", warning, "\n");
+  }
+  return absl::StrCat(warnings, RenderSummary(profile), RenderAggregated(profile, options),
                       RenderDetailed(profile, options), kClosingRule, "\n",
                       RenderAdditions(profile));
 }

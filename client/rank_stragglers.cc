@@ -72,7 +72,9 @@ double Median(std::vector<double> values) {
   return (lower + upper) / 2;
 }
 
+// The measured `step` range (what a slow rank stretches), else DeepSpeed's fwd + bwd + step.
 std::optional<double> StepTimeOf(const Profile& rank) {
+  if (rank.measured_step_range_s.value) return rank.measured_step_range_s.value;
   if (rank.iter_latency_s.value) return rank.iter_latency_s.value;
   return rank.fwd_latency_s.value;
 }

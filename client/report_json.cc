@@ -208,6 +208,7 @@ std::string RenderReportJson(const flopscope::v1::Report& report,
                              const std::function<void(JsonWriter&)>& extend) {
   JsonWriter json;
   json.BeginObject();
+  json.Key("schema_version").Int(kReportSchemaVersion);
   json.Key("job").String(report.job_id());
   json.Key("ranks").BeginArray();
   for (const RankInfo& rank : report.ranks()) WriteRank(rank, json);

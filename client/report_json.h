@@ -39,6 +39,10 @@ namespace flopscope::client {
 // null marks what the daemon does not know (the proto's optional fields left unset); `kernels`
 // has no such state in the proto and is always a number. Causes are LossCauseName()s
 // ("buffer_full", ...). Integers are exact (int64/uint64 as JSON integers).
+// The version of the JSON `flopscope report --format json` writes (docs/report.schema.json).
+// Raised when a key changes meaning or goes away; new keys keep the version.
+inline constexpr int kReportSchemaVersion = 2;
+
 std::string RenderReportJson(const flopscope::v1::Report& report);
 
 // The same document with more top-level keys, written by `extend` after "losses" (the

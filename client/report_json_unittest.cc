@@ -1,5 +1,6 @@
 #include "client/report_json.h"
 
+#include "absl/strings/str_cat.h"
 #include "client/testing/json_parse_for_test.h"
 #include "client/testing/sample_report.h"
 #include "gtest/gtest.h"
@@ -22,7 +23,8 @@ std::map<std::string, std::string> Parse(const flopscope::v1::Report& report) {
 
 TEST(RenderReportJsonTest, HasExactlyTheContractedTopLevelKeys) {
   PARSE_OR_SKIP(flat, testing::CpuOnlyReport());
-  EXPECT_EQ(flat.at("#"), "8");
+  EXPECT_EQ(flat.at("#"), "9");
+  EXPECT_EQ(flat.at("schema_version"), absl::StrCat(kReportSchemaVersion));
   EXPECT_EQ(flat.at("job"), "\"demo-job\"");
   EXPECT_EQ(flat.at("ranks#"), "2");
   EXPECT_EQ(flat.at("modules#"), "4");
@@ -218,7 +220,7 @@ TEST(RenderReportJsonTest, EmptyReportIsStillTheSameShape) {
   flopscope::v1::Report report;
   report.set_job_id("empty");
   PARSE_OR_SKIP(flat, report);
-  EXPECT_EQ(flat.at("#"), "8");
+  EXPECT_EQ(flat.at("#"), "9");
   EXPECT_EQ(flat.at("modules#"), "0");
   EXPECT_EQ(flat.at("losses#"), "0");
 }

@@ -120,7 +120,8 @@ std::string PrependToSearchPath(const std::vector<std::string>& entries, std::st
 }
 
 absl::StatusOr<RunPlan> PlanRun(const RunOptions& options, const Environment& env,
-                                std::string_view self_exe, absl::Time now, absl::TimeZone zone) {
+                                std::string_view self_exe, absl::Time now, absl::TimeZone zone,
+                                int64_t pid) {
   if (options.command.empty() || options.command.front().empty()) {
     return absl::InvalidArgumentError(
         "run: no command given (usage: flopscope run [--job ID] [--socket S] [--torch] [--] CMD "
@@ -132,7 +133,7 @@ absl::StatusOr<RunPlan> PlanRun(const RunOptions& options, const Environment& en
       PrependToLdPreload(env.Get("LD_PRELOAD").value_or(""), *injector);
   if (!preload.ok()) return preload.status();
   absl::StatusOr<JobIdChoice> job =
-      ChooseJobId(options.job_id, env, options.command.front(), now, zone);
+      ChooseJobId(options.job_id, env, options.command.front(), now, zone, pid);
   if (!job.ok()) return job.status();
 
   RunPlan plan;

@@ -56,8 +56,11 @@ struct RunPlan {
 // autostart and package directories first on PYTHONPATH and exports FLOPSCOPE_TORCH_NVTX_LIB (see
 // LocateTorchSupport). Every error is the user's to fix (missing injector or PyTorch support,
 // malformed job id, no command) and means exit status 2.
+// `pid`: this process's id (the command's, after exec), which keeps generated job ids of runs
+// started in the same second apart; 0 leaves it out.
 absl::StatusOr<RunPlan> PlanRun(const RunOptions& options, const Environment& env,
-                                std::string_view self_exe, absl::Time now, absl::TimeZone zone);
+                                std::string_view self_exe, absl::Time now, absl::TimeZone zone,
+                                int64_t pid = 0);
 
 // Prints the notices, warns when the daemon does not answer within `probe_timeout` (the job runs
 // anyway: its injector buffers until the daemon comes), then replaces this process with the

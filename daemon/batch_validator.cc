@@ -48,6 +48,9 @@ absl::Status BatchValidator::Validate(const v1::Batch& batch, SessionDefinitions
   added_ = added;
   added_->Clear();
   if (seq_ == 0) return Rejection("seq", "batch seq 0: seq must be > 0");
+  if (seq_ > kMaxSeq) {
+    return Rejection("seq", absl::StrCat("batch seq ", seq_, ": seq must be at most ", kMaxSeq));
+  }
   // Counts first: cheap, and they bound the work of everything after. Definitions before the
   // records that use them.
   absl::Status status = CheckCounts(batch);
@@ -315,6 +318,11 @@ absl::Status BatchValidator::CheckLosses(const v1::Batch& batch) const {
     if (!v1::LossCause_IsValid(batch.losses(i).cause())) {
       return Reject("losses", i,
                     absl::StrCat("cause ", batch.losses(i).cause(), " is not a LossCause"));
+    }
+    if (batch.losses(i).records() >= kMaxLossRecords) {
+      return Reject("losses", i,
+                    absl::StrCat("records ", batch.losses(i).records(), " is not below ",
+                                 kMaxLossRecords));
     }
   }
   return absl::OkStatus();

@@ -31,6 +31,11 @@ inline constexpr int64_t kMaxWindowSteps = 10'000;
 inline constexpr uint32_t kMaxReplayPasses = 1000;
 // Window counts (kernels counted, ranges unmatched) stay exact in SQLite's signed integers.
 inline constexpr uint64_t kMaxWindowCount = uint64_t{1} << 48;
+// Sequence numbers are stored in SQLite's signed 64-bit integers.
+inline constexpr uint64_t kMaxSeq = uint64_t{1} << 62;
+// One loss counter's records: summed over many sessions and causes, totals stay exact and
+// clear of uint64 wrap-around.
+inline constexpr uint64_t kMaxLossRecords = uint64_t{1} << 48;
 // Timestamps are Unix-epoch nanoseconds; anything before 2000-01-01 is a unit or clock mistake.
 inline constexpr int64_t kEarliestTimestampNs = 946'684'800LL * 1'000'000'000LL;
 
@@ -46,7 +51,7 @@ std::string RejectedRule(const absl::Status& status);
 // Checks one batch against what its session already defined, before anything is stored. Pure:
 // no I/O and no clock (the caller passes `now`), so every rule is unit-tested directly.
 //
-// Rules: seq > 0; record counts and text sizes within the limits above; ids > 0; a path's parent
+// Rules: 0 < seq <= kMaxSeq; record counts and text sizes within the limits above; ids > 0; a path's parent
 // is the root (0) or defined earlier (in an earlier batch or earlier in this one); no id is
 // redefined with different content; nesting depth <= 256; names non-empty, UTF-8, without NUL;
 // end_ns >= start_ns, both within [2000-01-01, now + 1 day]; range events and kernels reference
@@ -57,7 +62,7 @@ std::string RejectedRule(const absl::Status& status);
 // finite). Windows: steps both
 // -1 (no step marks) or 0 <= first <= last with at most kMaxWindowSteps steps, a plausible
 // [start_ns, end_ns], texts like names (may be empty), passes <= kMaxReplayPasses, counts below
-// kMaxWindowCount. The `counted` flags of range events and kernels need no check: either value
+// kMaxWindowCount. Losses: a known cause, records below kMaxLossRecords. The `counted` flags of range events and kernels need no check: either value
 // is valid, and storage keeps flagged records out of the rollups.
 //
 // A failure is INVALID_ARGUMENT naming the batch seq, the record and the problem, e.g.

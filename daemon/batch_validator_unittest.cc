@@ -99,6 +99,16 @@ TEST_F(BatchValidatorTest, SeqMustBePositive) {
   ExpectRejected({"batch seq 0", "seq must be > 0"});
 }
 
+TEST_F(BatchValidatorTest, SeqMustFitTheStoresSignedIntegers) {
+  batch_.set_seq(kMaxSeq);
+  EXPECT_TRUE(Validate().ok());
+  batch_.set_seq(kMaxSeq + 1);
+  ExpectRejected({"seq must be at most"});
+  batch_.set_seq(std::numeric_limits<uint64_t>::max());  // stored as -1 before the rule
+  ExpectRejected({"batch seq 18446744073709551615", "seq must be at most"});
+  EXPECT_EQ(RejectedRule(Validate()), "seq");
+}
+
 TEST_F(BatchValidatorTest, RejectsMoreThanAMillionRecords) {
   for (size_t i = 0; i <= kMaxRecordsPerBatch; ++i) batch_.add_losses();
   ExpectRejected({"batch seq 7", "1000001 records", "at most 1000000"});
@@ -449,6 +459,14 @@ TEST_F(BatchValidatorTest, LossCauseMustBeKnown) {
   EXPECT_TRUE(Validate().ok());
   fixtures::AddLoss(batch_, static_cast<v1::LossCause>(99), 1);
   ExpectRejected({"losses[1]", "cause 99 is not a LossCause"});
+}
+
+TEST_F(BatchValidatorTest, LossRecordsStayClearOfWrapAround) {
+  fixtures::AddLoss(batch_, v1::LOSS_CAUSE_BUFFER_FULL, kMaxLossRecords - 1);
+  EXPECT_TRUE(Validate().ok());
+  // Two sessions of 2^64-1 each summed to 2^65-2 mod 2^64 in the listing before the rule.
+  fixtures::AddLoss(batch_, v1::LOSS_CAUSE_BUFFER_FULL, std::numeric_limits<uint64_t>::max());
+  ExpectRejected({"losses[1]", "records 18446744073709551615 is not below"});
 }
 
 }  // namespace

@@ -258,7 +258,7 @@ absl::Status BatchWriter::UpdateSession(int64_t sid, const v1::Batch& batch, int
   update_session_->BindUint(1, batch.seq());
   update_session_->BindInt(2, now_ns);
   update_session_->BindInt(3, batch.ranges_size());
-  update_session_->BindInt(4, batch.kernels_size());
+  update_session_->BindUint(4, KernelsOnly(batch));
   update_session_->BindInt(5, batch.final() ? 1 : 0);
   update_session_->BindInt(6, sid);
   return update_session_->Run();

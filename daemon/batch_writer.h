@@ -14,6 +14,19 @@
 
 namespace flopscope::daemon {
 
+// The batch's kernels, memory copies and sets left out: every view counts kernels alone
+// (issue 14, item 7). An activity of no stated kind is a kernel, as older injectors send them.
+inline uint64_t KernelsOnly(const v1::Batch& batch) {
+  uint64_t kernels = 0;
+  for (const auto& activity : batch.kernels()) {
+    if (activity.kind() != v1::ACTIVITY_KIND_MEMCPY &&
+        activity.kind() != v1::ACTIVITY_KIND_MEMSET) {
+      ++kernels;
+    }
+  }
+  return kernels;
+}
+
 // Writes the rows of one validated batch into a rank database, inside a transaction its caller
 // (RankStore) opened: records, the module_stats / memory_stats / instance_stats rollups (counted
 // records stored but left out of them), counted FLOPs and windows (CountedWriter), losses and the

@@ -51,6 +51,14 @@ absl::StatusOr<std::unique_ptr<Catalog>> Catalog::Open(const std::string& path) 
   absl::StatusOr<std::unique_ptr<SqliteDb>> db =
       SqliteDb::OpenWithSchema(path, schema::kcatalogSql);
   if (!db.ok()) return db.status();
+  // Many tiny commits (one per batch): checkpoint often and cut the WAL back after each, so it
+  // stays small instead of growing to SQLite's default 1000 pages, which on a nearly full disk
+  // would eat the room kept for the catalog (daemon/disk_space.h).
+  if (absl::Status s =
+          (*db)->Exec("PRAGMA wal_autocheckpoint=16; PRAGMA journal_size_limit=65536;");
+      !s.ok()) {
+    return s;
+  }
   if (absl::Status s = (*db)->Exec("UPDATE ranks SET connected = 0"); !s.ok()) return s;
   std::unique_ptr<Catalog> catalog(new Catalog(*std::move(db)));
   {

@@ -59,8 +59,12 @@ grpc::Status CollectorService::Stream(grpc::ServerContext* context, ServerStream
     return ToGrpcStatus(connection.status());
   }
   absl::Cleanup disconnected = [&] {
-    const absl::Status s =
-        catalog_->SessionDisconnected(hello.job_id(), hello.rank(), absl::GetCurrentTimeNanos());
+    // The totals again: an update refused after some commit (disk full) is caught up here.
+    const int64_t now_ns = absl::GetCurrentTimeNanos();
+    const absl::Status totals = catalog_->UpdateTotals(hello.job_id(), hello.rank(),
+                                                       connection->store->Totals(), now_ns);
+    if (!totals.ok()) LogWarning("catalog: ", totals.message());
+    const absl::Status s = catalog_->SessionDisconnected(hello.job_id(), hello.rank(), now_ns);
     if (!s.ok()) LogWarning("catalog: ", s.message());
   };
   v1::DownMessage welcome;
@@ -177,7 +181,8 @@ void CollectorService::RecordAnnouncedLayout(const Connection& connection, const
 grpc::Status CollectorService::StoreBatch(grpc::ServerContext* context,
                                           const Connection& connection, const v1::Batch& batch) {
   CommitOutcome outcome;
-  absl::Status status = stores_->CheckSpace();
+  absl::Status status =
+      stores_->CheckSpace(DiskSpaceGuard::CommitBytesFor(batch.ByteSizeLong()));
   if (status.ok()) status = connection.store->Commit(connection.sid, batch, &outcome);
   if (absl::IsInvalidArgument(status)) {
     LogWarning("rejected ", Describe(connection.hello), ": ", status.message());

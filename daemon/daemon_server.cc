@@ -4,11 +4,13 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/version.h"
+#include "daemon/catalog_rebuild.h"
 #include "daemon/damaged_files.h"
 #include "daemon/data_dir_lock.h"
 #include "daemon/data_layout.h"
@@ -32,9 +34,7 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(const DaemonOp
   if (absl::Status s = PrepareSocketPath(options.socket_path); !s.ok()) return s;
   // Before anything opens a file for writing: damaged ones are moved aside, never written again.
   QuarantineDamagedFiles(options.data_dir);
-  absl::StatusOr<std::unique_ptr<Catalog>> catalog = Catalog::Open(CatalogPath(options.data_dir));
-  if (!catalog.ok()) return catalog.status();
-  daemon->catalog_ = *std::move(catalog);
+  if (absl::Status s = daemon->OpenCatalog(); !s.ok()) return s;
   daemon->stores_ = std::make_unique<StoreRegistry>(options.data_dir);
   daemon->sessions_ = std::make_unique<SessionRegistry>();
   daemon->collector_ = std::make_unique<CollectorService>(
@@ -52,6 +52,20 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(const DaemonOp
                              daemon->tcp_target_.empty() ? "" : " and tcp ", daemon->tcp_target_,
                              " data ", options.data_dir));
   return daemon;
+}
+
+absl::Status DaemonServer::OpenCatalog() {
+  const std::string path = CatalogPath(options_.data_dir);
+  const bool fresh = !std::filesystem::exists(path);
+  absl::StatusOr<std::unique_ptr<Catalog>> catalog = Catalog::Open(path);
+  if (!catalog.ok()) return catalog.status();
+  catalog_ = *std::move(catalog);
+  // A new catalog beside old rank files (the old one was damaged or deleted): list them again.
+  if (fresh) {
+    const size_t listed = RelistRankFiles(options_.data_dir, catalog_.get());
+    if (listed > 0) LogWarning("new catalog ", path, ": listed ", listed, " existing rank files");
+  }
+  return absl::OkStatus();
 }
 
 absl::Status DaemonServer::Listen() {

@@ -47,6 +47,8 @@ class DaemonServer {
 
  private:
   explicit DaemonServer(DaemonOptions options) : options_(std::move(options)) {}
+  // Opens (or creates) the catalog; a new one lists the rank files already there.
+  absl::Status OpenCatalog();
   absl::Status Listen();
   // Opens the read connections of recently seen rank files in the background
   // (QueryService::WarmRecentJobs); Shutdown stops and joins it before closing anything.

@@ -23,7 +23,15 @@ constexpr int kMaxFindings = 3;  // quick_check can list thousands of problems: 
 // "" when `path` opens and passes PRAGMA quick_check; else what is wrong with it.
 std::string DamageOf(const std::string& path) {
   absl::StatusOr<std::unique_ptr<SqliteDb>> db = SqliteDb::OpenExisting(path);
-  if (!db.ok()) return std::string(db.status().message());
+  if (!db.ok()) {
+    // A newer daemon's file, or an empty one, is sound: opening it says what to do.
+    const absl::string_view problem = db.status().message();
+    if (absl::StrContains(problem, "has schema version") ||
+        absl::EndsWith(problem, "is not a flopscope database")) {
+      return "";
+    }
+    return std::string(problem);
+  }
   std::string findings;
   int count = 0;
   const absl::Status status =

@@ -23,8 +23,13 @@ class DiskSpaceGuard {
   explicit DiskSpaceGuard(std::string dir) : dir_(std::move(dir)) {}
 
   // RESOURCE_EXHAUSTED "daemon disk full: <dir> has N KiB free, under the M KiB reserve" when
-  // under the reserve; OK otherwise, and when the file system cannot be asked.
-  absl::Status Check() const;
+  // the free space less `incoming_bytes` (what the write about to happen may take, WAL
+  // included) is under the reserve; OK otherwise, and when the file system cannot be asked.
+  absl::Status Check(uint64_t incoming_bytes = 0) const;
+
+  // What committing a batch of `encoded_bytes` (its protobuf size) may add to a rank file and
+  // its WAL, rows and indexes together: a generous multiple.
+  static uint64_t CommitBytesFor(uint64_t encoded_bytes);
 
   // The reserve for a file system of `total_bytes`.
   static uint64_t ReserveFor(uint64_t total_bytes);

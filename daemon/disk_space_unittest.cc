@@ -31,7 +31,8 @@ TEST(DiskSpaceTest, SqliteFullBecomesARefusalThatNamesTheReason) {
   ASSERT_TRUE(IsDiskFull(sqlite));
   const absl::Status refusal = DiskFullRefusal(sqlite);
   EXPECT_TRUE(absl::IsResourceExhausted(refusal));
-  EXPECT_THAT(refusal.message(), StartsWith("daemon disk full: sqlite: database or disk is full"));
+  EXPECT_THAT(std::string(refusal.message()),
+              StartsWith("daemon disk full: sqlite: database or disk is full"));
   // Already phrased as a refusal: not prefixed twice.
   EXPECT_EQ(DiskFullRefusal(refusal), refusal);
   // An exec() error from SQLite comes as INTERNAL with the same text.

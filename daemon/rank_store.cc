@@ -215,7 +215,7 @@ absl::Status RankStore::Commit(int64_t sid, const v1::Batch& batch, CommitOutcom
   session.definitions.Merge(added);
   session.last_seq = batch.seq();
   totals_.range_events += static_cast<uint64_t>(batch.ranges_size());
-  totals_.kernels += static_cast<uint64_t>(batch.kernels_size());
+  totals_.kernels += KernelsOnly(batch);  // memcpy/memset apart, as in every view
   // The loss table is tiny; when re-reading it fails, the totals just stay a batch behind.
   if (batch.losses_size() > 0) LoadLosses().IgnoreError();
   if (outcome != nullptr) *outcome = CommitOutcome{session.last_seq, false};

@@ -285,5 +285,23 @@ TEST_F(RankStoreTest, RefusesAFileThatIsNotADatabase) {
   EXPECT_FALSE(RankStore::Open(bogus).ok());
 }
 
+TEST_F(RankStoreTest, TotalsCountKernelsWithoutMemoryCopiesAndSets) {
+  const int64_t sid = OpenSession();
+  v1::Batch batch = FirstBatch();
+  const uint64_t kernels = static_cast<uint64_t>(batch.kernels_size());
+  // The same launch as the first kernel, once as a copy and once as a set.
+  for (v1::ActivityKind kind : {v1::ACTIVITY_KIND_MEMCPY, v1::ACTIVITY_KIND_MEMSET}) {
+    v1::KernelRecord* memory = batch.add_kernels();
+    *memory = batch.kernels(0);
+    memory->set_correlation_id(memory->correlation_id() + 1000 + static_cast<uint64_t>(kind));
+    memory->set_kind(kind);
+    memory->set_bytes(4096);
+  }
+  ASSERT_TRUE(store_->Commit(sid, batch).ok());
+  EXPECT_EQ(store_->Totals().kernels, kernels);
+  EXPECT_EQ(static_cast<uint64_t>(Query("SELECT kernels FROM sessions")), kernels);
+  EXPECT_EQ(KernelsOnly(batch), kernels);
+}
+
 }  // namespace
 }  // namespace flopscope::daemon

@@ -81,8 +81,8 @@ void StepRollup::AddModules(const RankStepFigures& figures, const Resolve& resol
     ModuleSamples& module = modules_[key.first];
     module.cpu_ns.push_back(sums.cpu_ns);
     module.busy_ns.push_back(sums.busy_ns);
-    for (auto [pass, samples] : {std::pair{&sums.forward, &module.forward},
-                                 std::pair{&sums.backward, &module.backward}}) {
+    for (auto [pass, samples] :
+         {std::pair{&sums.forward, &module.forward}, std::pair{&sums.backward, &module.backward}}) {
       if (!pass->ran) continue;
       samples->cpu_ns.push_back(pass->cpu_ns);
       samples->busy_ns.push_back(pass->busy_ns);

@@ -8,7 +8,7 @@ namespace {
 
 using ::testing::ElementsAre;
 
-PathStepFigures PathFigures(int64_t sid, uint64_t path_id, std::vector<BucketSum> buckets,
+PathStepFigures WithBuckets(int64_t sid, uint64_t path_id, std::vector<BucketSum> buckets,
                             bool gpu = false) {
   PathStepFigures path;
   path.sid = sid;
@@ -20,6 +20,26 @@ PathStepFigures PathFigures(int64_t sid, uint64_t path_id, std::vector<BucketSum
   }
   path.buckets = std::move(buckets);
   return path;
+}
+
+// A bucket's step, CPU and busy time (no pass split).
+struct Sum {
+  int64_t bucket = 0;
+  int64_t cpu_ns = 0;
+  int64_t busy_ns = 0;
+};
+
+PathStepFigures PathFigures(int64_t sid, uint64_t path_id, const std::vector<Sum>& sums,
+                            bool gpu = false) {
+  std::vector<BucketSum> buckets;
+  for (const Sum& sum : sums) {
+    BucketSum bucket;
+    bucket.bucket = sum.bucket;
+    bucket.cpu_ns = sum.cpu_ns;
+    bucket.busy_ns = sum.busy_ns;
+    buckets.push_back(bucket);
+  }
+  return WithBuckets(sid, path_id, std::move(buckets), gpu);
 }
 
 // Paths 1 (either session): module 0; path 2: module 1; path 9: phase 0 ("forward").
@@ -123,9 +143,11 @@ TEST(StepRollupTest, NoStepsAndNoWindowLeaveTheReportWithoutSteps) {
 
 // A bucket of module 0 whose `forward` / `backward` parts are given.
 BucketSum Passes(int64_t step, int64_t forward_ns, int64_t backward_ns, int64_t other_ns) {
-  BucketSum sum{step, forward_ns + backward_ns + other_ns, 0, {}, {}};
-  if (forward_ns > 0) sum.forward = {true, forward_ns, 0};
-  if (backward_ns > 0) sum.backward = {true, backward_ns, 0};
+  BucketSum sum;
+  sum.bucket = step;
+  sum.cpu_ns = forward_ns + backward_ns + other_ns;
+  if (forward_ns > 0) sum.forward = PassSum{true, forward_ns, 0};
+  if (backward_ns > 0) sum.backward = PassSum{true, backward_ns, 0};
   return sum;
 }
 
@@ -138,7 +160,7 @@ TEST(StepRollupTest, ForwardAndBackwardLatenciesAreMediansOverTheStepsThatRanEac
   for (size_t i = 0; i < forward.size(); ++i) {
     buckets.push_back(Passes(static_cast<int64_t>(i) + 1, forward[i], backward[i], 7));
   }
-  rank.modules.push_back(PathFigures(1, 1, buckets));
+  rank.modules.push_back(WithBuckets(1, 1, buckets));
   rollup.AddRank(rank, Resolve);
   v1::ModuleStats module;
   rollup.FillModule(0, &module);

@@ -26,8 +26,11 @@ class StoreRegistry {
   explicit StoreRegistry(std::string data_dir) : data_dir_(data_dir), space_(std::move(data_dir)) {}
 
   // RESOURCE_EXHAUSTED "daemon disk full: ..." while the data directory's file system is under
-  // its reserve (DiskSpaceGuard): checked before a session opens and before every batch.
-  absl::Status CheckSpace() const { return space_.Check(); }
+  // its reserve (DiskSpaceGuard) once `incoming_bytes` are written: checked before a session
+  // opens and before every batch.
+  absl::Status CheckSpace(uint64_t incoming_bytes = 0) const {
+    return space_.Check(incoming_bytes);
+  }
 
   // Opens (creating its directory and file when missing) or shares the store of `job_id`/`rank`.
   // `job_id` must have passed JobIdProblem.

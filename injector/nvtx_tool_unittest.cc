@@ -272,9 +272,9 @@ TEST_F(NvtxToolTest, UnreachableDaemonIsReportedInOneLine) {
                 dir_);
   EXPECT_EQ(run_.exit_code, 0);
   EXPECT_EQ(run_.out, "job output unchanged\n");
-  EXPECT_TRUE(Contains(run_.err, "flopscope: 5 records not delivered to unix:" + dir_.path() +
-                                     "/nobody.sock: 5 unacknowledged: the daemon was not reachable"))
-      << run_.err;
+  const std::string line = "flopscope: 5 records not delivered to unix:" + dir_.path() +
+                           "/nobody.sock: 5 unacknowledged: the daemon was not reachable";
+  EXPECT_TRUE(Contains(run_.err, line)) << run_.err;
 }
 
 TEST_F(NvtxToolTest, UnreachableDaemonSpoolsEverythingForLater) {

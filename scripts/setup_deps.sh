@@ -23,6 +23,7 @@ PACKAGES=("${BUILD_PACKAGES[@]}")
 [[ "$SET" == build ]] || PACKAGES+=(
   clang libclang-rt-dev  # the thread-safety pass; the fuzzers' libFuzzer/ASan runtimes
   python3-grpcio python3-protobuf python3-torch
+  python3-jsonschema  # tests: the report's JSON against docs/report.schema.json
   patchelf  # make dist: $ORIGIN RPATHs in the bundle
 )
 

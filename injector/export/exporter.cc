@@ -196,13 +196,13 @@ void Exporter::FinishSink() {
   // Records dropped in the job before any batch held them: never stored either (their counts
   // are, when a batch reaches the daemon). Together with the sink's figure: what the store lacks.
   const LossCounters& losses = *sources_.losses;
-  const uint64_t in_job = losses.Get(LossCause::kBufferFull) +
-                          losses.Get(LossCause::kStackOverflow) +
-                          losses.Get(LossCause::kTooManyPaths) +
-                          losses.Get(LossCause::kCuptiDropped);
+  const uint64_t in_job =
+      losses.Get(LossCause::kBufferFull) + losses.Get(LossCause::kStackOverflow) +
+      losses.Get(LossCause::kTooManyPaths) + losses.Get(LossCause::kCuptiDropped);
   if (outcome.undelivered_records + in_job > 0) {
-    std::string why = in_job > 0 ? std::to_string(in_job) + " dropped in the job (buffer full or over a limit)"
-                                 : std::string();
+    std::string why =
+        in_job > 0 ? std::to_string(in_job) + " dropped in the job (buffer full or over a limit)"
+                   : std::string();
     if (outcome.undelivered_records > 0) {
       why += (why.empty() ? "" : ", ") + outcome.reason;
     }

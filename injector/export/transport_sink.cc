@@ -1,10 +1,12 @@
 #include "injector/export/transport_sink.h"
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 #include <vector>
 
 #include "common/version.h"
+#include "injector/warn.h"
 
 namespace flopscope::injector {
 namespace {
@@ -77,6 +79,7 @@ bool TransportSink::Open(std::string* error) {
     *error = std::string("cannot start the transport to ") + target_ + ": " + message;
     return false;
   }
+  if (message[0] != '\0') Warn(message);  // working, with a warning (no spool)
   return true;
 }
 
@@ -115,9 +118,15 @@ DeliveryOutcome TransportSink::Finish(uint32_t exit_timeout_ms) {
   outcome.spooled_records = after.records_spooled;
   const uint64_t unacked = after.records_pending - after.records_spooled;
   outcome.undelivered_records = after.records_dropped + unacked + refused;
+  const std::string refusal(after.refusal, strnlen(after.refusal, sizeof after.refusal));
+  if (outcome.spooled_records > 0 && !refusal.empty()) {
+    outcome.spool_path += " (the daemon refused them: " + refusal + ")";
+  }
   if (outcome.undelivered_records > 0) {
     const std::string unacked_cause =
-        !reachable && after.batches_acked == 0
+        !refusal.empty() ? "unacknowledged: the daemon refused them (" + refusal +
+                               ") and the spool was full or off"
+        : !reachable && after.batches_acked == 0
             ? "unacknowledged: the daemon was not reachable (is flopscoped running?) and the "
               "spool was full or off"
             : "unacknowledged within " + std::to_string(timeout) +

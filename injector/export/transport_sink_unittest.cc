@@ -56,7 +56,7 @@ TEST(ThreadAffinityTest, UnboundRefusesEveryThread) {
 // that got through would crash the test.
 TEST(TransportSinkTest, CallsFromAnotherThreadAreRefused) {
   TransportSink sink("/nonexistent/libflopscope_transport.so", "unix:/nonexistent.sock",
-                     SessionIdentity{}, "");
+                     SessionIdentity{}, "", TransportSink::Limits{});
   std::string error;
   ASSERT_FALSE(sink.Open(&error));
   testing::internal::CaptureStderr();

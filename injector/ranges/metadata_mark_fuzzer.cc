@@ -40,7 +40,8 @@ void CheckAcceptedByDaemon(const flopscope::injector::MetadataEntry& entry) {
   metadata->set_time_ns(kMarkNs);
   const flopscope::daemon::SessionDefinitions known;
   flopscope::daemon::SessionDefinitions added;
-  const absl::Status status = flopscope::daemon::BatchValidator(known, kNow).Validate(batch, &added);
+  const absl::Status status =
+      flopscope::daemon::BatchValidator(known, kNow).Validate(batch, &added);
   if (!status.ok()) {
     std::fprintf(stderr, "the daemon refuses a mark the injector kept: %s\n",
                  std::string(status.message()).c_str());

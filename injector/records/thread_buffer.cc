@@ -1,5 +1,6 @@
 #include "injector/records/thread_buffer.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace flopscope::injector {
@@ -40,7 +41,7 @@ bool ThreadBuffer::AppendLocked(std::vector<Chunk*>* chunks, ChunkPool<Chunk>* p
 
 void ThreadBuffer::AfterAppendLocked() {
   ++appended_total_;
-  if (++waiting_ == BufferRegistry::kWakeThreshold && registry_->wake_ != nullptr) {
+  if (++waiting_ == registry_->wake_threshold_ && registry_->wake_ != nullptr) {
     registry_->wake_(registry_->wake_context_);
   }
 }
@@ -102,7 +103,10 @@ bool ThreadBuffer::AppendWindow(CounterWindowRecord record) {
 }
 
 BufferRegistry::BufferRegistry(uint64_t budget_bytes, LossCounters* losses)
-    : budget_bytes_(budget_bytes), losses_(losses) {}
+    : budget_bytes_(budget_bytes),
+      wake_threshold_(
+          std::clamp<size_t>(budget_bytes / sizeof(fs_range_event) / 4, 64, kWakeThreshold)),
+      losses_(losses) {}
 
 ThreadBuffer* BufferRegistry::Register() {
   auto* buffer = new ThreadBuffer(this);

@@ -93,7 +93,9 @@ class ThreadBuffer {
 // All thread buffers of the session and the memory bound they share (FLOPSCOPE_BUFFER_MB).
 class BufferRegistry {
  public:
-  // After this many records wait in one buffer, the exporter is woken early.
+  // After this many records wait in one buffer, the exporter is woken early; fewer when a quarter
+  // of the budget holds fewer range records (wake_threshold()), or a small budget would fill up
+  // between two flush intervals without the exporter ever being woken.
   static constexpr size_t kWakeThreshold = 8192;
 
   BufferRegistry(uint64_t budget_bytes, LossCounters* losses);
@@ -118,6 +120,7 @@ class BufferRegistry {
   // Bytes allocated for records, idle pooled chunks included.
   uint64_t bytes_in_use() const { return bytes_in_use_.load(std::memory_order_relaxed); }
   uint64_t budget_bytes() const { return budget_bytes_; }
+  size_t wake_threshold() const { return wake_threshold_; }
   // Records ever appended (buffered, whether exported yet or not).
   uint64_t AppendedTotal();
 
@@ -129,6 +132,7 @@ class BufferRegistry {
   void TakeChunks(std::vector<Chunk*>* chunks, ChunkPool<Chunk>* pool, std::vector<T>* out);
 
   const uint64_t budget_bytes_;
+  const size_t wake_threshold_;
   LossCounters* const losses_;
   std::atomic<uint64_t> bytes_in_use_{0};
   ChunkPool<RangeChunk> range_pool_;

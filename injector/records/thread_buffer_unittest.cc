@@ -89,6 +89,21 @@ TEST(ThreadBufferTest, WakesTheExporterWhenABufferFillsUp) {
   EXPECT_EQ(wakes, 2);
 }
 
+TEST(ThreadBufferTest, ASmallBudgetWakesTheExporterBeforeItIsFull) {
+  LossCounters losses;
+  const uint64_t budget = 4 * sizeof(RangeChunk);
+  BufferRegistry registry(budget, &losses);
+  EXPECT_LT(registry.wake_threshold(), BufferRegistry::kWakeThreshold);
+  int wakes = 0;
+  registry.SetWakeCallback([](void* count) { ++*static_cast<int*>(count); }, &wakes);
+  ThreadBuffer* buffer = registry.Register();
+  size_t appended = 0;
+  while (wakes == 0 && buffer->AppendRange(Event(appended))) ++appended;
+  EXPECT_EQ(wakes, 1);
+  EXPECT_EQ(losses.Get(LossCause::kBufferFull), 0u);  // woken while there was room left
+  EXPECT_LT(appended * sizeof(fs_range_event), budget / 2);
+}
+
 TEST(ThreadBufferTest, ReleasedBufferIsDrainedThenFreed) {
   LossCounters losses;
   BufferRegistry registry(1 << 20, &losses);

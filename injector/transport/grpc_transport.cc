@@ -70,8 +70,9 @@ std::unique_ptr<GrpcTransport> GrpcTransport::Create(const fs_transport_options&
     spool_dir.assign(options.spool_dir.data, options.spool_dir.size);
     std::string spool_error;
     if (!SpoolFile::PrepareDirectory(spool_dir, &spool_error)) {
-      *error = "spool: " + spool_error;
-      return nullptr;
+      // Not fatal: the records still go to the daemon, only nothing can wait on disk.
+      *error = "no spool: " + spool_error;
+      spool_dir.clear();
     }
   }
   std::unique_ptr<GrpcTransport> transport(new GrpcTransport(
@@ -302,8 +303,20 @@ bool GrpcTransport::RunStream(bool* retry_at_once) {
   DetachContext();
   if (must_cancel) context.TryCancel();
   const grpc::Status status = stream->Finish();
+  NoteRefusal(status, context);
   *retry_at_once = HandleRejection(status, context);
   return welcomed;
+}
+
+void GrpcTransport::NoteRefusal(const grpc::Status& status, const grpc::ClientContext& context) {
+  if (status.ok()) return;
+  const auto& trailers = context.GetServerTrailingMetadata();
+  const auto it = trailers.find(kRefusalReasonKey);
+  if (it == trailers.end()) return;
+  MutexLock lock(&mutex_);
+  const size_t n = std::min(it->second.size(), sizeof stats_.refusal - 1);
+  std::memcpy(stats_.refusal, it->second.data(), n);
+  stats_.refusal[n] = '\0';
 }
 
 void GrpcTransport::ReplayOrphans() {
@@ -484,6 +497,7 @@ void GrpcTransport::ReadLoop(grpc::ClientReaderWriter<v1::UpMessage, v1::DownMes
     if (message.has_ack()) {
       stats_.batches_acked += pending_.AckThrough(message.ack().committed_seq());
       if (pending_.empty() && spool_ != nullptr) spool_->Reset();
+      stats_.refusal[0] = '\0';  // taking batches again
       acked_.SignalAll();
     } else if (message.has_control()) {
       if (controls_.size() >= kMaxQueuedControls) controls_.pop_front();

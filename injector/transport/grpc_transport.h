@@ -30,10 +30,12 @@ class GrpcTransport {
   static constexpr uint32_t kDefaultReconnectInitialMs = 100;
   static constexpr uint32_t kDefaultReconnectMaxMs = 5000;
   static constexpr const char* kRejectedSeqKey = "flopscope-rejected-seq";
+  static constexpr const char* kRefusalReasonKey = "flopscope-refusal-reason";
   // How long stopping waits for the daemon to end a stream before cancelling it.
   static constexpr int kGracefulCloseMs = 500;
 
-  // Null, with the reason in *error, when the options are unusable.
+  // Null, with the reason in *error, when the options are unusable. A transport returned with a
+  // non-empty *error works without a spool (the directory is unusable): *error says why.
   static std::unique_ptr<GrpcTransport> Create(const fs_transport_options& options,
                                                const fs_hello& hello, std::string* error);
   ~GrpcTransport();  // stops both threads; does not flush
@@ -86,6 +88,9 @@ class GrpcTransport {
   void CloseGracefully(Stream* stream, grpc::ClientContext* context) FS_EXCLUDES(mutex_);
   void WriteLoop(Stream* stream) FS_EXCLUDES(mutex_);
   void ReadLoop(Stream* stream) FS_EXCLUDES(mutex_);
+  // Keeps the daemon's reason for refusing batches (a stream that ended with a refusal trailer).
+  void NoteRefusal(const grpc::Status& status, const grpc::ClientContext& context)
+      FS_EXCLUDES(mutex_);
   // Applies a rejection named in the trailers; true when a batch was dropped.
   bool HandleRejection(const grpc::Status& status, const grpc::ClientContext& context)
       FS_EXCLUDES(mutex_);
@@ -135,7 +140,7 @@ class GrpcTransport {
   const uint64_t max_spool_bytes_;
   std::unique_ptr<SpoolFile> spool_ FS_GUARDED_BY(mutex_);
   bool spool_failed_ FS_GUARDED_BY(mutex_) = false;  // the file could not be created
-  bool orphans_checked_ = false;                      // connection thread only
+  bool orphans_checked_ = false;                     // connection thread only
   grpc::ClientContext* replay_context_ FS_GUARDED_BY(mutex_) = nullptr;  // for TryCancel on stop
   std::thread replay_thread_;  // started by the connection thread, joined by the destructor
 

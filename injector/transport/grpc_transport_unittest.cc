@@ -1,6 +1,7 @@
 #include "injector/transport/grpc_transport.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <chrono>
 #include <filesystem>
@@ -226,12 +227,12 @@ TEST_F(GrpcTransportTest, OverTheMemoryBoundBatchesWaitInTheSpoolAndArriveWhole)
 
 TEST_F(GrpcTransportTest, WithoutRoomInTheSpoolRecordsAreDroppedAndCountedOnce) {
   auto transport = Connect(/*max_pending_bytes=*/1, /*spool=*/true);
-  TestBatch a(1, 1, 2), big(2, 1, 30000);  // ~1.5 MB encoded: over the 1 MiB spool
+  TestBatch a(1, 1, 2), big(2, 1, 100000);  // megabytes encoded: over the 1 MiB spool
   transport->Submit(a.view());
   transport->Submit(big.view());
   const fs_transport_stats stats = transport->Stats();
-  EXPECT_EQ(stats.records_dropped, 30000u);
-  EXPECT_EQ(stats.dropped_unreachable, 30000u);
+  EXPECT_EQ(stats.records_dropped, 100000u);
+  EXPECT_EQ(stats.dropped_unreachable, 100000u);
   EXPECT_EQ(stats.records_pending, 2u);  // a, and big's definition without its records
   EXPECT_EQ(stats.records_spooled, 0u);
 }
@@ -280,6 +281,30 @@ TEST_F(GrpcTransportTest, AnOrphanedSpoolIsDeliveredByTheNextProcessOnce) {
   EXPECT_EQ(collector.received().size(), received);
   EXPECT_EQ(RangesIn(collector.committed()), 5u);
   EXPECT_TRUE(SpoolFiles().empty());
+}
+
+TEST_F(GrpcTransportTest, AnUnusableSpoolDirectoryLeavesTheTransportWorkingWithoutIt) {
+  ASSERT_EQ(mkdir(spool_dir().c_str(), 0777), 0);
+  ASSERT_EQ(chmod(spool_dir().c_str(), 0777), 0);  // anyone could plant files here: not used
+  target_ = "unix:" + socket();
+  spool_dir_ = spool_dir();
+  fs_transport_options options{};
+  options.target = Str(target_);
+  options.max_pending_bytes = 1;
+  options.spool_dir = Str(spool_dir_);
+  options.max_spool_bytes = 1 << 20;
+  std::string warning;
+  auto transport = GrpcTransport::Create(options, TestHello(), &warning);
+  ASSERT_NE(transport, nullptr);
+  EXPECT_NE(warning.find("no spool"), std::string::npos) << warning;
+  TestBatch a(1, 1, 2), b(2, 1, 3);
+  transport->Submit(a.view());
+  transport->Submit(b.view());  // over the memory bound and no spool: dropped, counted
+  EXPECT_EQ(transport->Stats().dropped_unreachable, 3u);
+  EXPECT_TRUE(SpoolFiles().empty());
+  FakeCollector collector(socket());
+  ASSERT_TRUE(transport->Flush(kLongWaitMs));
+  EXPECT_EQ(RangesIn(collector.committed()), 2u);
 }
 
 TEST_F(GrpcTransportTest, FlushGivesUpWithoutAcks) {

@@ -8,7 +8,12 @@ namespace {
 PendingBatch Batch(uint64_t seq, uint64_t bytes, uint64_t records = 1) {
   auto message = std::make_shared<v1::UpMessage>();
   message->mutable_batch()->set_seq(seq);
-  return PendingBatch{seq, std::move(message), records, bytes, false};
+  PendingBatch batch;
+  batch.seq = seq;
+  batch.message = std::move(message);
+  batch.records = records;
+  batch.bytes = bytes;
+  return batch;
 }
 
 TEST(PendingQueueTest, AcksDropAPrefix) {
@@ -56,6 +61,32 @@ TEST(PendingQueueTest, RoomIsBoundedButAnEmptyQueueTakesAnything) {
   queue.Push(Batch(1, 60));
   EXPECT_TRUE(queue.HasRoomFor(40));
   EXPECT_FALSE(queue.HasRoomFor(41));
+}
+
+TEST(PendingQueueTest, SpoolingMovesBatchesOutOfMemoryAndKeepsTheirRecords) {
+  PendingQueue queue(1000);
+  queue.Push(Batch(1, 10, 4));
+  queue.Push(Batch(2, 20, 6));
+  queue.Push(Batch(3, 30, 1));
+  uint64_t next_offset = 0;
+  // Room for two batches only: the third stays in memory.
+  queue.SpoolInMemory([&next_offset](const PendingBatch& batch, SpoolFile::Entry* entry) {
+    if (batch.seq == 3) return false;
+    *entry = SpoolFile::Entry{batch.seq, next_offset++, 1, batch.records};
+    return true;
+  });
+  EXPECT_EQ(queue.records(), 11u);
+  EXPECT_EQ(queue.spooled_records(), 10u);
+  EXPECT_EQ(queue.bytes(), 30u);
+  EXPECT_EQ(queue.Find(1)->message, nullptr);
+  EXPECT_EQ(queue.Find(2)->spooled.offset, 1u);
+  EXPECT_NE(queue.Find(3)->message, nullptr);
+  EXPECT_EQ(queue.AckThrough(1), 1u);
+  EXPECT_EQ(queue.spooled_records(), 6u);
+  EXPECT_EQ(queue.records(), 7u);
+  EXPECT_TRUE(queue.Remove(2).has_value());
+  EXPECT_EQ(queue.spooled_records(), 0u);
+  EXPECT_EQ(queue.records(), 1u);
 }
 
 }  // namespace

@@ -25,8 +25,8 @@ std::string Errno(const std::string& what) { return what + ": " + std::strerror(
 std::string FileName(const std::string& session_id) {
   std::string name;
   for (char c : session_id) {
-    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                       (c >= '0' && c <= '9') || c == '-' || c == '_';
+    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                       c == '-' || c == '_';
     name += plain ? c : '_';
   }
   if (name.empty()) name = "session";
@@ -177,8 +177,7 @@ bool SpoolFile::WriteFrame(uint64_t seq, uint64_t records, const std::string& pa
   return true;
 }
 
-bool SpoolFile::Append(uint64_t seq, const v1::UpMessage& batch, uint64_t records,
-                       Entry* entry) {
+bool SpoolFile::Append(uint64_t seq, const v1::UpMessage& batch, uint64_t records, Entry* entry) {
   const std::string payload = batch.SerializeAsString();
   if (end_ + kFrameHeader + payload.size() > max_bytes_) return false;
   if (!WriteFrame(seq, records, payload, entry)) {

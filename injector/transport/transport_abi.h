@@ -222,6 +222,9 @@ typedef struct fs_transport_stats {
   uint64_t records_spooled;  /* of records_pending, those in the spool file */
   uint64_t orphans_replayed; /* spool files of ended processes delivered by this transport */
   uint64_t dropped_unreachable, dropped_rejected; /* records_dropped by cause */
+  /* Why the daemon last refused to take batches (trailer flopscope-refusal-reason, e.g.
+   * "daemon disk full"), NUL-terminated; empty when it did not or took them since. */
+  char refusal[64];
 } fs_transport_stats;
 
 typedef struct fs_control {
@@ -235,7 +238,8 @@ typedef struct fs_transport fs_transport;
 
 typedef struct fs_transport_api {
   uint32_t abi_version; /* FS_TRANSPORT_ABI_VERSION */
-  /* Starts the connection thread; never blocks on the network. NULL on error, reason in err. */
+  /* Starts the connection thread; never blocks on the network. NULL on error, reason in err. A
+   * transport returned with a non-empty err works with a warning (e.g. the spool is off). */
   fs_transport* (*create)(const fs_transport_options* options, const fs_hello* hello, char* err,
                           size_t err_size);
   /* Encodes and queues one batch under the next sequence number; returns at once. When the

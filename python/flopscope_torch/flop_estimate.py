@@ -9,7 +9,8 @@ the like are not wrapped, so they count 0, as in DeepSpeed. A module's figure is
 own calls and its submodules'), summed over its forward calls in the step, and announced as
 `estimated_flops <range path>=<n>` / `estimated_macs <range path>=<n>` just before the step range
 closes (or, with no step open, when a root model's forward ends), only when it differs from the
-last figure announced for that path on the thread (0 when the path did not run).
+last figure announced for that path on the thread (0 when the path did not run in a step
+that counted something).
 
 torch.utils.flop_counter (torch >= 2.1) is not used: it counts aten operators with other rules
 (no bias, pooling, softmax or norm FLOPs), so its figures would not match DeepSpeed's.
@@ -234,6 +235,8 @@ class FlopEstimate:
     def flush(self):
         """Announces this thread's inclusive figures per range path since the last flush."""
         state = self._ranges.state()
+        if not state.touched:
+            return  # no forward counted (an optimizer-only step, exit): nothing to say
         totals = {}
         for entry in state.touched:
             flops, macs = entry.flops, entry.macs

@@ -79,13 +79,21 @@ class MetadataAnnouncer:
 
 
 def _extra_repr(module):
-    """`module.extra_repr()` on one line (DeepSpeed prints it after the figures), or "" when
-    the module's extra_repr fails."""
+    """`module.extra_repr()` (DeepSpeed prints it after the figures) on one line, with `%` and
+    `=` percent-encoded (`%25`, `%3D`): a mark is split at its last `=`. "" when it fails."""
     try:
         text = module.extra_repr()
     except Exception:  # pylint: disable=broad-except
         return ""
-    return " ".join(str(text).split("\n")).strip()
+    return encode_mark_value(" ".join(str(text).split("\n")).strip())
+
+
+def encode_mark_value(text):
+    return text.replace("%", "%25").replace("=", "%3D")
+
+
+def decode_mark_value(text):
+    return text.replace("%3D", "=").replace("%25", "%")
 
 
 class BatchSize:

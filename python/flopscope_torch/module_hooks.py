@@ -13,6 +13,10 @@ it closes ranges before opening new ones, innermost first. Where no input gradie
 ids into an embedding) or the input is shared with other consumers, the range closes when the next
 module outside it starts its backward, or at the end of the backward pass.
 
+A GradEvents goes straight into the tensor's hook dict (`_backward_hooks`, registered with its
+grad_fn once), as Tensor.register_hook does it but without its handle object, which costs several
+times more; torch versions without `_register_hook_dict` get Tensor.register_hook.
+
 Gradient hooks run on the autograd engine's thread for the tensor's device; ThreadRanges keeps
 each range on the thread that opened it. Hooks never raise into PyTorch: an internal error turns
 the package off with one message (see Profiler.fail).
@@ -94,9 +98,104 @@ class ModuleHooks:
         module_api = torch.nn.modules.module
         if self.estimate is not None:
             self.estimate.install()
-        self._handles = [module_api.register_module_forward_pre_hook(self._forward_pre),
-                         module_api.register_module_forward_hook(self._forward_post)]
+        pre, post = self._fast_hooks()
+        self._handles = [module_api.register_module_forward_pre_hook(pre),
+                         module_api.register_module_forward_hook(post)]
         self.active = True
+
+    def _fast_hooks(self):
+        """The hooks PyTorch calls: closures over what they read (cheaper than attributes of
+        self) that handle the usual call, a module running inside its parent with its site
+        known, and leave everything else to _forward_pre / _forward_post before doing
+        anything."""
+        hooks = self
+        local = self.ranges.local
+        infos_get = self._infos.get
+        push, pop = self._backend.push, self._backend.pop
+        events_of = self._events
+        key = self._hook_key
+        slow_pre, slow_post, fail = self._forward_pre, self._forward_post, self._fail
+        tensor_type, ordered_dict = torch.Tensor, collections.OrderedDict
+
+        def pre(module, inputs):
+            if not hooks.active:
+                return None
+            try:
+                entries = local.state.entries
+            except AttributeError:  # no state on this thread yet
+                return slow_pre(module, inputs)
+            try:
+                if not entries or _tracing():
+                    return slow_pre(module, inputs)
+                parent = entries[-1]
+                info = infos_get(id(module))
+                if info is None or info.transparent or info.ref() is not module:
+                    return slow_pre(module, inputs)
+                site = info._sites.get(parent)  # pylint: disable=protected-access
+                if site is None:
+                    return slow_pre(module, inputs)
+                push(site.encoded)
+                entries.append(site)
+                if _grad_enabled():
+                    for value in inputs:
+                        if type(value) is tensor_type:
+                            events = events_of(value)
+                            if events is not None:
+                                closes = events.closes
+                                if not closes or closes[-1] is not site:
+                                    closes.append(site)
+                        elif isinstance(value, (tensor_type, tuple, list, dict)):
+                            for tensor in hooks._grad_tensors(value):
+                                closes = events_of(tensor).closes
+                                if not closes or closes[-1] is not site:
+                                    closes.append(site)
+            except Exception as error:  # pylint: disable=broad-except
+                fail(error)
+            return None
+
+        def post(module, inputs, output):
+            if not hooks.active:
+                return None
+            try:
+                entries = local.state.entries
+            except AttributeError:  # no state on this thread yet
+                return slow_post(module, inputs, output)
+            try:
+                entry = entries[-1] if entries else None
+                if (entry is None or entry.backward or entry.parent is None
+                        or not entry.announced or entry.info.ref() is not module):
+                    return slow_post(module, inputs, output)
+                pop()
+                entries.pop()
+                if not _grad_enabled():
+                    return None
+                if type(output) is not tensor_type:
+                    for tensor in hooks._grad_tensors(output):
+                        events_of(tensor).opens.append(entry)
+                    return None
+                # pylint: disable-next=protected-access
+                if output._backward_hooks is None and output.requires_grad:
+                    grad_fn = output.grad_fn
+                    if grad_fn is not None:
+                        register = getattr(grad_fn, "_register_hook_dict", None)
+                        if register is None:  # not in this torch: Tensor.register_hook
+                            events_of(output).opens.append(entry)
+                            return None
+                        events = GradEvents(hooks)
+                        table = ordered_dict()
+                        output._backward_hooks = table  # pylint: disable=protected-access
+                        register(output)
+                        table[key] = events
+                        events.opens.append(entry)
+                    return None
+                events = events_of(output)
+                if events is not None:
+                    events.opens.append(entry)
+            except Exception as error:  # pylint: disable=broad-except
+                fail(error)
+            return None
+
+        return pre, post
 
     def uninstall(self):
         self.active = False
@@ -109,60 +208,52 @@ class ModuleHooks:
     # ---- forward ----
 
     def _forward_pre(self, module, inputs):
-        if self.active:
-            try:
-                self._enter(module, inputs)
-            except Exception as error:  # pylint: disable=broad-except
-                self._fail(error)
-
-    def _forward_post(self, module, inputs, output):
-        if self.active:
-            try:
-                self._exit(module, output)
-            except Exception as error:  # pylint: disable=broad-except
-                self._fail(error)
-
-    def _enter(self, module, inputs):
-        if _tracing():
-            return
-        ranges = self.ranges
+        if not self.active:
+            return None
         try:
-            state = ranges.local.state
-        except AttributeError:
-            state = ranges.state()
-        entries = state.entries
-        parent = entries[-1] if entries else None
-        info = self._infos.get(id(module))
-        if info is None or info.ref() is not module:
-            info = self._register(module, parent)
-        if info.transparent:
-            if parent is None:  # DDP's own work before the model's forward is forward too
-                self._phases.root_forward_begin(_grad_enabled())
-            return
-        site = info._sites.get(parent)  # pylint: disable=protected-access
-        if site is None:
-            site = info.site(parent, self._backend.encode, Entry)
-        training = _grad_enabled()
-        if parent is None:
-            self._phases.root_forward_begin(training)
-            if self._batch is not None and self._batch.pending:
-                self._batch.observe_root(info, module, inputs)
-        self._backend.push(site.encoded)
-        entries.append(site)
-        if training:
-            events_of = self._events
-            for value in inputs:
-                if type(value) is torch.Tensor:  # the usual input
-                    events = events_of(value)
-                    if events is not None:
-                        closes = events.closes
-                        if not closes or closes[-1] is not site:  # the same tensor twice
-                            closes.append(site)
-                elif isinstance(value, (torch.Tensor, tuple, list, dict)):
-                    for tensor in self._grad_tensors(value):
-                        closes = events_of(tensor).closes
-                        if not closes or closes[-1] is not site:
-                            closes.append(site)
+            if _tracing():
+                return
+            ranges = self.ranges
+            try:
+                state = ranges.local.state
+            except AttributeError:
+                state = ranges.state()
+            entries = state.entries
+            parent = entries[-1] if entries else None
+            info = self._infos.get(id(module))
+            if info is None or info.ref() is not module:
+                info = self._register(module, parent)
+            if info.transparent:
+                if parent is None:  # DDP's own work before the model's forward is forward too
+                    self._phases.root_forward_begin(_grad_enabled())
+                return
+            site = info._sites.get(parent)  # pylint: disable=protected-access
+            if site is None:
+                site = info.site(parent, self._backend.encode, Entry)
+            training = _grad_enabled()
+            if parent is None:
+                self._phases.root_forward_begin(training)
+                if self._batch is not None and self._batch.pending:
+                    self._batch.observe_root(info, module, inputs)
+            self._backend.push(site.encoded)
+            entries.append(site)
+            if training:
+                events_of = self._events
+                for value in inputs:
+                    if type(value) is torch.Tensor:  # the usual input
+                        events = events_of(value)
+                        if events is not None:
+                            closes = events.closes
+                            if not closes or closes[-1] is not site:  # the same tensor twice
+                                closes.append(site)
+                    elif isinstance(value, (torch.Tensor, tuple, list, dict)):
+                        for tensor in self._grad_tensors(value):
+                            closes = events_of(tensor).closes
+                            if not closes or closes[-1] is not site:
+                                closes.append(site)
+        except Exception as error:  # pylint: disable=broad-except
+            self._fail(error)
+        return None
 
     def _register(self, module, parent):
         info = self._registry.info_for(module, inside_module=parent is not None)
@@ -170,43 +261,49 @@ class ModuleHooks:
             self._announcer.announce_tree(tree, [each.ref() for each in tree.infos])
         return info
 
-    def _exit(self, module, output):
-        ranges = self.ranges
+    def _forward_post(self, module, inputs, output):
+        if not self.active:
+            return None
         try:
-            entries = ranges.local.state.entries
-        except AttributeError:
-            entries = None
-        entry = entries[-1] if entries else None
-        if entry is not None and not entry.backward and entry.info.ref() is module:
-            self._backend.pop()  # the usual case: this module's range is the innermost
-            entries.pop()
-        else:
-            if _tracing():
-                return
-            info = self._registry.get(module)
-            if info is None:
-                return
-            if info.transparent:
-                if ranges.top() is None:
-                    self._phases.root_forward_end()
-                return
-            entry = ranges.pop_forward(info)
-            if entry is None:
-                return
-        info = entry.info
-        if not entry.announced:
-            entry.announced = True
-            self._announcer.module_seen(entry.path, info, module)
-        if _grad_enabled():
-            if type(output) is torch.Tensor:
-                events = self._events(output)
-                if events is not None:
-                    events.opens.append(entry)
+            ranges = self.ranges
+            try:
+                entries = ranges.local.state.entries
+            except AttributeError:
+                entries = None
+            entry = entries[-1] if entries else None
+            if entry is not None and not entry.backward and entry.info.ref() is module:
+                self._backend.pop()  # the usual case: this module's range is the innermost
+                entries.pop()
             else:
-                for tensor in self._grad_tensors(output):
-                    self._events(tensor).opens.append(entry)
-        if entry.parent is None:
-            self._phases.root_forward_end()
+                if _tracing():
+                    return
+                info = self._registry.get(module)
+                if info is None:
+                    return
+                if info.transparent:
+                    if ranges.top() is None:
+                        self._phases.root_forward_end()
+                    return
+                entry = ranges.pop_forward(info)
+                if entry is None:
+                    return
+            info = entry.info
+            if not entry.announced:
+                entry.announced = True
+                self._announcer.module_seen(entry.path, info, module)
+            if _grad_enabled():
+                if type(output) is torch.Tensor:
+                    events = self._events(output)
+                    if events is not None:
+                        events.opens.append(entry)
+                else:
+                    for tensor in self._grad_tensors(output):
+                        self._events(tensor).opens.append(entry)
+            if entry.parent is None:
+                self._phases.root_forward_end()
+        except Exception as error:  # pylint: disable=broad-except
+            self._fail(error)
+        return None
 
     @staticmethod
     def _grad_tensors(value):
@@ -247,7 +344,8 @@ class ModuleHooks:
             if register is None:
                 tensor.register_hook(events)
                 return events
-            hooks = tensor._backward_hooks = collections.OrderedDict()  # pylint: disable=protected-access
+            hooks = collections.OrderedDict()
+            tensor._backward_hooks = hooks  # pylint: disable=protected-access
             register(tensor)
         hooks[self._hook_key] = events
         return events
@@ -263,10 +361,23 @@ class ModuleHooks:
                 queued = False
             if not queued:
                 self._queue_end_of_backward()
+            state = ranges.local.state
+            entries = state.entries
+            backend = self._backend
             for entry in reversed(events.closes):
-                ranges.pop_backward(entry)
+                if entries and entries[-1].source is entry:  # the usual case, inline
+                    backend.pop()
+                    entries.pop()
+                else:
+                    ranges.pop_backward(entry)
             for entry in reversed(events.opens):
-                ranges.push_backward(entry)
+                top = entries[-1] if entries else None
+                if (top is not None and top.backward and entry.parent is not None
+                        and top.source is entry.parent and not state.stale):
+                    backend.push(entry.encoded)  # the usual case, inline (push_backward)
+                    entries.append(Entry(entry.info, entry.path, entry.encoded, top, True, entry))
+                else:
+                    ranges.push_backward(entry)
         except Exception as error:  # pylint: disable=broad-except
             self._fail(error)
 

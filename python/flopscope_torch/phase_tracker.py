@@ -6,7 +6,9 @@ Found automatically on each thread:
   no_grad it closes with that root's forward.
 - `backward` spans the outermost backward() call; `optimizer` the outermost optimizer step().
 - `step` opens with the first training forward (or backward, or optimizer step) after the last
-  step ended, and ends when the optimizer step ends. With gradient accumulation a step holds
+  step ended, and ends when the optimizer step ends. Further optimizer steps right after it
+  (a second optimizer, before any forward or backward) get their `optimizer` range outside any
+  step, so that they open no step of their own. With gradient accumulation a step holds
   several forward/backward pairs. Forwards under no_grad open no step; a job that runs forward
   with gradients on but never steps an optimizer has one step, closed at exit.
 
@@ -37,13 +39,14 @@ class _Open:
 
 
 class _PhaseState:
-    __slots__ = ("open", "manual_steps", "manual_phases", "step_end_pending")
+    __slots__ = ("open", "manual_steps", "manual_phases", "step_end_pending", "after_optimizer")
 
     def __init__(self):
         self.open = []
         self.manual_steps = False
         self.manual_phases = 0
         self.step_end_pending = False
+        self.after_optimizer = False  # an optimizer step ended the step; no forward since
 
 
 class PhaseTracker:
@@ -81,6 +84,7 @@ class PhaseTracker:
         if top is not None:
             return  # a forward inside forward (the loss), backward (recompute) or optimizer
         if training:
+            state.after_optimizer = False
             self._ensure_step(state)
         self._push(state, _Open(FORWARD, auto=True, closes_with_root=not training))
 
@@ -98,6 +102,7 @@ class PhaseTracker:
         if state.manual_phases:
             return False
         self._close_auto_phase(state)
+        state.after_optimizer = False
         self._ensure_step(state)
         self._push(state, _Open(BACKWARD, auto=True))
         return True
@@ -114,7 +119,8 @@ class PhaseTracker:
         if state.manual_phases:
             return False
         self._close_auto_phase(state)
-        self._ensure_step(state)
+        if not state.after_optimizer:
+            self._ensure_step(state)
         self._push(state, _Open(OPTIMIZER, auto=True))
         return True
 
@@ -193,6 +199,7 @@ class PhaseTracker:
         if state.open and state.open[-1].auto and state.open[-1].name == STEP:
             self._on_step_closing()
             self._pop(state)
+            state.after_optimizer = True
             self._on_step_end()
 
     def _push(self, state, entry):

@@ -93,3 +93,35 @@ def expected_paths(model, root_label, called):
         relative = name[len(parent) + 1:] if parent else name
         paths[name] = f"{paths[parent]}/{relative}"
     return paths
+
+
+class LeNet5(nn.Module):
+    """The LeNet5 of DeepSpeed's flops-profiler test: convolutions, tanh and average pooling,
+    two Linear layers, and a softmax in the model's own forward."""
+
+    def __init__(self, classes=10):
+        super().__init__()
+        self.feature_extractor = nn.Sequential(
+            nn.Conv2d(1, 6, kernel_size=5), nn.Tanh(), nn.AvgPool2d(kernel_size=2),
+            nn.Conv2d(6, 16, kernel_size=5), nn.Tanh(), nn.AvgPool2d(kernel_size=2),
+            nn.Conv2d(16, 120, kernel_size=5), nn.Tanh())
+        self.classifier = nn.Sequential(nn.Linear(120, 84), nn.Tanh(), nn.Linear(84, classes))
+
+    def forward(self, x):
+        logits = self.classifier(torch.flatten(self.feature_extractor(x), 1))
+        return torch.nn.functional.softmax(logits, dim=1)
+
+
+class Containers(nn.Module):
+    """A ModuleList, a ModuleDict, and a module that never runs."""
+
+    def __init__(self, width=8):
+        super().__init__()
+        self.blocks = nn.ModuleList(nn.Linear(width, width) for _ in range(2))
+        self.heads = nn.ModuleDict({"main": nn.Linear(width, 3), "aux": nn.Linear(width, 2)})
+        self.unused = nn.Linear(width, width)
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = torch.relu(block(x))
+        return self.heads["main"](x)

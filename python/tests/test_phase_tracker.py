@@ -43,6 +43,16 @@ class PhaseTrackerTest(unittest.TestCase):
         self.assertEqual((self.new_steps, self.ended_steps), (2, 2))
         self.assertEqual(self.phases.open_names(), [])
 
+    def test_a_second_optimizer_opens_no_step_of_its_own(self):
+        for _ in range(2):
+            self.train_step()
+            opened = self.phases.optimizer_begin()  # a second optimizer, after the first
+            self.phases.optimizer_end(opened)
+        self.assertEqual(self.closed(), ["step/forward", "step/backward", "step/optimizer",
+                                         "step", "optimizer"] * 2)
+        self.assertEqual((self.new_steps, self.ended_steps), (2, 2))
+        self.assertEqual(self.phases.open_names(), [])
+
     def test_gradient_accumulation_is_one_step(self):
         self.train_step(micro_batches=3)
         self.assertEqual(self.closed().count("step"), 1)

@@ -5,6 +5,10 @@
 # its reproducer in BUILD_DIR/artifacts/, whose path is printed.
 #
 #   run_fuzzers.sh --source-dir DIR --build-dir DIR [--generator G] [--seconds N] [--jobs N]
+#                  [--shared-data DIR]
+#
+# With --shared-data (../shared/data), the third-party recordings found there are also replayed
+# once each through the reader fuzzers, under the same sanitizers (they are read, never copied).
 #
 # Exit 0 clean, 1 on a finding or a failed build, 77 (ctest: skipped) when clang or its libFuzzer
 # runtime is missing. ctest `fuzz_smoke` (label fuzz) runs it from the normal build.
@@ -17,6 +21,7 @@ BUILD_DIR=""
 GENERATOR=""
 SECONDS_EACH=${FLOPSCOPE_FUZZ_SECONDS:-8}
 JOBS=2
+SHARED_DATA=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --source-dir) SOURCE_DIR=$2; shift 2 ;;
@@ -24,6 +29,7 @@ while [[ $# -gt 0 ]]; do
     --generator) GENERATOR=$2; shift 2 ;;
     --seconds) SECONDS_EACH=$2; shift 2 ;;
     --jobs) JOBS=$2; shift 2 ;;
+    --shared-data) SHARED_DATA=$2; shift 2 ;;
     *) echo "usage: $0 --source-dir DIR --build-dir DIR [--generator G] [--seconds N]" >&2
        exit 2 ;;
   esac
@@ -90,6 +96,25 @@ for fuzzer in "$BUILD_DIR"/fuzzers/*_fuzzer; do
     echo "fuzz: reproduce with: $fuzzer ${reproducer:-<see $log>}" >&2
   fi
 done
+# ---- real recordings, once each: what the readers meet in practice, under the sanitizers.
+replay() {  # replay NAME FIND-ARGS...: runs fuzzer NAME once on each file found in SHARED_DATA
+  local name=$1 fuzzer=$BUILD_DIR/fuzzers/$1_fuzzer files=()
+  shift
+  mapfile -t files < <(find "$SHARED_DATA" -type f \( "$@" \) | sort)
+  [[ ${#files[@]} -gt 0 && -x "$fuzzer" ]] || return 0
+  if "$fuzzer" -timeout=120 -rss_limit_mb=4096 "${files[@]}" >"$ARTIFACTS/$name-replay.log" 2>&1; then
+    echo "fuzz: $name: ok on ${#files[@]} recordings from $SHARED_DATA"
+  else
+    failed+=("$name(replay)")
+    grep -v '^#[0-9]' "$ARTIFACTS/$name-replay.log" | tail -40 >&2
+    echo "fuzz: reproduce with: $fuzzer <the recording named in $ARTIFACTS/$name-replay.log>" >&2
+  fi
+}
+if [[ -n "$SHARED_DATA" && -d "$SHARED_DATA" ]]; then
+  replay kineto_trace_reader -name '*.json' -o -name '*.json.gz'
+  replay nsys_export_reader -name '*.sqlite'
+fi
+
 [[ $count -gt 0 ]] || { echo "fuzz: FAILED: no fuzzer was built in $BUILD_DIR/fuzzers" >&2; exit 1; }
 if [[ ${#failed[@]} -gt 0 ]]; then
   echo "fuzz: FAILED: ${failed[*]} (inputs in $ARTIFACTS)" >&2

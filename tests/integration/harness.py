@@ -96,10 +96,14 @@ def start_job(daemon_socket, job, command, env=None):
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=full_env)
 
 
-def report(daemon_socket, job, rank=None):
+def report(daemon_socket, job, rank=None, steps=None):
+    """The JSON report. Its phases cover the report's steps: by default from step 1 (step 0 is
+    warm-up); steps="0:" for every step."""
     args = ["report", job, "--socket", str(daemon_socket), "--format", "json"]
     if rank is not None:
         args += ["--rank", str(rank)]
+    if steps is not None:
+        args += ["--steps", steps]
     result = client(args)
     if result.returncode != 0:
         raise AssertionError(f"report failed ({result.returncode}): {result.stderr}")

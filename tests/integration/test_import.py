@@ -66,7 +66,7 @@ class ImportTest(DaemonTestCase):
         result = self.run_import(RANK0, RANK1, job="tworank")
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertEqual(len(result.stdout.strip().splitlines()), 2, result.stdout)
-        rep = report(self.daemon.socket, "tworank")
+        rep = report(self.daemon.socket, "tworank", steps="0:")  # every step, warm-up included
         traces = [load(RANK0), load(RANK1)]
         self.assertEqual(sorted(r["rank"] for r in rep["ranks"]),
                          sorted(t["distributedInfo"]["rank"] for t in traces))
@@ -87,8 +87,8 @@ class ImportTest(DaemonTestCase):
             info = trace["distributedInfo"]
             row = by_rank[info["rank"]]
             self.assertEqual(row["world_size"], info["world_size"])
-            self.assertEqual(row["kernels"],
-                             len(complete_events(trace, "kernel", "gpu_memcpy", "gpu_memset")))
+            # Kernels alone, as in every view: memory copies and sets are counted apart.
+            self.assertEqual(row["kernels"], len(complete_events(trace, "kernel")))
         text = client(["ranks", "tworank", "--socket", str(self.daemon.socket)])
         self.assertEqual(text.returncode, 0, text.stderr)
         self.assertEqual(len(text.stdout.strip().splitlines()), 2 + len(traces), text.stdout)

@@ -40,7 +40,7 @@ class PipelineTest(DaemonTestCase):
         result = run_job(self.daemon.socket, "lm", [tool("transformer_nvtx"), "--steps", str(steps),
                                                     "--layers", str(layers)])
         self.assertEqual(result.returncode, 0, result.stderr)
-        rep = report(self.daemon.socket, "lm")
+        rep = report(self.daemon.socket, "lm", steps="0:")  # every step, warm-up included
         expected = {"TransformerLM": 2 * steps, "TransformerLM/embedding": 2 * steps,
                     "TransformerLM/head": 2 * steps, "AdamW": steps, "DataLoader": steps,
                     "DataLoader/next_batch": steps}

@@ -60,7 +60,7 @@ class ProfileWindowTest(DaemonTestCase):
     def profile(self, *args):
         """`flopscope profile`, retried briefly: the catalog lists a rank as connected just before
         the daemon welcomes it and opens its stream to controls."""
-        command = ["profile", JOB, "--steps", "2", "--socket", str(self.daemon.socket), *args]
+        command = ["profile", JOB, "--count", "2", "--socket", str(self.daemon.socket), *args]
         deadline = time.monotonic() + 10
         while True:
             result = client(command)
@@ -111,13 +111,13 @@ class ProfileWindowTest(DaemonTestCase):
         self.assertIn("has no rank 3", only_missing.stderr)
 
     def test_errors_are_clear(self):
-        unknown = client(["profile", "no-such-job", "--steps", "2", "--socket",
+        unknown = client(["profile", "no-such-job", "--count", "2", "--socket",
                           str(self.daemon.socket)])
         self.assertEqual(unknown.returncode, 1)
         self.assertIn("job 'no-such-job' not found", unknown.stderr)
-        too_many = client(["profile", JOB, "--steps", "100000", "--socket",
+        too_many = client(["profile", JOB, "--count", "100000", "--socket",
                            str(self.daemon.socket)])
         self.assertEqual(too_many.returncode, 2, too_many.stderr)
-        nobody = client(["profile", JOB, "--steps", "2", "--socket", str(self.root / "none.sock")])
+        nobody = client(["profile", JOB, "--count", "2", "--socket", str(self.root / "none.sock")])
         self.assertEqual(nobody.returncode, 1)
         self.assertIn("cannot reach flopscoped", nobody.stderr)

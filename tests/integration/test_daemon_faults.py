@@ -1,0 +1,243 @@
+"""The daemon's own faults (issue 15): one daemon per data dir, a restart right after kill -9
+that serves at once with nothing lost or stored twice, a full disk refused by name with the
+files consistent, a damaged rank file moved aside at start, and client text that cannot forge
+log lines."""
+
+import json
+import signal
+import sqlite3
+import subprocess
+import time
+import unittest
+from pathlib import Path
+
+import grpc
+
+from flopscope.v1 import collector_pb2, query_pb2, records_pb2
+from harness import (DaemonTestCase, client, rank_env, report, run_job, start_job, test_program,
+                     tool)
+
+STREAM = "/flopscope.v1.Collector/Stream"
+GET_REPORT = "/flopscope.v1.Query/GetReport"
+
+
+def private_spool(test, extra=None):
+    """The job's environment with a spool of its own: what it spools never reaches another
+    test's daemon."""
+    env = {"FLOPSCOPE_SPOOL_DIR": str(test.root / "spool")}
+    env.update(extra or {})
+    return env
+
+
+def stored(rank_file):
+    """(range events, distinct (sid, instance_id), sessions not final) of a rank file."""
+    db = sqlite3.connect(f"file:{rank_file}?mode=ro", uri=True)
+    try:
+        rows = db.execute("SELECT COUNT(*), COUNT(DISTINCT sid || ':' || instance_id) "
+                          "FROM range_events").fetchone()
+        unfinished = db.execute("SELECT COUNT(*) FROM sessions WHERE final = 0").fetchone()[0]
+        return rows[0], rows[1], unfinished
+    finally:
+        db.close()
+
+
+def grpc_report(socket, job):
+    """The GetReport answer as a proto (the unreadable ranks included)."""
+    with grpc.insecure_channel(f"unix:{socket}") as channel:
+        call = channel.unary_unary(GET_REPORT,
+                                   request_serializer=query_pb2.ReportRequest.SerializeToString,
+                                   response_deserializer=query_pb2.Report.FromString)
+        return call(query_pb2.ReportRequest(job_id=job), timeout=30)
+
+
+def hello_stream(socket, hello):
+    """Sends one hello and ends the stream; returns (status code, details, trailers)."""
+    with grpc.insecure_channel(f"unix:{socket}") as channel:
+        call = channel.stream_stream(STREAM,
+                                     request_serializer=collector_pb2.UpMessage.SerializeToString,
+                                     response_deserializer=collector_pb2.DownMessage.FromString)
+        responses = call(iter([collector_pb2.UpMessage(hello=hello)]), timeout=20)
+        try:
+            for _ in responses:
+                pass
+        except grpc.RpcError:
+            pass
+        return responses.code(), responses.details(), dict(responses.trailing_metadata() or ())
+
+
+def hello(job, rank, session, host="testhost"):
+    return records_pb2.SessionHello(protocol_version=1, session_id=session, job_id=job, rank=rank,
+                                    world_size=1, host=host, pid=4242,
+                                    start_time_ns=time.time_ns())
+
+
+class KillAndRestartTest(DaemonTestCase):
+
+    def test_restart_right_after_kill9_serves_and_the_job_loses_nothing(self):
+        self.daemon.start()
+        go = self.root / "go"
+        before, after = 60000, 60000
+        command = [test_program("nvtx_phases"), "--before", str(before), "--wait-file", str(go),
+                   "--after", str(after)]
+        jobs = [start_job(self.daemon.socket, "k9", command,
+                          env=private_spool(self, rank_env(rank, 2))) for rank in range(2)]
+        time.sleep(0.3)  # mid-stream: the ranks are still pushing and sending "before" ranges
+        killed = self.daemon.process
+        killed.send_signal(signal.SIGKILL)  # and no wait for the old pid
+        old_log = self.daemon.log()
+        started = time.monotonic()
+        self.daemon.start()  # start() fails the test when the new daemon exits or does not serve
+        killed.wait()
+        self.assertLess(time.monotonic() - started, 5.0, self.daemon.log())
+        self.assertNotIn("already", self.daemon.log())
+        go.touch()
+        for job in jobs:
+            out, err = job.communicate(timeout=120)
+            self.assertEqual(job.returncode, 0, err)
+            self.assertNotIn("not delivered", err)
+        for rank in range(2):
+            events, distinct, unfinished = stored(self.daemon.rank_file("k9", rank))
+            self.assertEqual(events, 2 * (before + after), f"rank {rank}\n{old_log}")
+            self.assertEqual(distinct, events, f"rank {rank}: stored twice")
+            self.assertEqual(unfinished, 0, f"rank {rank}")
+
+    def test_a_second_daemon_on_the_data_dir_is_refused_naming_the_first(self):
+        self.daemon.start()
+        rival = subprocess.run(
+            [tool("flopscoped"),
+             "--socket", str(self.root / "other.sock"), "--data-dir", str(self.daemon.data_dir)],
+            capture_output=True, text=True, timeout=30)
+        self.assertEqual(rival.returncode, 1, rival.stderr)
+        self.assertIn(f"another flopscoped (pid {self.daemon.process.pid}) is using the data "
+                      f"directory {self.daemon.data_dir}", rival.stderr)
+        self.assertFalse((self.root / "other.sock").exists())
+        self.assertEqual(client(["jobs", "--socket", str(self.daemon.socket)]).returncode, 0)
+
+
+class DiskFullTest(DaemonTestCase):
+
+    def setUp(self):
+        super().setUp()
+        mount = self.root / "small"
+        mount.mkdir()
+        result = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)],
+                                capture_output=True, text=True)
+        if result.returncode != 0:
+            self.skipTest(f"cannot mount a tmpfs: {result.stderr.strip()}")
+        self.mount = mount
+        self.daemon.data_dir = mount / "data"
+
+    def tearDown(self):
+        try:
+            rc = self.daemon.stop()
+            if rc is not None:
+                self.assertEqual(rc, 0, f"flopscoped exit code on SIGTERM:\n{self.daemon.log()}")
+        finally:
+            if getattr(self, "mount", None) is not None:
+                subprocess.run(["umount", "-l", str(self.mount)], capture_output=True)
+            super().tearDown()
+
+    def test_a_full_disk_is_refused_by_name_and_the_files_stay_consistent(self):
+        self.daemon.start()
+        result = run_job(self.daemon.socket, "full",
+                         [test_program("nvtx_phases"), "--before", "400000"],
+                         env=private_spool(self), timeout=180)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("daemon disk full", self.daemon.log())
+
+        # Every committed batch is whole, and the catalog says what the rank file holds.
+        events, distinct, _ = stored(self.daemon.rank_file("full", 0))
+        self.assertGreater(events, 0)
+        self.assertLess(events, 800000)
+        self.assertEqual(distinct, events)
+        self.assertEqual(events % 2, 0)  # "before" and its "work" always travel together
+        listing = client(["ranks", "full", "--socket", str(self.daemon.socket), "--format",
+                          "json"])
+        self.assertEqual(listing.returncode, 0, listing.stderr)
+        (rank,) = json.loads(listing.stdout)["ranks"]
+        self.assertEqual(rank["ranges"], events)
+        self.assertFalse(rank["connected"])
+
+        # With no room left at all, a new stream is refused up front, with the reason.
+        filler = self.mount / "filler"
+        subprocess.run(["dd", "if=/dev/zero", f"of={filler}", "bs=4k"], capture_output=True)
+        code, details, trailers = hello_stream(self.daemon.socket, hello("full2", 0, "s-full2"))
+        self.assertEqual(code, grpc.StatusCode.RESOURCE_EXHAUSTED, details)
+        self.assertTrue(details.startswith("daemon disk full"), details)
+        self.assertEqual(trailers.get("flopscope-refusal-reason"), "daemon disk full")
+        # Room again: served again, no restart needed.
+        filler.unlink()
+        code, details, _ = hello_stream(self.daemon.socket, hello("full2", 0, "s-full2"))
+        self.assertEqual(code, grpc.StatusCode.OK, details)
+
+
+class DamagedFileTest(DaemonTestCase):
+
+    def test_a_damaged_rank_file_is_moved_aside_and_the_job_report_names_it(self):
+        self.daemon.start()
+        for rank in range(2):
+            result = run_job(self.daemon.socket, "dmg", [test_program("nvtx_phases"),
+                                                         "--before", "50"],
+                             env=private_spool(self, rank_env(rank, 2)))
+            self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(self.daemon.stop(), 0)
+        bad = self.daemon.rank_file("dmg", 1)
+        with open(bad, "r+b") as f:
+            f.write(b"\xa5" * 100)  # the header: no longer an SQLite file
+
+        self.daemon.start()
+        lines = [line for line in self.daemon.log().splitlines() if str(bad) in line]
+        self.assertEqual(len(lines), 1, self.daemon.log())
+        self.assertIn(f"damaged file {bad} moved aside to {bad}.damaged", lines[0])
+        self.assertFalse(bad.exists())
+
+        rep = grpc_report(self.daemon.socket, "dmg")
+        self.assertEqual([r.rank for r in rep.ranks], [0])
+        self.assertEqual([u.rank for u in rep.unreadable_ranks], [1])
+        self.assertIn(f"{bad}.damaged", rep.unreadable_ranks[0].problem)
+        self.assertEqual(report(self.daemon.socket, "dmg", rank=0)["modules"][0]["calls"], 50)
+
+        # New data for that rank goes into a fresh file, never into the damaged one.
+        damaged_size = (Path(f"{bad}.damaged")).stat().st_size
+        result = run_job(self.daemon.socket, "dmg", [test_program("nvtx_phases"), "--before", "7"],
+                         env=private_spool(self, rank_env(1, 2)))
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(stored(bad)[0], 14)
+        self.assertEqual(Path(f"{bad}.damaged").stat().st_size, damaged_size)
+
+
+    def test_a_damaged_catalog_is_replaced_and_the_jobs_stay_listed(self):
+        self.daemon.start()
+        result = run_job(self.daemon.socket, "cat", [test_program("nvtx_phases"), "--before",
+                                                     "20"], env=private_spool(self))
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(self.daemon.stop(), 0)
+        catalog = self.daemon.data_dir / "catalog.sqlite"
+        with open(catalog, "r+b") as f:
+            f.write(b"\xa5" * 100)
+
+        self.daemon.start()  # no longer refused: the damaged catalog is moved aside
+        self.assertIn(f"damaged file {catalog} moved aside to {catalog}.damaged", self.daemon.log())
+        jobs = client(["jobs", "--socket", str(self.daemon.socket)])
+        self.assertEqual(jobs.returncode, 0, jobs.stderr)
+        self.assertIn("cat", jobs.stdout)
+        self.assertEqual(report(self.daemon.socket, "cat")["modules"][0]["calls"], 20)
+
+
+class LogInjectionTest(DaemonTestCase):
+
+    def test_newlines_and_escapes_in_client_names_stay_on_one_log_line(self):
+        self.daemon.start()
+        forged = "evil\nflopscoped: FORGED LOG LINE\x1b[2J"
+        hello_stream(self.daemon.socket, hello("logjob", 0, "s-log\nflopscoped: FORGED TOO",
+                                               host=forged))
+        time.sleep(0.2)
+        log = self.daemon.log()
+        self.assertNotIn("\x1b", log)
+        for line in log.splitlines():
+            self.assertFalse(line.startswith("flopscoped: FORGED"), log)
+        self.assertIn("FORGED LOG LINE", log)  # still there to read, on the real line
+
+
+if __name__ == "__main__":
+    unittest.main()
