@@ -12,8 +12,8 @@ namespace flopscope::client {
 // and the module that accounts for it. Pure arithmetic over per-rank profiles (BuildProfile of a
 // one-rank report), so the unit tests pin every figure.
 
-// A rank's time per step: the `step` phase (iter latency) when marked, else the forward latency
-// (the `forward` phase, or the top-level modules' time); nullopt when neither is known.
+// A rank's time per step: its measured `step` range when marked, else DeepSpeed's iter latency
+// (fwd + bwd + step), else the forward latency; nullopt when none is known.
 std::optional<double> StepTimeOf(const Profile& rank);
 
 struct Straggler {
