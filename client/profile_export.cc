@@ -148,6 +148,13 @@ void WriteModuleRow(const ModuleRow& row, JsonWriter& json) {
   json.Key("flops_announced").Bool(row.flops_announced);
   optional("announced_flops", row.announced_flops);
   json.Key("flops_disagree").Bool(row.flops_disagree);
+  json.Key("flops_source");
+  if (const std::string source = FlopsSourceOf(row); source.empty()) {
+    json.Null();
+  } else {
+    json.String(source);
+  }
+  optional("estimated_flops", row.estimated_flops);
   json.Key("params_from_children").Bool(row.params_from_children);
   json.Key("extra_repr").String(row.extra_repr);
   json.Key("latency_s").Double(row.latency_s);

@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <set>
+#include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -20,6 +23,12 @@ using flopscope::v1::ModuleStats;
 using flopscope::v1::PhaseStats;
 using flopscope::v1::Report;
 
+// One `module <path>=<index> [<parent path>]` mark: the module's place in model order.
+struct AnnouncedModule {
+  int64_t index = 0;
+  std::string parent;  // "" for a root
+};
+
 // What frameworks announced through the metadata channel (the last value of a key wins).
 struct Announced {
   std::optional<int64_t> batch_size;
@@ -30,6 +39,12 @@ struct Announced {
   absl::flat_hash_map<std::string, double> estimated_flops_by_path;
   absl::flat_hash_map<std::string, double> estimated_macs_by_path;
   absl::flat_hash_map<std::string, std::string> extra_repr_by_path;
+  absl::flat_hash_map<std::string, double> params_by_path;
+  // The module tree (`module <path>=<index> [<parent path>]`) and the `range_module` aliases
+  // (model path -> the range path it ran under).
+  absl::flat_hash_map<std::string, AnnouncedModule> tree;
+  std::vector<std::string> tree_roots;  // as first announced
+  absl::flat_hash_map<std::string, std::string> range_by_model_path;
 };
 
 // A mark value with `%25` / `%3D` written back as `%` / `=` (docs/marks.md: extra_repr).
@@ -55,6 +70,18 @@ void ReadPerPathNumber(const std::string& key, const std::string& text, const ch
   if (absl::SimpleAtod(text, &value) && value >= 0) into[key.substr(std::strlen(prefix))] = value;
 }
 
+// `module <path>=<index> <parent path>` (the parent path may hold spaces; a root has none).
+void ReadModuleMark(const std::string& path, const std::string& value, Announced& announced) {
+  const size_t space = value.find(' ');
+  AnnouncedModule module;
+  if (!absl::SimpleAtoi(value.substr(0, space), &module.index) || module.index < 0) return;
+  if (space != std::string::npos) module.parent = value.substr(space + 1);
+  if (module.parent.empty() && !announced.tree.contains(path)) {
+    announced.tree_roots.push_back(path);
+  }
+  announced.tree[path] = module;
+}
+
 Announced ReadMetadata(const Report& report) {
   Announced announced;
   for (const auto& entry : report.metadata()) {
@@ -75,6 +102,12 @@ Announced ReadMetadata(const Report& report) {
       ReadPerPathNumber(key, entry.value(), "estimated_flops ", announced.estimated_flops_by_path);
     } else if (absl::StartsWith(key, "estimated_macs ")) {
       ReadPerPathNumber(key, entry.value(), "estimated_macs ", announced.estimated_macs_by_path);
+    } else if (absl::StartsWith(key, "params ")) {
+      ReadPerPathNumber(key, entry.value(), "params ", announced.params_by_path);
+    } else if (absl::StartsWith(key, "module ")) {
+      ReadModuleMark(key.substr(std::strlen("module ")), entry.value(), announced);
+    } else if (absl::StartsWith(key, "range_module ")) {
+      announced.range_by_model_path[entry.value()] = key.substr(std::strlen("range_module "));
     } else if (absl::StartsWith(key, "extra_repr ")) {
       announced.extra_repr_by_path[key.substr(std::strlen("extra_repr "))] =
           DecodeMarkValue(entry.value());
@@ -246,6 +279,10 @@ ModuleRow RowFor(const ModuleStats& module, const Announced& announced, double d
     row.flops_announced = true;
     row.flops_estimated = true;
   }
+  if (auto estimated = announced.estimated_flops_by_path.find(module.path());
+      !row.flops_estimated && estimated != announced.estimated_flops_by_path.end()) {
+    row.estimated_flops = estimated->second;  // shown beside the measured or announced figure
+  }
   const auto estimated_macs = announced.estimated_macs_by_path.find(module.path());
   if (auto macs = announced.macs_by_path.find(module.path());
       macs != announced.macs_by_path.end()) {
@@ -275,6 +312,125 @@ ModuleRow RowFor(const ModuleStats& module, const Announced& announced, double d
   row.kernels = module.kernels();
   return row;
 }
+
+// The rows in the announced model order (docs/marks.md: the module tree): every announced
+// module once, a zero-latency row where it never ran (containers, unused modules), the
+// daemon's rows under their model path's place (through `range_module` aliases), unannounced
+// rows under their range parent, and the rest (other roots, <unattributed>) after.
+class TreeMerge {
+ public:
+  using RowMaker = std::function<ModuleRow(const ModuleStats&)>;
+
+  TreeMerge(const Announced& announced, std::vector<ModuleRow> rows, RowMaker make_row)
+      : announced_(announced), rows_(std::move(rows)), make_row_(std::move(make_row)) {
+    placed_.assign(rows_.size(), false);
+    for (size_t i = 0; i < rows_.size(); ++i) {
+      row_by_path_.emplace(rows_[i].path, i);
+      const size_t slash = rows_[i].path.rfind('/');
+      if (slash != std::string::npos) range_children_[rows_[i].path.substr(0, slash)].push_back(i);
+    }
+    for (const auto& [path, module] : announced_.tree) {
+      claimed_.insert(RangePathOf(path));
+      if (!module.parent.empty() && announced_.tree.contains(module.parent)) {
+        children_[module.parent].push_back(path);
+      }
+    }
+    for (auto& [parent, children] : children_) {
+      std::sort(children.begin(), children.end(), [&](const std::string& a, const std::string& b) {
+        const int64_t ia = announced_.tree.at(a).index, ib = announced_.tree.at(b).index;
+        return ia != ib ? ia < ib : a < b;
+      });
+    }
+  }
+
+  std::vector<ModuleRow> Merge() {
+    for (const std::string& root : announced_.tree_roots) EmitAnnounced(root, 0);
+    for (size_t i = 0; i < rows_.size(); ++i) {
+      if (!placed_[i] && rows_[i].depth == 0) EmitUnannounced(i, 0);
+    }
+    for (size_t i = 0; i < rows_.size(); ++i) {
+      if (!placed_[i]) out_.push_back(rows_[i]);  // orphans keep their depth
+    }
+    return std::move(out_);
+  }
+
+ private:
+  static constexpr uint32_t kMaxDepth = 256;  // marks are producer text: no runaway recursion
+
+  std::string RangePathOf(const std::string& model_path) const {
+    auto alias = announced_.range_by_model_path.find(model_path);
+    return alias == announced_.range_by_model_path.end() ? model_path : alias->second;
+  }
+
+  // "layers.0" under the ModuleList "layers" is "(0)", as print(model) has it.
+  static std::string RelativeName(const std::string& path, const std::string& parent) {
+    const std::string name = path.substr(path.rfind('/') + 1);
+    if (parent.empty() || absl::StartsWith(path, parent + "/")) return name;
+    const std::string parent_name = parent.substr(parent.rfind('/') + 1);
+    if (absl::StartsWith(name, parent_name + ".")) return name.substr(parent_name.size() + 1);
+    return name;
+  }
+
+  void EmitAnnounced(const std::string& model_path, uint32_t depth) {
+    if (depth > kMaxDepth) return;
+    const std::string range = RangePathOf(model_path);
+    ModuleRow row;
+    if (auto found = row_by_path_.find(range);
+        found != row_by_path_.end() && !placed_[found->second]) {
+      placed_[found->second] = true;
+      row = rows_[found->second];
+    } else {
+      ModuleStats never_ran;  // zero latency, no kernels
+      never_ran.set_path(model_path);
+      never_ran.set_name(model_path.substr(model_path.rfind('/') + 1));
+      row = make_row_(never_ran);
+      row.never_ran = true;
+    }
+    row.depth = depth;
+    row.name = RelativeName(model_path, announced_.tree.at(model_path).parent);
+    if (auto named = announced_.class_by_path.find(model_path);
+        named != announced_.class_by_path.end()) {
+      row.class_name = named->second;
+    }
+    if (auto extra = announced_.extra_repr_by_path.find(model_path);
+        extra != announced_.extra_repr_by_path.end()) {
+      row.extra_repr = extra->second;
+    }
+    if (auto params = announced_.params_by_path.find(model_path);
+        !row.params && params != announced_.params_by_path.end()) {
+      row.params = params->second;
+    }
+    out_.push_back(std::move(row));
+    for (const std::string& child : children_[model_path]) EmitAnnounced(child, depth + 1);
+    EmitRangeChildren(range, depth + 1);
+  }
+
+  void EmitUnannounced(size_t index, uint32_t depth) {
+    if (depth > kMaxDepth) return;
+    placed_[index] = true;
+    out_.push_back(rows_[index]);
+    out_.back().depth = depth;
+    EmitRangeChildren(rows_[index].path, depth + 1);
+  }
+
+  void EmitRangeChildren(const std::string& range_path, uint32_t depth) {
+    auto children = range_children_.find(range_path);
+    if (children == range_children_.end()) return;
+    for (size_t i : children->second) {
+      if (!placed_[i] && !claimed_.contains(rows_[i].path)) EmitUnannounced(i, depth);
+    }
+  }
+
+  const Announced& announced_;
+  std::vector<ModuleRow> rows_;
+  RowMaker make_row_;
+  std::vector<bool> placed_;
+  std::vector<ModuleRow> out_;
+  absl::flat_hash_map<std::string, size_t> row_by_path_;
+  absl::flat_hash_map<std::string, std::vector<size_t>> range_children_;  // by range parent
+  absl::flat_hash_map<std::string, std::vector<std::string>> children_;   // by model parent
+  absl::flat_hash_set<std::string> claimed_;  // range paths of announced modules
+};
 
 // A module with no announced params gets the sum of its children's (a ModuleList's, say);
 // children come after their parent, so a backward pass fills the deepest first.
@@ -447,6 +603,12 @@ std::string MergedSessionsLine(const Profile& profile) {
                       "(give each run its own --job to keep them apart)");
 }
 
+std::string FlopsSourceOf(const ModuleRow& row) {
+  if (!row.flops) return "";
+  if (row.flops_estimated) return "estimated";
+  return row.flops_announced ? "announced" : "measured";
+}
+
 std::string ClassFromName(const std::string& name) {
   const size_t dot = name.find_last_of("._");
   if (dot == std::string::npos || dot == 0 || dot + 1 == name.size()) return name;
@@ -600,6 +762,13 @@ Profile BuildProfile(const Report& report, const ProfileOptions& options,
     profile.modules.push_back(RowFor(module, announced, divisor, params_divisor,
                                      profile.step_scope.window, counted_ranks,
                                      profile.passes_marked));
+  }
+  if (!announced.tree.empty()) {
+    auto never_ran = [&](const ModuleStats& module) {
+      return RowFor(module, announced, divisor, params_divisor, profile.step_scope.window,
+                    counted_ranks, profile.passes_marked);
+    };
+    profile.modules = TreeMerge(announced, std::move(profile.modules), never_ran).Merge();
   }
   SumChildParams(profile.modules);
   profile.model_end = PutModelFirst(profile.modules);

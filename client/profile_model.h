@@ -86,6 +86,10 @@ struct ModuleRow {
   // the formula forgot, or a formula that counts work the GPU never did.
   std::optional<double> announced_flops;
   bool flops_disagree = false;
+  // The torch hooks' estimate (`estimated_flops <path>`) where `flops` is measured or
+  // announced; shown beside it with their ratio in the additions.
+  std::optional<double> estimated_flops;
+  bool never_ran = false;  // announced by a `module` mark (a container, an unused module), no range
   // Per step: announced (`macs <path>=<n>`, DeepSpeed counts MACs apart from FLOPs: a conv's
   // bias adds are FLOPs but no MACs), else flops / 2.
   std::optional<double> macs;
@@ -177,6 +181,10 @@ std::string PartialRanksLine(const Profile& profile);
 
 // "rank 0 has 2 sessions: ..." when some rank has more than one (see merged_sessions); "" else.
 std::string MergedSessionsLine(const Profile& profile);
+
+// Where a module's `flops` come from: "measured" (counted), "announced", "estimated" (the
+// torch hooks' estimate), or "" when it has none.
+std::string FlopsSourceOf(const ModuleRow& row);
 
 // The class name fallback: "layer.3" -> "layer", "Qwen2DecoderLayer_13" (Kineto) ->
 // "Qwen2DecoderLayer", "0" -> "0".

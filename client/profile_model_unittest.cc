@@ -7,7 +7,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "client/deepspeed_format.h"
+#include "client/profile_export.h"
 #include "client/profile_text.h"
+#include "client/report_json.h"
 #include "gtest/gtest.h"
 
 namespace flopscope::client {
@@ -306,6 +308,166 @@ TEST(ProfileModelTest, ClassNamesFallBackToTheNameWithoutItsIndex) {
   EXPECT_EQ(ClassFromName("0"), "0");
   EXPECT_EQ(ClassFromName("v1.x"), "v1.x");
   EXPECT_EQ(ClassFromName("attention"), "attention");
+}
+
+// One module of an announced tree (docs/marks.md): its marks, and the range path it ran under
+// ("" when it never ran).
+struct TreeModule {
+  std::string path;
+  std::string parent;
+  std::string class_name;
+  uint64_t params = 0;
+  std::string ran_as;
+  int64_t cpu_ns = 0;
+};
+
+// TinyLM in model order: a ModuleList of two blocks, a module that never runs and a head that
+// runs inside the second block's forward (a `range_module` alias).
+std::vector<TreeModule> TinyLmTree() {
+  return {
+      {"TinyLM", "", "TinyLM", 1100, "TinyLM", 9'000},
+      {"TinyLM/embed", "TinyLM", "Embedding", 100, "TinyLM/embed", 1'000},
+      {"TinyLM/layers", "TinyLM", "ModuleList", 600, "", 0},
+      {"TinyLM/layers.0", "TinyLM/layers", "Block", 300, "TinyLM/layers.0", 3'000},
+      {"TinyLM/layers.0/attn", "TinyLM/layers.0", "Attention", 300, "TinyLM/layers.0/attn", 2'000},
+      {"TinyLM/layers.1", "TinyLM/layers", "Block", 300, "TinyLM/layers.1", 4'000},
+      {"TinyLM/layers.1/attn", "TinyLM/layers.1", "Attention", 300, "TinyLM/layers.1/attn", 2'500},
+      {"TinyLM/unused", "TinyLM", "Linear", 250, "", 0},
+      {"TinyLM/head", "TinyLM", "Linear", 150, "TinyLM/layers.1/head", 500}};
+}
+
+// The daemon's rows (by range path, depth from the ranges) and every mark of the tree.
+Report TreeReport(const std::vector<TreeModule>& tree) {
+  Report report;
+  report.set_job_id("tree");
+  report.add_ranks()->set_world_size(1);
+  for (size_t i = 0; i < tree.size(); ++i) {
+    const TreeModule& module = tree[i];
+    Announce(report, "module " + module.path,
+             module.parent.empty() ? absl::StrCat(i) : absl::StrCat(i, " ", module.parent));
+    Announce(report, "class " + module.path, module.class_name);
+    Announce(report, "params " + module.path, absl::StrCat(module.params));
+    if (module.ran_as.empty()) continue;
+    if (module.ran_as != module.path)
+      Announce(report, "range_module " + module.ran_as, module.path);
+    ModuleStats* stats = report.add_modules();
+    stats->set_path(module.ran_as);
+    stats->set_name(module.ran_as.substr(module.ran_as.rfind('/') + 1));
+    stats->set_depth(
+        static_cast<uint32_t>(std::count(module.ran_as.begin(), module.ran_as.end(), '/')));
+    stats->set_calls(1);
+    stats->set_cpu_time_ns(module.cpu_ns);
+    stats->set_params(module.params);
+  }
+  return report;
+}
+
+// Depth of a tree module: one more than its parent's.
+uint32_t TreeDepth(const std::vector<TreeModule>& tree, const std::string& path) {
+  for (const TreeModule& module : tree) {
+    if (module.path == path) return module.parent.empty() ? 0 : TreeDepth(tree, module.parent) + 1;
+  }
+  return 0;
+}
+
+TEST(ProfileModelTest, TheAnnouncedTreeGivesEveryModuleInModelOrder) {
+  const std::vector<TreeModule> tree = TinyLmTree();
+  const Profile profile = BuildProfile(TreeReport(tree), {});
+  ASSERT_EQ(profile.modules.size(), tree.size());
+  EXPECT_EQ(profile.model_end, tree.size());
+  for (size_t i = 0; i < tree.size(); ++i) {
+    const ModuleRow& row = profile.modules[i];
+    SCOPED_TRACE(tree[i].path);
+    EXPECT_EQ(row.path, tree[i].ran_as.empty() ? tree[i].path : tree[i].ran_as);
+    EXPECT_EQ(row.depth, TreeDepth(tree, tree[i].path));
+    EXPECT_EQ(row.class_name, tree[i].class_name);
+    ASSERT_TRUE(row.params.has_value());
+    EXPECT_DOUBLE_EQ(*row.params, static_cast<double>(tree[i].params));
+    EXPECT_DOUBLE_EQ(row.latency_s, static_cast<double>(tree[i].cpu_ns) / 1e9);
+    EXPECT_FALSE(row.params_from_children);
+    EXPECT_EQ(row.never_ran, tree[i].ran_as.empty());
+  }
+  // print(model)'s heads: the container, then its children by their index in it.
+  const std::string text = RenderDetailed(profile, {});
+  const size_t list = text.find("(layers): ModuleList(");
+  const size_t first = text.find("(0): Block(");
+  const size_t second = text.find("(1): Block(");
+  ASSERT_NE(list, std::string::npos) << text;
+  EXPECT_LT(list, first) << text;
+  EXPECT_LT(first, second) << text;
+  EXPECT_NE(text.find("(unused): Linear("), std::string::npos) << text;
+  EXPECT_NE(text.find("(head): Linear("), std::string::npos) << text;
+}
+
+TEST(ProfileModelTest, UnannouncedRowsStayUnderTheirRangeParentAndOtherRootsAfterTheModel) {
+  std::vector<TreeModule> tree = TinyLmTree();
+  Report report = TreeReport(tree);
+  // A module built inside attn's forward (no `module` mark) and a loss root of its own.
+  const std::string inner = tree[4].ran_as + "/inner";
+  ModuleStats* stats = report.add_modules();
+  stats->set_path(inner);
+  stats->set_name("inner");
+  stats->set_depth(3);
+  stats->set_calls(1);
+  stats->set_cpu_time_ns(700);
+  ModuleStats* loss = report.mutable_modules()->Add();
+  loss->set_path("CrossEntropyLoss");
+  loss->set_name("CrossEntropyLoss");
+  loss->set_calls(1);
+  loss->set_cpu_time_ns(300);
+  // The daemon's order puts the loss first: the model still leads.
+  std::rotate(report.mutable_modules()->begin(), report.mutable_modules()->end() - 1,
+              report.mutable_modules()->end());
+  Announce(report, "module CrossEntropyLoss", "0");
+  const Profile profile = BuildProfile(report, {});
+  ASSERT_EQ(profile.modules.size(), tree.size() + 2);
+  EXPECT_EQ(profile.model_end, tree.size() + 1);
+  EXPECT_EQ(profile.modules[5].path, inner);  // right after layers.0/attn
+  EXPECT_EQ(profile.modules[5].depth, TreeDepth(tree, tree[4].path) + 1);
+  EXPECT_EQ(profile.modules.back().path, "CrossEntropyLoss");
+  EXPECT_EQ(profile.modules.back().depth, 0u);
+}
+
+TEST(ProfileModelTest, EstimatedFlopsFillModulesWithoutCountsAndAreLabelled) {
+  const std::vector<TreeModule> tree = TinyLmTree();
+  Report report = TreeReport(tree);
+  const double counted = 5e6, estimate_of_counted = 4e6, estimate = 3e6, estimated_macs = 1.4e6;
+  for (auto& module : *report.mutable_modules()) {
+    if (module.path() == "TinyLM/layers.0/attn") module.set_flops(counted);
+  }
+  Announce(report, "estimated_flops TinyLM/layers.0/attn", absl::StrCat(estimate_of_counted));
+  Announce(report, "estimated_flops TinyLM/embed", absl::StrCat(estimate));
+  Announce(report, "estimated_macs TinyLM/embed", absl::StrCat(estimated_macs));
+  const Profile profile = BuildProfile(report, {});
+  const auto row_of = [&](const std::string& path) {
+    return *std::find_if(profile.modules.begin(), profile.modules.end(),
+                         [&](const ModuleRow& row) { return row.path == path; });
+  };
+  const ModuleRow embed = row_of("TinyLM/embed");
+  EXPECT_DOUBLE_EQ(*embed.flops, estimate);
+  EXPECT_DOUBLE_EQ(*embed.macs, estimated_macs);
+  EXPECT_EQ(FlopsSourceOf(embed), "estimated");
+  EXPECT_FALSE(embed.estimated_flops.has_value());
+  const ModuleRow attn = row_of("TinyLM/layers.0/attn");
+  EXPECT_DOUBLE_EQ(*attn.flops, counted);
+  EXPECT_EQ(FlopsSourceOf(attn), "measured");
+  EXPECT_DOUBLE_EQ(*attn.estimated_flops, estimate_of_counted);
+  EXPECT_EQ(FlopsSourceOf(row_of("TinyLM/unused")), "");
+
+  const std::string additions = RenderAdditions(profile);
+  const size_t table = additions.find("measured or announced against estimated");
+  ASSERT_NE(table, std::string::npos) << additions;
+  const size_t attn_at = additions.find("attn", table);
+  const std::string ratio_line = additions.substr(attn_at, additions.find('\n', attn_at) - attn_at);
+  EXPECT_TRUE(absl::StrContains(ratio_line, RoundedG(counted / estimate_of_counted))) << ratio_line;
+  EXPECT_TRUE(absl::StrContains(ratio_line, "measured")) << ratio_line;
+  EXPECT_EQ(additions.find("embed", table), std::string::npos) << additions;
+
+  const std::string text =
+      RenderReportJson(report, [&](JsonWriter& json) { WriteProfileJson(profile, json); });
+  EXPECT_TRUE(absl::StrContains(text, "\"flops_source\": \"estimated\"")) << text;
+  EXPECT_TRUE(absl::StrContains(text, "\"flops_source\": \"measured\"")) << text;
+  EXPECT_TRUE(absl::StrContains(text, "\"flops_source\": null")) << text;
 }
 
 }  // namespace

@@ -159,6 +159,12 @@ std::string PassTable(const Profile& profile) {
   };
   for (size_t i = 0; i < end; ++i) {
     const ModuleRow& row = profile.modules[i];
+    if (row.never_ran) {
+      table.AddRow({std::string(2 * row.depth, ' ') + PrintableForTerminal(row.name),
+                    DurationToString(row.latency_s),
+                    "-  (never ran: a container or an unused module)", "-", "-", "-", "-"});
+      continue;
+    }
     table.AddRow({std::string(2 * row.depth, ' ') + PrintableForTerminal(row.name),
                   DurationToString(row.latency_s),
                   profile.passes_marked ? shown(row.bwd_latency_s, "no backward range")
@@ -173,6 +179,27 @@ std::string PassTable(const Profile& profile) {
                       profile.passes_marked ? "fwd: its forward ranges; bwd: its backward ranges"
                                             : "no forward/backward phase marked: all its ranges",
                       "):\n", table.Render("  "));
+}
+
+// Per module with both a measured (or announced) and an estimated forward FLOPs figure: both,
+// and measured / estimated (recompute, padding and slow kernels show up above 1).
+std::string EstimateComparison(const Profile& profile) {
+  const size_t end = ModelEnd(profile);
+  TextTable table({"module", "flops", "source", "estimated", "ratio"});
+  bool any = false;
+  for (size_t i = 0; i < end; ++i) {
+    const ModuleRow& row = profile.modules[i];
+    if (!row.flops || !row.estimated_flops) continue;
+    any = true;
+    table.AddRow({std::string(2 * row.depth, ' ') + PrintableForTerminal(row.name),
+                  NumberToString(*row.flops), FlopsSourceOf(row),
+                  NumberToString(*row.estimated_flops),
+                  *row.estimated_flops > 0 ? RoundedG(*row.flops / *row.estimated_flops)
+                                           : "-  (estimate is 0)"});
+  }
+  if (!any) return "";
+  return absl::StrCat("\nForward flops per step, measured or announced against estimated:\n",
+                      table.Render("  "));
 }
 
 // What each rank said about its GPU, where the ranks differ (one reason for all is in the
@@ -410,6 +437,7 @@ std::string RenderAdditions(const Profile& profile) {
   }
   absl::StrAppend(&out, RenderCountedFlops(profile));
   absl::StrAppend(&out, PassTable(profile));
+  absl::StrAppend(&out, EstimateComparison(profile));
   absl::StrAppend(&out, OutsideTheModel(profile));
   return out;
 }
