@@ -290,10 +290,10 @@ TEST_F(NvtxToolTest, UnreachableDaemonSpoolsEverythingForLater) {
 // Counter windows read FLOPSCOPE_COUNTERS when kernel tracing is built; a malformed value is one
 // warning and nothing else (and the warnings of kernel tracing's settings reach stderr at all).
 TEST_F(NvtxToolTest, MalformedCounterSettingsWarnOnceAndTheJobRuns) {
-  const Dump dump = RunWithDump({"nested"}, {{"FLOPSCOPE_COUNTERS", "steps=4-3"}});
+  const Dump dump = RunWithDump({"nested"}, {{"FLOPSCOPE_COUNTERS", "steps=4:3"}});
   EXPECT_EQ(run_.exit_code, 0) << run_.err;
   EXPECT_EQ(run_.out, "job output unchanged\n");
-  const std::string warning = "flopscope: ignoring FLOPSCOPE_COUNTERS='steps=4-3'";
+  const std::string warning = "flopscope: ignoring FLOPSCOPE_COUNTERS='steps=4:3'";
   EXPECT_TRUE(Contains(run_.err, warning)) << run_.err;
   EXPECT_EQ(run_.err.find(warning), run_.err.rfind(warning)) << run_.err;
   EXPECT_FALSE(dump.ranges.empty());

@@ -252,7 +252,7 @@ compare_with_ncu() {
   local chip=$1 metrics
   if ! fits 120; then row ncu-compare SKIPPED "time budget spent"; row recording SKIPPED "time budget spent"; return; fi
   mkdir -p "$OUT/recording"
-  if ! logged flops-job "$(step_limit 240)" env FLOPSCOPE_COUNTERS=steps=1-2,set=full \
+  if ! logged flops-job "$(step_limit 240)" env FLOPSCOPE_COUNTERS=steps=1:2,set=full \
          FLOPSCOPE_RECORD_DIR="$OUT/recording" FLOPSCOPE_EXIT_TIMEOUT_MS=10000 \
          "$FS" run --job flops --socket "$SOCKET" -- "$TREE/tests/gpu_flop_workload" "$LOGS/flops-expect.json"; then
     row ncu-compare FAIL "flop_workload under flopscope failed: $(last_line "$LOGS/flops-job.log")"
@@ -304,7 +304,7 @@ torch_gpu_jobs() {
   logged torch-base "$(step_limit 120)" "$PYTHON" "$model" "${job[@]}" --out "$LOGS/torch-base.json" &&
   logged torch-timing "$(step_limit 120)" env FLOPSCOPE_CUPTI_PATH="$CUPTI_FOR_TORCH" "$FS" run --torch --job torch-timing --socket "$SOCKET" -- \
     "$PYTHON" "$model" "${job[@]}" --out "$LOGS/torch-timing.json" &&
-  logged torch-counted "$(step_limit 180)" env FLOPSCOPE_COUNTERS=steps=10-11 \
+  logged torch-counted "$(step_limit 180)" env FLOPSCOPE_COUNTERS=steps=10:11 \
     FLOPSCOPE_CUPTI_PATH="$CUPTI_FOR_TORCH" "$FS" run --torch \
     --job torch-counted --socket "$SOCKET" -- "$PYTHON" "$model" "${job[@]}" --out "$LOGS/torch-counted.json"
   local status=$?

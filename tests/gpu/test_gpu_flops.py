@@ -20,7 +20,7 @@ from harness import DaemonTestCase, report, run_job, test_program  # noqa: E402
 from gpu_main import run_gpu_tests  # noqa: E402
 
 TOLERANCE = 0.02
-WINDOW = "steps=1-2,set=full"
+WINDOW = "steps=1:2,set=full"
 
 
 def workload():

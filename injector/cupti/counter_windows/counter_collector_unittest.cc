@@ -116,7 +116,7 @@ class CounterCollectorTest : public ::testing::Test {
 };
 
 TEST_F(CounterCollectorTest, AWholeWindowGivesEachKernelItsFlopsAndOneWindowRecord) {
-  Make("steps=1-2");
+  Make("steps=1:2");
   Step(0, {1, 2});
   EXPECT_TRUE(profiler_.calls.empty());  // outside the window nothing touches the profiler
   EXPECT_FALSE(collector_->wants_launches());
@@ -161,7 +161,7 @@ TEST_F(CounterCollectorTest, AWholeWindowGivesEachKernelItsFlopsAndOneWindowReco
   ASSERT_EQ(windows.size(), 1u);
   EXPECT_EQ(windows[0].first_step, 1);
   EXPECT_EQ(windows[0].last_step, 2);
-  EXPECT_EQ(windows[0].trigger, "env: steps=1-2");
+  EXPECT_EQ(windows[0].trigger, "env: steps=1:2");
   EXPECT_EQ(windows[0].metric_set, "cheap");
   EXPECT_EQ(windows[0].chip, "GH100");
   EXPECT_EQ(windows[0].passes, 2u);
@@ -334,7 +334,7 @@ TEST_F(CounterCollectorTest, ASecondContextTakesTheProfilerInTurn) {
 }
 
 TEST_F(CounterCollectorTest, ADestroyedContextHandsInItsLastPass) {
-  Make("steps=0-9");
+  Make("steps=0:9");
   collector_->OnStepBegin(0);
   Launch(1);
   Launch(2);
@@ -697,7 +697,7 @@ TEST_F(CounterCollectorTest, ASecondRefusalFailsTheWindowWithCuptisAnswer) {
 
 // gpu-review D11: at exit the exporter thread stops the profiler with its context pushed.
 TEST_F(CounterCollectorTest, AtExitTheProfilerIsStoppedWithItsContextCurrent) {
-  Make("steps=0-9");
+  Make("steps=0:9");
   collector_->OnStepBegin(0);
   EXPECT_TRUE(Launch(1));
   collector_->Collect(/*final=*/true);

@@ -10,7 +10,8 @@ namespace flopscope::injector::cupti {
 namespace {
 
 constexpr const char* kExpected =
-    "expected steps=N, steps=A-B, every=N or every=N,steps=K, optionally with set=full|cheap";
+    "expected steps=A, steps=A:B, steps=:B, every=N or every=N,steps=K, optionally with "
+    "set=full|cheap";
 // Beyond any training run; keeps window arithmetic far from overflow.
 constexpr int64_t kMaxStep = int64_t{1} << 40;
 
@@ -25,16 +26,29 @@ bool ParseCount(std::string_view text, int64_t* out) {
   return true;
 }
 
-// "3" or "3-4".
-bool ParseStepRange(std::string_view text, int64_t* first, int64_t* last) {
-  const size_t dash = text.find('-');
-  if (dash == std::string_view::npos) {
+// The step-range syntax of `flopscope report --steps`, both ends included: "3", "3:4" or ":4"
+// (from step 0). "3:" (no end) is refused: a counter window must end (every=N repeats one). The
+// old "3-4" is refused with its new spelling, so a launcher script learns the fix at once.
+bool ParseStepRange(std::string_view text, int64_t* first, int64_t* last, std::string* why) {
+  const size_t colon = text.find(':');
+  if (colon == std::string_view::npos) {
+    const size_t dash = text.find('-');
+    if (dash != std::string_view::npos && dash > 0) {
+      *why = "A-B is now written A:B (steps=" + std::string(text.substr(0, dash)) + ":" +
+             std::string(text.substr(dash + 1)) + "), as in flopscope report --steps";
+      return false;
+    }
     if (!ParseCount(text, first)) return false;
     *last = *first;
     return true;
   }
-  return ParseCount(text.substr(0, dash), first) && ParseCount(text.substr(dash + 1), last) &&
-         *first <= *last;
+  if (colon + 1 == text.size()) {
+    *why = "a counter window must end: steps=A:B, or every=N to repeat one";
+    return false;
+  }
+  *first = 0;
+  return (colon == 0 || ParseCount(text.substr(0, colon), first)) &&
+         ParseCount(text.substr(colon + 1), last) && *first <= *last;
 }
 
 struct Fields {
@@ -90,8 +104,10 @@ bool ParseCounterWindows(std::string_view text, CounterSettings* settings, std::
     w.any = true;
   } else if (!fields.steps.empty()) {
     EnvWindows& w = parsed.windows;
-    if (!ParseStepRange(fields.steps, &w.first, &w.last)) {
-      *error = "steps=" + std::string(fields.steps) + " is not a step or a range A-B with A <= B";
+    std::string why;
+    if (!ParseStepRange(fields.steps, &w.first, &w.last, &why)) {
+      *error = "steps=" + std::string(fields.steps) + ": " +
+               (why.empty() ? "not a step A or a range A:B with A <= B" : why);
       return false;
     }
     if (w.last - w.first >= CounterSettings::kMaxWindowSteps) {

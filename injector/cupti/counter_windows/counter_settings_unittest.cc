@@ -42,10 +42,33 @@ TEST(CounterSettingsTest, OneStep) {
 }
 
 TEST(CounterSettingsTest, AStepRangeWithTheFullSet) {
-  const CounterSettings settings = FromEnv({{"FLOPSCOPE_COUNTERS", "set=full,steps=3-4"}});
+  const CounterSettings settings = FromEnv({{"FLOPSCOPE_COUNTERS", "set=full,steps=3:4"}});
   EXPECT_EQ(settings.windows.first, 3);
   EXPECT_EQ(settings.windows.last, 4);
   EXPECT_EQ(settings.metric_set, MetricSetKind::kFull);
+}
+
+// The step-range syntax of `flopscope report --steps` (issue 14: one vocabulary).
+TEST(CounterSettingsTest, ARangeFromStepZeroIsWrittenWithoutItsStart) {
+  const CounterSettings settings = FromEnv({{"FLOPSCOPE_COUNTERS", "steps=:2"}});
+  EXPECT_TRUE(settings.windows.any);
+  EXPECT_EQ(settings.windows.first, 0);
+  EXPECT_EQ(settings.windows.last, 2);
+  EXPECT_TRUE(settings.warnings.empty());
+}
+
+TEST(CounterSettingsTest, TheOldDashFormIsRefusedWithItsNewSpelling) {
+  const CounterSettings settings = FromEnv({{"FLOPSCOPE_COUNTERS", "steps=3-4"}});
+  EXPECT_FALSE(settings.windows.any);
+  ASSERT_EQ(settings.warnings.size(), 1u);
+  EXPECT_NE(settings.warnings[0].find("steps=3:4"), std::string::npos) << settings.warnings[0];
+}
+
+TEST(CounterSettingsTest, AWindowWithoutAnEndIsRefusedWithTheReason) {
+  const CounterSettings settings = FromEnv({{"FLOPSCOPE_COUNTERS", "steps=3:"}});
+  EXPECT_FALSE(settings.windows.any);
+  ASSERT_EQ(settings.warnings.size(), 1u);
+  EXPECT_NE(settings.warnings[0].find("must end"), std::string::npos) << settings.warnings[0];
 }
 
 TEST(CounterSettingsTest, EveryAndEveryWithACount) {
@@ -68,9 +91,9 @@ TEST(CounterSettingsTest, SetAloneChoosesTheDaemonWindowsSetOnly) {
 
 TEST(CounterSettingsTest, MalformedTextGivesOneWarningAndNoWindows) {
   for (const char* text :
-       {"steps=", "steps=x", "steps=4-3", "steps=-1", "step=3", "every=0", "every=10,steps=11",
-        "every=10,steps=2-3", "steps=3,steps=4", "set=fast,steps=3", "steps=3;every=2", ",",
-        "steps=3 ", "every=99999999999999999999", "steps=0-10000", "every=20000,steps=10001"}) {
+       {"steps=", "steps=x", "steps=4:3", "steps=-1", "step=3", "every=0", "every=10,steps=11",
+        "every=10,steps=2:3", "steps=3,steps=4", "set=fast,steps=3", "steps=3;every=2", ",",
+        "steps=3 ", "every=99999999999999999999", "steps=0:10000", "every=20000,steps=10001"}) {
     const CounterSettings settings = FromEnv({{"FLOPSCOPE_COUNTERS", text}});
     EXPECT_FALSE(settings.windows.any) << text;
     EXPECT_EQ(settings.metric_set, MetricSetKind::kFull) << text;  // a bad set= changes nothing

@@ -34,7 +34,7 @@ std::vector<std::pair<int64_t, int64_t>> RunSteps(WindowScheduler& scheduler, in
 }
 
 TEST(WindowSchedulerTest, AStepRangeIsOneWindow) {
-  WindowScheduler scheduler(Settings("steps=3-4"));
+  WindowScheduler scheduler(Settings("steps=3:4"));
   using W = std::vector<std::pair<int64_t, int64_t>>;
   EXPECT_EQ(RunSteps(scheduler, 10), (W{{3, 4}}));
 }
@@ -60,7 +60,7 @@ TEST(WindowSchedulerTest, EnvironmentWindowsCarryTheirSetAndTrigger) {
 }
 
 TEST(WindowSchedulerTest, WithoutStepMarksNothingEverOpens) {
-  WindowScheduler scheduler(Settings("steps=0-5"));
+  WindowScheduler scheduler(Settings("steps=0:5"));
   std::string refusal;
   ASSERT_TRUE(scheduler.Request(2, MetricSetKind::kCheap, 7, &refusal));
   // No StepBegins: neither the environment's window nor the requested one opens.
@@ -106,7 +106,7 @@ TEST(WindowSchedulerTest, OverlappingRequestsAreRefusedWithTheReason) {
 }
 
 TEST(WindowSchedulerTest, AnEnvironmentWindowNeverOverlapsAnOpenOne) {
-  WindowScheduler scheduler(Settings("steps=3-5"));
+  WindowScheduler scheduler(Settings("steps=3:5"));
   std::string refusal;
   for (int64_t step = 0; step < 2; ++step) {
     scheduler.StepBegins(step);
@@ -124,11 +124,11 @@ TEST(WindowSchedulerTest, AnEnvironmentWindowNeverOverlapsAnOpenOne) {
   ASSERT_TRUE(rest.has_value());
   EXPECT_EQ(rest->first_step, 4);
   EXPECT_EQ(rest->last_step, 5);
-  EXPECT_EQ(rest->trigger, "env: steps=3-5");
+  EXPECT_EQ(rest->trigger, "env: steps=3:5");
 }
 
 TEST(WindowSchedulerTest, AbandonEndsTheOpenWindow) {
-  WindowScheduler scheduler(Settings("steps=0-100"));
+  WindowScheduler scheduler(Settings("steps=0:100"));
   ASSERT_TRUE(scheduler.StepBegins(0).has_value());
   EXPECT_TRUE(scheduler.Abandon());
   EXPECT_FALSE(scheduler.Abandon());
