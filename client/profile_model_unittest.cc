@@ -10,6 +10,7 @@
 #include "client/profile_export.h"
 #include "client/profile_text.h"
 #include "client/report_json.h"
+#include "client/testing/sample_report.h"
 #include "gtest/gtest.h"
 
 namespace flopscope::client {
@@ -18,11 +19,7 @@ namespace {
 using flopscope::v1::ModuleStats;
 using flopscope::v1::Report;
 
-void Announce(Report& report, const std::string& key, const std::string& value) {
-  auto* entry = report.add_metadata();
-  entry->set_key(key);
-  entry->set_value(value);
-}
+using testing::Announce;
 
 // One LeNet5 module as the store holds it: counted FLOPs, announced params, MACs and class.
 void AddLeNetModule(Report& report, const std::string& path, const std::string& class_name,
@@ -35,8 +32,8 @@ void AddLeNetModule(Report& report, const std::string& path, const std::string& 
   module->set_cpu_time_ns(cpu_ns);
   module->set_params(params);
   module->set_flops(flops);
-  Announce(report, "class " + path, class_name);
-  Announce(report, "macs " + path, absl::StrCat(macs));
+  Announce(&report, "class " + path, class_name);
+  Announce(&report, "macs " + path, absl::StrCat(macs));
 }
 
 // REFERENCE_VALUES.md section 2: LeNet5(10) on a (1024, 1, 32, 32) input.
@@ -141,8 +138,8 @@ Report BertLargeReport() {
   phase("forward", 76'674'000);
   phase("backward", 108'020'000);
   phase("optimizer", 34'090);
-  Announce(report, "batch_size", "80");
-  Announce(report, "precision", "fp16");
+  Announce(&report, "batch_size", "80");
+  Announce(&report, "precision", "fp16");
   return report;
 }
 
@@ -343,13 +340,13 @@ Report TreeReport(const std::vector<TreeModule>& tree) {
   report.add_ranks()->set_world_size(1);
   for (size_t i = 0; i < tree.size(); ++i) {
     const TreeModule& module = tree[i];
-    Announce(report, "module " + module.path,
+    Announce(&report, "module " + module.path,
              module.parent.empty() ? absl::StrCat(i) : absl::StrCat(i, " ", module.parent));
-    Announce(report, "class " + module.path, module.class_name);
-    Announce(report, "params " + module.path, absl::StrCat(module.params));
+    Announce(&report, "class " + module.path, module.class_name);
+    Announce(&report, "params " + module.path, absl::StrCat(module.params));
     if (module.ran_as.empty()) continue;
     if (module.ran_as != module.path)
-      Announce(report, "range_module " + module.ran_as, module.path);
+      Announce(&report, "range_module " + module.ran_as, module.path);
     ModuleStats* stats = report.add_modules();
     stats->set_path(module.ran_as);
     stats->set_name(module.ran_as.substr(module.ran_as.rfind('/') + 1));
@@ -418,7 +415,7 @@ TEST(ProfileModelTest, UnannouncedRowsStayUnderTheirRangeParentAndOtherRootsAfte
   // The daemon's order puts the loss first: the model still leads.
   std::rotate(report.mutable_modules()->begin(), report.mutable_modules()->end() - 1,
               report.mutable_modules()->end());
-  Announce(report, "module CrossEntropyLoss", "0");
+  Announce(&report, "module CrossEntropyLoss", "0");
   const Profile profile = BuildProfile(report, {});
   ASSERT_EQ(profile.modules.size(), tree.size() + 2);
   EXPECT_EQ(profile.model_end, tree.size() + 1);
@@ -435,9 +432,9 @@ TEST(ProfileModelTest, EstimatedFlopsFillModulesWithoutCountsAndAreLabelled) {
   for (auto& module : *report.mutable_modules()) {
     if (module.path() == "TinyLM/layers.0/attn") module.set_flops(counted);
   }
-  Announce(report, "estimated_flops TinyLM/layers.0/attn", absl::StrCat(estimate_of_counted));
-  Announce(report, "estimated_flops TinyLM/embed", absl::StrCat(estimate));
-  Announce(report, "estimated_macs TinyLM/embed", absl::StrCat(estimated_macs));
+  Announce(&report, "estimated_flops TinyLM/layers.0/attn", absl::StrCat(estimate_of_counted));
+  Announce(&report, "estimated_flops TinyLM/embed", absl::StrCat(estimate));
+  Announce(&report, "estimated_macs TinyLM/embed", absl::StrCat(estimated_macs));
   const Profile profile = BuildProfile(report, {});
   const auto row_of = [&](const std::string& path) {
     return *std::find_if(profile.modules.begin(), profile.modules.end(),

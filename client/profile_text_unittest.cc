@@ -9,6 +9,7 @@
 #include "absl/strings/str_split.h"
 #include "client/deepspeed_format.h"
 #include "client/profile_model.h"
+#include "client/testing/sample_report.h"
 #include "gtest/gtest.h"
 
 namespace flopscope::client {
@@ -17,11 +18,7 @@ namespace {
 using flopscope::v1::ModuleStats;
 using flopscope::v1::Report;
 
-void Announce(Report& report, const std::string& key, const std::string& value) {
-  auto* entry = report.add_metadata();
-  entry->set_key(key);
-  entry->set_value(value);
-}
+using testing::Announce;
 
 ModuleStats* AddModule(Report& report, const std::string& path, uint32_t depth,
                        const std::string& class_name, int64_t forward_ns, int64_t backward_ns) {
@@ -31,7 +28,7 @@ ModuleStats* AddModule(Report& report, const std::string& path, uint32_t depth,
   module->set_depth(depth);
   module->set_calls(2);
   module->set_cpu_time_ns(forward_ns + backward_ns);
-  Announce(report, "class " + path, class_name);
+  Announce(&report, "class " + path, class_name);
   auto latency = [](int64_t ns, flopscope::v1::StepLatency* out) {
     out->set_samples(1);
     out->set_median_ns(ns);
@@ -79,7 +76,7 @@ struct TorchJob {
       AddModule(report, path, 2, "Block", block_fwd_ns, block_bwd_ns)
           ->set_params(static_cast<uint64_t>(block_params[i]));
       // Marks write `=` as %3D and `%` as %25 (docs/marks.md).
-      Announce(report, "extra_repr " + path, absl::StrCat("width%3D", i, ", p%3D10%25"));
+      Announce(&report, "extra_repr " + path, absl::StrCat("width%3D", i, ", p%3D10%25"));
     }
     AddModule(report, "Net/head", 1, "Linear", head_fwd_ns, head_bwd_ns)
         ->set_params(static_cast<uint64_t>(head_params));
@@ -367,8 +364,8 @@ TEST(PartialJobTest, ARankWithSeveralSessionsIsSaidToBeMerged) {
 TEST(ProfileSemanticsTest, EstimatedFlopsAreUsedWhereNothingWasCountedAndLabelled) {
   Report report = TorchJob().Build();
   const double head_flops = 2 * 300.0 * 8;  // a (8, 300) linear head, in the estimate's terms
-  Announce(report, "estimated_flops Net/head", absl::StrCat(head_flops));
-  Announce(report, "estimated_macs Net/head", absl::StrCat(head_flops / 2));
+  Announce(&report, "estimated_flops Net/head", absl::StrCat(head_flops));
+  Announce(&report, "estimated_macs Net/head", absl::StrCat(head_flops / 2));
   const Profile profile = BuildProfile(report, {});
   const ModuleRow* head = Find(profile, "Net/head");
   ASSERT_NE(head, nullptr);

@@ -87,4 +87,10 @@ Report GpuReport() {
   return report;
 }
 
+void Announce(flopscope::v1::Report* report, const std::string& key, const std::string& value) {
+  auto* entry = report->add_metadata();
+  entry->set_key(key);
+  entry->set_value(value);
+}
+
 }  // namespace flopscope::client::testing

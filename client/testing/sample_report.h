@@ -1,5 +1,7 @@
 #pragma once
 
+#include <string>
+
 #include "flopscope/v1/query.pb.h"
 
 namespace flopscope::client::testing {
@@ -19,5 +21,9 @@ flopscope::v1::Report CpuOnlyReport();
 
 // The same job with GPU records: every module has gpu_time_ns and kernels, Net has flops.
 flopscope::v1::Report GpuReport();
+
+// Adds one metadata mark (`key` = "class Net/head", "params Net", "module Net/layers", ...) as
+// the daemon copies a producer's marks into the report.
+void Announce(flopscope::v1::Report* report, const std::string& key, const std::string& value);
 
 }  // namespace flopscope::client::testing
