@@ -1,0 +1,48 @@
+#!/bin/bash
+# Slurm Prolog: starts this job's flopscoped on this node, as the job's user, before its first
+# task (with PrologFlags=Alloc, at allocation). slurm.conf: Prolog=/etc/slurm/prolog.sh.
+#
+# One daemon per job and node: the socket directory is the job user's alone (mode 0700), so only
+# that user's tasks reach it, and jobs sharing a node never see each other's records. The daemon
+# runs detached (its own session) until epilog.sh stops it.
+#
+# Always exits 0: a failing Prolog drains the node, and a job must never lose its node because
+# profiling could not start. A daemon that does not come up is logged to slurmd's log; the job's
+# injector then spools its records (FLOPSCOPE_SPOOL_DIR) and says so when it exits.
+set -u
+here=$(dirname "$(readlink -f "$0")")
+# shellcheck source=flopscope-slurm.conf
+. "$here/flopscope-slurm.conf"
+
+log() { echo "flopscope prolog: job ${SLURM_JOB_ID:-?} on ${node:-?}: $*" >&2; }
+
+node=${SLURMD_NODENAME:-$(hostname -s)}
+job=${SLURM_JOB_ID:?Slurm sets SLURM_JOB_ID}
+uid=${SLURM_JOB_UID:?Slurm sets SLURM_JOB_UID}
+gid=${SLURM_JOB_GID:-$(id -g "$uid")}
+run_dir="$run_root/$node/job-$job"
+data_dir="$data_root/$node/job-$job"
+socket="$run_dir/flopscope.sock"
+
+if ! install -d -m 0755 "$run_root/$node" "$data_root/$node" ||
+   ! install -d -m 0700 -o "$uid" -g "$gid" "$run_dir" "$data_dir"; then
+  log "cannot create $run_dir or $data_dir; not profiling this job here"
+  exit 0
+fi
+
+# setsid: no controlling terminal and a session of its own, so nothing slurmd does to the
+# prolog's process group reaches it. setpriv: the job user's uid, gid and groups, nothing more.
+setsid setpriv --reuid="$uid" --regid="$gid" --init-groups --no-new-privs \
+  "$prefix/bin/flopscoped" --data-dir "$data_dir" --socket "$socket" --log-level info \
+  </dev/null >>"$data_dir/flopscoped.log" 2>&1 &
+echo $! >"$run_dir/flopscoped.pid"
+
+deadline=$((SECONDS + start_timeout_s))
+until "$prefix/bin/flopscope" jobs --socket "$socket" >/dev/null 2>&1; do
+  if ! kill -0 "$(cat "$run_dir/flopscoped.pid")" 2>/dev/null || ((SECONDS >= deadline)); then
+    log "flopscoped did not serve $socket within ${start_timeout_s}s; see $data_dir/flopscoped.log"
+    exit 0
+  fi
+  sleep 0.1
+done
+exit 0
