@@ -1,0 +1,167 @@
+#include "daemon/spool_collector.h"
+
+#include <glob.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <memory>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "daemon/batch_validator.h"
+#include "daemon/hello_validator.h"
+#include "daemon/logger.h"
+#include "daemon/rank_store.h"
+#include "injector/transport/spool_file.h"
+
+namespace flopscope::daemon {
+namespace {
+
+using transport::SpoolFile;
+
+// Directories the patterns match, sorted and without repeats (glob(3) sorts each pattern's).
+std::vector<std::string> MatchingDirectories(const std::vector<std::string>& patterns) {
+  std::vector<std::string> dirs;
+  for (const std::string& pattern : patterns) {
+    if (pattern.empty()) continue;  // --collect-spools ''
+    glob_t matches{};
+    if (glob(pattern.c_str(), GLOB_ONLYDIR | GLOB_NOSORT, nullptr, &matches) == 0) {
+      for (size_t i = 0; i < matches.gl_pathc; ++i) dirs.emplace_back(matches.gl_pathv[i]);
+    }
+    globfree(&matches);
+  }
+  std::sort(dirs.begin(), dirs.end());
+  dirs.erase(std::unique(dirs.begin(), dirs.end()), dirs.end());
+  return dirs;
+}
+
+std::string Describe(const v1::SessionHello& hello) {
+  return absl::StrCat("job ", hello.job_id(), " rank ", hello.rank(), " session ",
+                      hello.session_id());
+}
+
+}  // namespace
+
+SpoolCollector::SpoolCollector(std::vector<std::string> patterns, StoreRegistry* stores,
+                               Catalog* catalog, MayWrite may_write)
+    : patterns_(std::move(patterns)),
+      stores_(stores),
+      catalog_(catalog),
+      may_write_(std::move(may_write)) {}
+
+SpoolCollector::~SpoolCollector() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+void SpoolCollector::Start(absl::Duration period) {
+  thread_ = std::thread([this, period] { Loop(period); });
+}
+
+void SpoolCollector::Loop(absl::Duration period) {
+  while (true) {
+    const Outcome outcome = CollectOnce();
+    if (outcome.files > 0) {
+      LogInfo("delivered ", outcome.files, " orphaned spool file(s): ", outcome.batches,
+              " batches, ", outcome.records, " records");
+    }
+    absl::MutexLock lock(&mu_);
+    const auto stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
+    if (mu_.AwaitWithTimeout(absl::Condition(&stop), period)) return;
+  }
+}
+
+SpoolCollector::Outcome SpoolCollector::CollectOnce() {
+  Outcome outcome;
+  for (const std::string& dir : MatchingDirectories(patterns_)) {
+    for (const std::string& path : SpoolFile::List(dir)) {
+      uid_t owner = 0;
+      std::string error;
+      std::unique_ptr<SpoolFile> file = SpoolFile::OpenOrphanOfAnyOwner(path, &owner, &error);
+      if (file == nullptr) {
+        if (!error.empty()) NoteRefusal(path, error);  // else its process still lives
+        continue;
+      }
+      if (!PrivateTo(dir, owner)) {
+        ++outcome.refused;
+        NoteRefusal(path, absl::StrCat(dir, " is not a directory of uid ", owner,
+                                       " that only it may write"));
+        continue;
+      }
+      if (absl::Status s = Deliver(*file, owner, &outcome); !s.ok()) {
+        ++outcome.refused;
+        NoteRefusal(path, s.message());
+        continue;
+      }
+      file->Remove();
+      ++outcome.files;
+    }
+  }
+  return outcome;
+}
+
+bool SpoolCollector::PrivateTo(const std::string& dir, uid_t owner) {
+  struct stat st;
+  return lstat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == owner &&
+         (st.st_mode & 022) == 0;
+}
+
+absl::Status SpoolCollector::Deliver(const SpoolFile& file, uid_t owner, Outcome* outcome) {
+  const v1::SessionHello& hello = file.hello().hello();
+  if (absl::Status s = ValidateHello(hello); !s.ok()) return s;
+  if (absl::Status s = may_write_(owner, hello.job_id()); !s.ok()) return s;
+  if (absl::Status s = stores_->CheckSpace(); !s.ok()) return s;
+  absl::StatusOr<std::shared_ptr<RankStore>> store = stores_->Acquire(hello.job_id(), hello.rank());
+  if (!store.ok()) return store.status();
+  absl::StatusOr<SessionHandle> session = (*store)->OpenSession(hello);
+  if (!session.ok()) return session.status();
+  catalog_->SessionConnected(hello, absl::GetCurrentTimeNanos()).IgnoreError();  // a listing
+  StreamTally tally;
+  absl::Status status;
+  v1::UpMessage message;
+  for (const SpoolFile::Entry& entry : file.entries()) {
+    if (entry.seq <= session->committed_seq) continue;  // the daemon has it: (session, seq)
+    if (!file.Read(entry, &message)) {
+      status = absl::DataLossError(absl::StrCat("batch seq ", entry.seq, " cannot be read"));
+      break;
+    }
+    if (!message.has_batch()) continue;
+    CommitOutcome committed;
+    status = (*store)->Commit(session->sid, message.batch(), &committed);
+    if (absl::IsInvalidArgument(status)) {
+      // Counted as a stream's rejection is; the file's later batches are still tried.
+      LogWarning("rejected from the spool of ", Describe(hello), ": ", status.message());
+      catalog_
+          ->AddRejection(hello.job_id(), hello.rank(), hello.session_id(), RejectedRule(status),
+                         BatchRecordCount(message.batch()))
+          .IgnoreError();
+      status = absl::OkStatus();
+      continue;
+    }
+    if (!status.ok()) break;  // disk full, I/O: the file stays for the next pass
+    if (committed_hook_) committed_hook_(hello, message.batch());
+    if (committed.duplicate) continue;
+    tally.received += ProducerRecordCount(message.batch());
+    ++outcome->batches;
+    outcome->records += ProducerRecordCount(message.batch());
+  }
+  const int64_t now_ns = absl::GetCurrentTimeNanos();
+  if (absl::Status s = (*store)->EndStream(session->sid, tally); !s.ok() && status.ok()) status = s;
+  catalog_->UpdateTotals(hello.job_id(), hello.rank(), (*store)->Totals(), now_ns).IgnoreError();
+  catalog_->SessionDisconnected(hello.job_id(), hello.rank(), now_ns).IgnoreError();
+  return status;
+}
+
+void SpoolCollector::NoteRefusal(const std::string& path, absl::string_view why) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!refused_.insert(path).second) return;  // said already
+  }
+  LogWarning("orphaned spool ", path, " left in place: ", why);
+}
+
+}  // namespace flopscope::daemon
