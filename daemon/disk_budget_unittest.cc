@@ -1,0 +1,53 @@
+// The disk budget's choice of jobs (disk_budget.h): oldest first, never a running job, only as
+// many as needed; and the bytes of a job's directory.
+#include "daemon/disk_budget.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "daemon/test_temp_dir.h"
+
+namespace flopscope::daemon {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+
+std::vector<JobUsage> Jobs() {
+  // Seen at 300, 100, 200 (a running one at 50): 10 + 20 + 30 + 40 = 100 bytes.
+  return {
+      {"c", 300, 10, false}, {"a", 100, 20, false}, {"b", 200, 30, false}, {"live", 50, 40, true}};
+}
+
+TEST(PlanPruneTest, NothingWhenUnderTheBudget) { EXPECT_THAT(PlanPrune(Jobs(), 100), IsEmpty()); }
+
+TEST(PlanPruneTest, OldestFinishedJobsFirstAndOnlyAsManyAsNeeded) {
+  EXPECT_THAT(PlanPrune(Jobs(), 99), ElementsAre("a"));       // 100 - 20 = 80
+  EXPECT_THAT(PlanPrune(Jobs(), 79), ElementsAre("a", "b"));  // 80 - 30 = 50
+}
+
+TEST(PlanPruneTest, NeverARunningJobEvenOverTheBudget) {
+  EXPECT_THAT(PlanPrune(Jobs(), 0), ElementsAre("a", "b", "c"));
+}
+
+TEST(PlanPruneTest, TiesGoToTheLargerJob) {
+  std::vector<JobUsage> jobs = {{"small", 7, 5, false}, {"large", 7, 50, false}};
+  EXPECT_THAT(PlanPrune(jobs, 10), ElementsAre("large"));
+}
+
+TEST(JobBytesTest, SumsTheFilesOfTheDirectoryAndZeroWhenMissing) {
+  fixtures::ScopedTempDir dir;
+  std::ofstream(dir.File("rank-00000.sqlite")) << std::string(1000, 'x');
+  std::ofstream(dir.File("rank-00000.sqlite-wal")) << std::string(24, 'y');
+  absl::StatusOr<uint64_t> bytes = JobBytes(dir.path());
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  EXPECT_EQ(*bytes, 1024u);
+  EXPECT_EQ(*JobBytes(dir.File("no-such-job")), 0u);
+}
+
+}  // namespace
+}  // namespace flopscope::daemon
