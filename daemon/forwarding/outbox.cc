@@ -1,0 +1,228 @@
+// The store-and-forward queue of a node daemon: batches committed here, waiting for the
+// aggregator's acknowledgement, in <data_dir>/outbox.sqlite (schema/outbox.sql).
+#include "daemon/forwarding/outbox.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "daemon/resume_token.h"
+#include "schema/schema_sql.h"
+
+namespace flopscope::daemon::forwarding {
+namespace {
+
+std::string SessionKey(const v1::SessionHello& hello) {
+  return absl::StrCat(hello.job_id(), std::string(1, '\0'), hello.rank(), std::string(1, '\0'),
+                      hello.session_id());
+}
+
+}  // namespace
+
+std::string OutboxPath(absl::string_view data_dir) {
+  return absl::StrCat(data_dir, "/outbox.sqlite");
+}
+
+absl::StatusOr<std::unique_ptr<Outbox>> Outbox::Open(const std::string& path, int64_t max_bytes) {
+  absl::StatusOr<std::unique_ptr<SqliteDb>> db = SqliteDb::OpenWithSchema(path, schema::koutboxSql);
+  if (!db.ok()) {
+    return absl::Status(db.status().code(),
+                        absl::StrCat("forwarding outbox ", path, ": ", db.status().message()));
+  }
+  std::unique_ptr<Outbox> outbox(new Outbox(*std::move(db), max_bytes));
+  absl::MutexLock lock(&outbox->mu_);
+  if (absl::Status s = outbox->Prepare(); !s.ok()) return s;
+  int64_t waiting = 0;
+  absl::Status summed =
+      outbox->db_->ForEachRow("SELECT COALESCE(SUM(length(batch)), 0) FROM outbox_batches",
+                              [&waiting](const SqliteStatement& row) {
+                                waiting = row.ColumnInt(0);
+                                return absl::OkStatus();
+                              });
+  if (!summed.ok()) return summed;
+  outbox->pending_bytes_ = waiting;
+  return outbox;
+}
+
+absl::Status Outbox::Prepare() {
+  return db_->PrepareAll({
+      {&find_session_,
+       "SELECT id, acked_seq FROM outbox_sessions WHERE job_id = ? AND rank = ? AND "
+       "session_id = ?"},
+      {&insert_session_,
+       "INSERT INTO outbox_sessions(job_id, rank, session_id, hello, owner_uid, upstream_token) "
+       "VALUES (?, ?, ?, ?, ?, ?)"},
+      {&insert_batch_,
+       "INSERT OR IGNORE INTO outbox_batches(session, seq, batch) VALUES (?, ?, ?)"},
+      {&pending_,
+       "SELECT batch FROM outbox_batches WHERE session = ? AND seq > ? ORDER BY seq LIMIT ?"},
+      {&acked_bytes_,
+       "SELECT COALESCE(SUM(length(batch)), 0) FROM outbox_batches WHERE session = ? AND "
+       "seq <= ?"},
+      {&delete_acked_, "DELETE FROM outbox_batches WHERE session = ? AND seq <= ?"},
+      {&raise_watermark_, "UPDATE outbox_sessions SET acked_seq = MAX(acked_seq, ?) WHERE id = ?"},
+      {&delete_batch_,
+       "DELETE FROM outbox_batches WHERE session = ? AND seq = ? RETURNING length(batch)"},
+      {&count_dropped_,
+       "UPDATE outbox_sessions SET dropped_batches = dropped_batches + 1 WHERE id = ?"},
+  });
+}
+
+absl::StatusOr<int64_t> Outbox::SessionFor(const v1::SessionHello& hello,
+                                           const OwnerLookup& owner) {
+  const std::string key = SessionKey(hello);
+  if (auto it = sessions_.find(key); it != sessions_.end()) return it->second;
+  find_session_->BindText(1, hello.job_id());
+  find_session_->BindInt(2, hello.rank());
+  find_session_->BindText(3, hello.session_id());
+  absl::StatusOr<bool> found = find_session_->Step();
+  if (!found.ok()) return found.status();
+  int64_t id = 0;
+  uint64_t acked = 0;
+  if (*found) {
+    id = find_session_->ColumnInt(0);
+    acked = find_session_->ColumnUint(1);
+    find_session_->Reset();
+  } else {
+    absl::StatusOr<uint32_t> uid = owner();
+    if (!uid.ok()) return uid.status();
+    absl::StatusOr<std::string> token = NewResumeToken();
+    if (!token.ok()) return token.status();
+    const std::string stored = SerializeHelloForStorage(hello);
+    insert_session_->BindText(1, hello.job_id());
+    insert_session_->BindInt(2, hello.rank());
+    insert_session_->BindText(3, hello.session_id());
+    insert_session_->BindBlob(4, stored);
+    insert_session_->BindInt(5, *uid);
+    insert_session_->BindText(6, *token);
+    if (absl::Status s = insert_session_->Run(); !s.ok()) return s;
+    id = sqlite3_last_insert_rowid(db_->handle());
+  }
+  sessions_[key] = id;
+  watermarks_[id] = acked;
+  return id;
+}
+
+absl::Status Outbox::Put(const v1::SessionHello& hello, const v1::Batch& batch,
+                         const OwnerLookup& owner) {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<int64_t> session = SessionFor(hello, owner);
+  if (!session.ok()) return session.status();
+  if (batch.seq() <= watermarks_[*session]) return absl::OkStatus();  // forwarded already
+  const std::string bytes = batch.SerializeAsString();
+  if (pending_bytes_ + static_cast<int64_t>(bytes.size()) > max_bytes_) {
+    if (absl::Status s = CountDropped(*session); !s.ok()) return s;
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "forwarding outbox full (", pending_bytes_, " bytes waiting, at most ", max_bytes_,
+        "): batch ", batch.seq(), " of ", hello.job_id(), " rank ", hello.rank(),
+        " stays on this node only; is the aggregator reachable? (--outbox-max-mb raises it)"));
+  }
+  insert_batch_->BindInt(1, *session);
+  insert_batch_->BindUint(2, batch.seq());
+  insert_batch_->BindBlob(3, bytes);
+  if (absl::Status s = insert_batch_->Run(); !s.ok()) return s;
+  if (sqlite3_changes(db_->handle()) > 0) pending_bytes_ += static_cast<int64_t>(bytes.size());
+  return absl::OkStatus();
+}
+
+absl::Status Outbox::CountDropped(int64_t session) {
+  count_dropped_->BindInt(1, session);
+  return count_dropped_->Run();
+}
+
+absl::StatusOr<std::vector<OutboxSession>> Outbox::SessionsWithWork() {
+  absl::MutexLock lock(&mu_);
+  std::vector<OutboxSession> sessions;
+  absl::Status s = db_->ForEachRow(
+      "SELECT id, hello, owner_uid, upstream_token, acked_seq FROM outbox_sessions s WHERE "
+      "EXISTS (SELECT 1 FROM outbox_batches b WHERE b.session = s.id) ORDER BY id",
+      [&](const SqliteStatement& row) {
+        OutboxSession session;
+        session.id = row.ColumnInt(0);
+        const absl::string_view hello = row.ColumnText(1);
+        if (!session.hello.ParseFromArray(hello.data(), static_cast<int>(hello.size()))) {
+          return absl::DataLossError(
+              absl::StrCat("forwarding outbox: the hello of session row ", session.id,
+                           " does not parse; delete outbox.sqlite to start forwarding afresh"));
+        }
+        session.owner_uid = static_cast<uint32_t>(row.ColumnInt(2));
+        session.upstream_token = row.ColumnString(3);
+        session.acked_seq = row.ColumnUint(4);
+        sessions.push_back(std::move(session));
+        return absl::OkStatus();
+      });
+  if (!s.ok()) return s;
+  return sessions;
+}
+
+absl::StatusOr<std::vector<v1::Batch>> Outbox::Pending(int64_t session, uint64_t after_seq,
+                                                       size_t max_batches) {
+  absl::MutexLock lock(&mu_);
+  pending_->BindInt(1, session);
+  pending_->BindUint(2, after_seq);
+  pending_->BindInt(3, static_cast<int64_t>(max_batches));
+  std::vector<v1::Batch> batches;
+  while (true) {
+    absl::StatusOr<bool> row = pending_->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    const absl::string_view bytes = pending_->ColumnText(0);
+    v1::Batch& batch = batches.emplace_back();
+    if (!batch.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+      pending_->Reset();
+      return absl::DataLossError(
+          absl::StrCat("forwarding outbox: a batch of session row ", session, " does not parse"));
+    }
+  }
+  return batches;
+}
+
+absl::Status Outbox::Acknowledge(int64_t session, uint64_t committed_seq) {
+  absl::MutexLock lock(&mu_);
+  acked_bytes_->BindInt(1, session);
+  acked_bytes_->BindUint(2, committed_seq);
+  absl::StatusOr<bool> row = acked_bytes_->Step();
+  if (!row.ok()) return row.status();
+  const int64_t freed = *row ? acked_bytes_->ColumnInt(0) : 0;
+  acked_bytes_->Reset();
+  delete_acked_->BindInt(1, session);
+  delete_acked_->BindUint(2, committed_seq);
+  if (absl::Status s = delete_acked_->Run(); !s.ok()) return s;
+  raise_watermark_->BindUint(1, committed_seq);
+  raise_watermark_->BindInt(2, session);
+  if (absl::Status s = raise_watermark_->Run(); !s.ok()) return s;
+  pending_bytes_ -= freed;
+  if (auto it = watermarks_.find(session); it != watermarks_.end()) {
+    it->second = std::max(it->second, committed_seq);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Outbox::DropRefused(int64_t session, uint64_t seq) {
+  absl::MutexLock lock(&mu_);
+  delete_batch_->BindInt(1, session);
+  delete_batch_->BindUint(2, seq);
+  absl::StatusOr<bool> row = delete_batch_->Step();
+  if (!row.ok()) return row.status();
+  if (!*row) return absl::OkStatus();  // not waiting (acknowledged meanwhile)
+  pending_bytes_ -= delete_batch_->ColumnInt(0);
+  delete_batch_->Reset();
+  return CountDropped(session);
+}
+
+absl::StatusOr<OutboxTotals> Outbox::Totals() {
+  absl::MutexLock lock(&mu_);
+  OutboxTotals totals;
+  totals.pending_bytes = pending_bytes_;
+  absl::Status s = db_->ForEachRow(
+      "SELECT (SELECT COUNT(*) FROM outbox_batches), "
+      "(SELECT COALESCE(SUM(dropped_batches), 0) FROM outbox_sessions)",
+      [&](const SqliteStatement& row) {
+        totals.pending_batches = row.ColumnInt(0);
+        totals.dropped_batches = row.ColumnInt(1);
+        return absl::OkStatus();
+      });
+  if (!s.ok()) return s;
+  return totals;
+}
+
+}  // namespace flopscope::daemon::forwarding
