@@ -3,7 +3,7 @@ BUILD_DIR ?= build
 BUILD_TYPE ?= RelWithDebInfo
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps configure build test demo bench dist format clean
+.PHONY: all deps configure build test demo screenshot bench dist format clean
 
 all: build
 
@@ -24,6 +24,10 @@ test: build
 
 demo: build
 	@bash scripts/demo.sh $(BUILD_DIR)
+
+# docs/images/report.png: the HTML report of the demo's job, photographed by headless Chromium.
+screenshot: build
+	@bash scripts/screenshot.sh $(BUILD_DIR)
 
 bench: build
 	@bash scripts/bench.sh $(BUILD_DIR)

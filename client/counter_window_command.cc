@@ -94,7 +94,7 @@ std::string RenderCounterWindowAnswers(const OpenCounterWindowResponse& response
 absl::StatusOr<int> CounterWindowCommand(const CounterWindowOptions& options, std::ostream& out) {
   absl::StatusOr<OpenCounterWindowRequest> request = BuildCounterWindowRequest(options);
   if (!request.ok()) return request.status();
-  const DaemonClient daemon(options.socket);
+  const DaemonClient daemon(options.socket, options.tls);
   absl::StatusOr<OpenCounterWindowResponse> response = daemon.OpenCounterWindow(*request);
   if (!response.ok()) return response.status();
   out << RenderCounterWindowAnswers(*response);

@@ -1,10 +1,12 @@
 #pragma once
 
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/tls/tls_files.h"
 #include "flopscope/v1/profiling.pb.h"
 
 namespace flopscope::client {
@@ -22,6 +24,7 @@ struct CounterWindowOptions {
   std::string metric_set;  // "" (the process's default), "full" or "cheap"
   int timeout_ms = 5000;   // how long the daemon waits for the processes' replies
   std::string socket;
+  std::optional<tls::TlsPem> tls;  // mutual TLS to a --server (client/daemon_address.h)
 };
 
 // The request for `options`, or INVALID_ARGUMENT naming what is wrong. The daemon checks the

@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/endpoint.h"
+#include "common/tls/grpc_credentials.h"
 
 namespace flopscope::client {
 namespace {
@@ -29,18 +30,28 @@ std::string DaemonClient::NormalizeSocket(const std::string& given) {
   return error ? given : absolute.lexically_normal().string();
 }
 
-DaemonClient::DaemonClient(const std::string& socket_or_target, absl::Duration rpc_timeout)
+DaemonClient::DaemonClient(const std::string& socket_or_target,
+                           const std::optional<tls::TlsPem>& tls, absl::Duration rpc_timeout)
     : socket_(NormalizeSocket(socket_or_target)),
       target_(GrpcTarget(socket_)),
+      tls_(tls.has_value()),
       rpc_timeout_(rpc_timeout) {
   grpc::ChannelArguments arguments;
   arguments.SetMaxReceiveMessageSize(kMaxReceiveBytes);
-  channel_ = grpc::CreateCustomChannel(target_, grpc::InsecureChannelCredentials(), arguments);
+  channel_ = grpc::CreateCustomChannel(target_, tls::ClientCredentials(tls), arguments);
   stub_ = flopscope::v1::Query::NewStub(channel_);
   profiling_stub_ = flopscope::v1::Profiling::NewStub(channel_);
 }
 
 absl::Status DaemonClient::UnreachableError() const {
+  if (tls_) {
+    return absl::UnavailableError(absl::StrCat(
+        "cannot reach flopscoped at ", target_,
+        " over mutual TLS: not running there (flopscoped --tcp with --tls-*), or the handshake "
+        "failed: --tls-ca must be the CA that signed the daemon's certificate (whose names must "
+        "include the host you gave), and your --tls-cert must be signed by the daemon's "
+        "--tls-ca"));
+  }
   if (!absl::StartsWith(socket_, "/")) {
     return absl::UnavailableError(
         absl::StrCat("cannot reach flopscoped at ", target_, " (not running?)"));
@@ -65,6 +76,10 @@ absl::Status DaemonClient::Translate(const grpc::Status& status, const char* met
     case grpc::StatusCode::OK:
       return absl::OkStatus();
     case grpc::StatusCode::UNAVAILABLE:
+      if (tls_) {  // gRPC's words say which side of the handshake failed
+        return absl::UnavailableError(
+            absl::StrCat(UnreachableError().message(), " (gRPC: ", status.error_message(), ")"));
+      }
       return UnreachableError();
     case grpc::StatusCode::UNIMPLEMENTED:
       return absl::UnimplementedError(absl::StrCat("flopscoped at ", target_,
@@ -121,6 +136,25 @@ absl::Status DaemonClient::GetRankReports(
   flopscope::v1::RankReport answer;
   while (reader->Read(&answer)) on_rank(std::move(answer));
   return Translate(reader->Finish(), "GetRankReports");
+}
+
+absl::Status DaemonClient::GetTrace(
+    const flopscope::v1::TraceRequest& request,
+    const std::function<absl::Status(const flopscope::v1::TraceChunk&)>& on_chunk,
+    absl::Duration trace_timeout) const {
+  grpc::ClientContext context;
+  PrepareContext(context, trace_timeout);
+  std::unique_ptr<grpc::ClientReader<flopscope::v1::TraceChunk>> reader =
+      stub_->GetTrace(&context, request);
+  flopscope::v1::TraceChunk chunk;
+  absl::Status written;
+  while (written.ok() && reader->Read(&chunk)) written = on_chunk(chunk);
+  if (!written.ok()) {
+    context.TryCancel();
+    reader->Finish().ok();  // cancelled: the writer's error is the one to report
+    return written;
+  }
+  return Translate(reader->Finish(), "GetTrace", trace_timeout);
 }
 
 absl::StatusOr<flopscope::v1::OpenCounterWindowResponse> DaemonClient::OpenCounterWindow(

@@ -2,11 +2,13 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/tls/tls_files.h"
 #include "flopscope/v1/profiling.grpc.pb.h"
 #include "flopscope/v1/query.grpc.pb.h"
 
@@ -21,7 +23,12 @@ class DaemonClient {
  public:
   // `socket_or_target`: a socket path (relative ones are made absolute) or a gRPC target.
   explicit DaemonClient(const std::string& socket_or_target,
-                        absl::Duration rpc_timeout = absl::Seconds(30));
+                        absl::Duration rpc_timeout = absl::Seconds(30))
+      : DaemonClient(socket_or_target, std::nullopt, rpc_timeout) {}
+  // With `tls`: a daemon's TCP port (`--server`, client/daemon_address.h) over mutual TLS with
+  // these files; nullopt: no channel security (a unix socket).
+  DaemonClient(const std::string& socket_or_target, const std::optional<tls::TlsPem>& tls,
+               absl::Duration rpc_timeout = absl::Seconds(30));
 
   // OK when a connection to the daemon is established within `timeout` (`flopscope run` uses it
   // to warn early; it never waits long, since the job should not be delayed).
@@ -35,6 +42,13 @@ class DaemonClient {
   // arrives, in rank order. The RPC timeout covers the whole stream.
   absl::Status GetRankReports(const flopscope::v1::ReportRequest& request,
                               const std::function<void(flopscope::v1::RankReport)>& on_rank) const;
+  // The raw timeline of a job (`flopscope export`), each chunk handed to `on_chunk` as it
+  // arrives; `on_chunk` returning an error stops the stream and is returned. The deadline is
+  // `trace_timeout` for the whole stream (an export of millions of records takes a while).
+  absl::Status GetTrace(
+      const flopscope::v1::TraceRequest& request,
+      const std::function<absl::Status(const flopscope::v1::TraceChunk&)>& on_chunk,
+      absl::Duration trace_timeout = absl::Minutes(30)) const;
   // Waits for the daemon's own wait for the processes' replies (request.timeout_ms) on top of
   // the usual RPC timeout.
   absl::StatusOr<flopscope::v1::OpenCounterWindowResponse> OpenCounterWindow(
@@ -62,6 +76,7 @@ class DaemonClient {
 
   std::string socket_;  // as the user would pass it to `flopscoped --socket`
   std::string target_;  // as gRPC reads it
+  bool tls_ = false;    // mutual TLS to a --server
   absl::Duration rpc_timeout_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<flopscope::v1::Query::Stub> stub_;

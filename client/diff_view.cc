@@ -40,6 +40,22 @@ void Optional(JsonWriter& json, const char* key, std::optional<double> value) {
   }
 }
 
+// "steps 1-9" / "step 3" / "whole run (no step marked)": the steps a side's medians come from.
+std::string StepsOf(const Profile& profile) {
+  const StepScope& steps = profile.step_scope;
+  if (steps.last_step < steps.first_step) return "whole run (no step marked)";
+  if (steps.last_step == steps.first_step) return absl::StrCat("step ", steps.first_step);
+  return absl::StrCat("steps ", steps.first_step, "-", steps.last_step);
+}
+
+void WriteSteps(const Profile& profile, JsonWriter& json) {
+  json.BeginObject();
+  json.Key("first").Int(profile.step_scope.first_step);
+  json.Key("last").Int(profile.step_scope.last_step);
+  json.Key("note").String(profile.warmup_note);
+  json.EndObject();
+}
+
 }  // namespace
 
 std::vector<ModuleDiff> DiffProfiles(const Profile& a, const Profile& b) {
@@ -84,6 +100,10 @@ std::string RenderDiff(const Profile& a, const Profile& b, const std::vector<Mod
     json.Key("iter_latency_s").BeginObject();
     Optional(json, "a", a.iter_latency_s.value);
     Optional(json, "b", b.iter_latency_s.value);
+    json.EndObject().Key("steps").BeginObject().Key("a");
+    WriteSteps(a, json);
+    json.Key("b");
+    WriteSteps(b, json);
     json.EndObject().Key("modules").BeginArray();
     for (const ModuleDiff& row : rows) {
       json.BeginObject().Key("path").String(row.path);
@@ -107,13 +127,15 @@ std::string RenderDiff(const Profile& a, const Profile& b, const std::vector<Mod
                   Text(Rate(row.flops_a, row.latency_a), FlopsToString),
                   Text(Rate(row.flops_b, row.latency_b), FlopsToString)});
   }
-  return absl::StrCat("flopscope diff: A = job ", PrintableForTerminal(a.job_id), ", B = job ",
-                      PrintableForTerminal(b.job_id), " (per step, sorted by latency change)\n",
-                      "iter latency: ", Text(a.iter_latency_s.value, DurationToString), " -> ",
-                      Text(b.iter_latency_s.value, DurationToString),
-                      "; fwd+bwd FLOPS per GPU: ", Text(a.fwd_bwd_flops_per_s.value, FlopsToString),
-                      " -> ", Text(b.fwd_bwd_flops_per_s.value, FlopsToString), "\n",
-                      table.Render());
+  return absl::StrCat(
+      "flopscope diff: A = job ", PrintableForTerminal(a.job_id), ", B = job ",
+      PrintableForTerminal(b.job_id),
+      " (forward latency, medians per step, sorted by latency change)\n", "steps: A ", StepsOf(a),
+      ", B ", StepsOf(b), a.warmup_note.empty() ? "" : absl::StrCat(" (", a.warmup_note, ")"), "\n",
+      "iter latency: ", Text(a.iter_latency_s.value, DurationToString), " -> ",
+      Text(b.iter_latency_s.value, DurationToString),
+      "; fwd+bwd FLOPS per GPU: ", Text(a.fwd_bwd_flops_per_s.value, FlopsToString), " -> ",
+      Text(b.fwd_bwd_flops_per_s.value, FlopsToString), "\n", table.Render());
 }
 
 }  // namespace flopscope::client

@@ -21,7 +21,9 @@ struct ModuleDiff {
 std::vector<ModuleDiff> DiffProfiles(const Profile& a, const Profile& b);
 
 // text: a table plus the iteration latency and fwd+bwd FLOPS before and after;
+// both over the same --steps window as `report` (medians per step, warm-up left out by default);
 // json: {"a": "", "b": "", "iter_latency_s": {"a": x|null, "b": x|null},
+//        "steps": {"a": {"first": n, "last": n, "note": ""}, "b": {...}},
 //        "modules": [{"path": "", "latency_s_a": x|null, "latency_s_b": x|null, "flops_a": ..,
 //                     "flops_b": .., "flops_per_s_a": .., "flops_per_s_b": .., "impact_s": x}]}
 std::string RenderDiff(const Profile& a, const Profile& b, const std::vector<ModuleDiff>& rows,

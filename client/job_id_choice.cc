@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/job_id.h"
 
@@ -18,7 +20,54 @@ std::string_view Basename(std::string_view command) {
   return slash == std::string_view::npos ? command : command.substr(slash + 1);
 }
 
+constexpr char kRunSuffix[] = ".run";
+
+// N of `<job>.run<N>` (N >= 2), 1 for `<job>` itself, 0 for any other id.
+int RunNumberOf(const std::string& job_id, const std::string& held) {
+  if (held == job_id) return 1;
+  const std::string prefix = job_id + kRunSuffix;
+  int number = 0;
+  if (!absl::StartsWith(held, prefix)) return 0;
+  const std::string digits = held.substr(prefix.size());
+  if (digits.empty() || digits[0] == '0' || !absl::SimpleAtoi(digits, &number)) return 0;
+  return number >= 2 ? number : 0;
+}
+
 }  // namespace
+
+RunNumber NumberRun(const std::string& job_id, std::optional<int32_t> rank,
+                    const std::vector<HeldRun>& held) {
+  const HeldRun* latest = nullptr;
+  int latest_number = 0;
+  for (const HeldRun& run : held) {
+    const int number = RunNumberOf(job_id, run.job_id);
+    if (number > latest_number) latest_number = number, latest = &run;
+  }
+  if (latest == nullptr) return {job_id, ""};
+  const bool holds_rank =
+      !rank || std::find(latest->ranks.begin(), latest->ranks.end(), *rank) != latest->ranks.end();
+  if (latest->live || !holds_rank) return {latest->job_id, ""};
+  const std::string next = absl::StrCat(job_id, kRunSuffix, latest_number + 1);
+  const std::string earlier =
+      absl::StrCat("job ", latest->job_id, " has already run",
+                   rank ? absl::StrCat(" with rank ", *rank) : std::string(), " and finished");
+  if (!JobIdProblem(next).empty()) {
+    return {job_id, absl::StrCat("warning: ", earlier, "; this run is merged into it (", next,
+                                 " would be too long: give each run its own --job)")};
+  }
+  return {next, absl::StrCat(earlier, "; this run is job ", next, " (flopscope report ", next,
+                             "; give each run its own --job to name it)")};
+}
+
+std::optional<int32_t> RankFromEnvironment(const Environment& env) {
+  for (const char* variable : {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"}) {
+    const std::optional<std::string> text = env.GetNonEmpty(variable);
+    if (!text) continue;
+    int32_t rank = 0;  // the first variable set decides, as in the injector
+    return absl::SimpleAtoi(*text, &rank) && rank >= 0 ? std::optional(rank) : std::nullopt;
+  }
+  return std::nullopt;
+}
 
 std::string GenerateJobId(std::string_view command, absl::Time now, absl::TimeZone zone,
                           int64_t pid) {

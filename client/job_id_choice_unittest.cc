@@ -1,6 +1,7 @@
 #include "client/job_id_choice.h"
 
 #include <string>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -96,6 +97,57 @@ TEST(ChooseJobIdTest, GeneratesWhenNothingNamesTheJob) {
   EXPECT_EQ(choice.source, JobIdChoice::Source::kGenerated);
   EXPECT_EQ(choice.job_id, "train-20240501-120003");
   EXPECT_TRUE(choice.export_to_command);
+}
+
+// Item 8 of issue 14: a second run under a finished job's id is kept apart; ranks of one run that
+// start at different times, and restarts while the run goes on, stay in their run.
+TEST(NumberRunTest, ANewJobIdIsUsedAsGiven) {
+  const RunNumber number = NumberRun("bert", 0, {{"other", false, {0}}, {"bert-2", false, {0}}});
+  EXPECT_EQ(number.job_id, "bert");
+  EXPECT_EQ(number.notice, "");
+}
+
+TEST(NumberRunTest, ASecondRunOfAFinishedJobGetsTheNextRunNumber) {
+  const std::vector<HeldRun> finished = {{"bert", false, {0, 1}}};
+  const RunNumber second = NumberRun("bert", 1, finished);
+  EXPECT_EQ(second.job_id, "bert.run2");
+  EXPECT_TRUE(absl::StrContains(second.notice, "this run is job bert.run2")) << second.notice;
+  EXPECT_TRUE(absl::StrContains(second.notice, "--job")) << second.notice;
+  // Unknown rank (a launcher under flopscope run): the whole job, so a new run too.
+  EXPECT_EQ(NumberRun("bert", std::nullopt, finished).job_id, "bert.run2");
+  // Every earlier run finished: one above the latest, whatever order the daemon lists them in.
+  const std::vector<HeldRun> three = {
+      {"bert.run3", false, {0}}, {"bert", false, {0}}, {"bert.run2", false, {0}}};
+  EXPECT_EQ(NumberRun("bert", 0, three).job_id, "bert.run4");
+}
+
+TEST(NumberRunTest, RanksOfOneRunAndRestartsStayInTheirRun) {
+  // Rank 1 starts after rank 0 of the same run finished: the run does not hold rank 1 yet.
+  EXPECT_EQ(NumberRun("bert", 1, {{"bert", false, {0}}}).job_id, "bert");
+  // Rank 0 restarts while rank 1 still runs: the run is live.
+  EXPECT_EQ(NumberRun("bert", 0, {{"bert", true, {0, 1}}}).job_id, "bert");
+  // A rank of the second run joins it, live or not, when it does not hold that rank yet.
+  const std::vector<HeldRun> second = {{"bert", false, {0, 1}}, {"bert.run2", false, {0}}};
+  const RunNumber joined = NumberRun("bert", 1, second);
+  EXPECT_EQ(joined.job_id, "bert.run2");
+  EXPECT_EQ(joined.notice, "");
+  // Ids that only look like runs of the job are not.
+  EXPECT_EQ(NumberRun("bert", 0, {{"bert.run02", false, {0}}, {"bert.runx", false, {0}}}).job_id,
+            "bert");
+}
+
+TEST(NumberRunTest, AnIdTooLongForARunNumberIsMergedAndSaid) {
+  const std::string longest(kMaxJobIdLength, 'j');
+  const RunNumber number = NumberRun(longest, 0, {{longest, false, {0}}});
+  EXPECT_EQ(number.job_id, longest);
+  EXPECT_TRUE(absl::StartsWith(number.notice, "warning: ")) << number.notice;
+}
+
+TEST(RankFromEnvironmentTest, TheInjectorsOrderAndNothingWhenUnset) {
+  EXPECT_EQ(RankFromEnvironment(Environment::FromEntries({"PMI_RANK=3", "RANK=5"})), 5);
+  EXPECT_EQ(RankFromEnvironment(Environment::FromEntries({"SLURM_PROCID=2"})), 2);
+  EXPECT_EQ(RankFromEnvironment(Environment::FromEntries({})), std::nullopt);
+  EXPECT_EQ(RankFromEnvironment(Environment::FromEntries({"RANK=x"})), std::nullopt);
 }
 
 }  // namespace

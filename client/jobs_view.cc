@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/human_format.h"
+#include "client/loss_cause_names.h"
 #include "client/text_table.h"
 #include "common/json/json_writer.h"
 #include "common/utf8.h"
@@ -20,6 +21,10 @@ std::string RenderJobsText(const flopscope::v1::ListJobsResponse& jobs, absl::Ti
                   absl::StrCat(job.range_events()), absl::StrCat(job.kernels()),
                   absl::StrCat(job.lost_records()), absl::StrCat(job.rejected_records()),
                   FormatTimestamp(job.last_seen_ns(), zone)});
+    if (job.sessions_without_final() > 0) {
+      absl::StrAppend(&rejected, PrintableForTerminal(job.job_id()), ": ",
+                      SessionsWithoutFinalNote(job.sessions_without_final()), "\n");
+    }
     if (job.rejected_batches() == 0) continue;
     absl::StrAppend(&rejected, PrintableForTerminal(job.job_id()),
                     ": rejected by daemon: ", job.rejected_batches(),
@@ -43,6 +48,7 @@ std::string RenderJobsJson(const flopscope::v1::ListJobsResponse& jobs) {
     json.Key("lost").Uint(job.lost_records());
     json.Key("rejected_batches").Uint(job.rejected_batches());
     json.Key("rejected_records").Uint(job.rejected_records());
+    json.Key("sessions_without_final").Uint(job.sessions_without_final());
     json.Key("first_seen_ns").Int(job.first_seen_ns());
     json.Key("last_seen_ns").Int(job.last_seen_ns());
     json.EndObject();

@@ -19,7 +19,7 @@ absl::Status KernelsCommand(const ReportOptions& options, flopscope::v1::ReportR
   }
   request.set_kernels_of(options.kernels_of);
   request.set_top_kernels(static_cast<uint32_t>(options.top_kernels));
-  const DaemonClient daemon(options.socket);
+  const DaemonClient daemon(options.socket, options.tls);
   absl::StatusOr<flopscope::v1::Report> report = daemon.GetReport(request);
   if (!report.ok()) return report.status();
   const std::string text =

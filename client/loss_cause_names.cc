@@ -35,9 +35,35 @@ std::string LossCauseDescription(int cause) {
       return "dropped by CUPTI";
     case LossCause::LOSS_CAUSE_EXIT_UNDELIVERED:
       return "still unsent when the process exited";
+    case LossCause::LOSS_CAUSE_COUNTER_UNMATCHED:
+      return "counter ranges and launches did not pair up";
+    case LossCause::LOSS_CAUSE_NOT_ARRIVED:
+      return "queued by a process whose stream ended without a final batch, never arrived";
+    case LossCause::LOSS_CAUSE_ENDED_WITHOUT_FINAL:
+      return "sessions that ended without a final batch (killed, _exit or exec)";
     default:
       return "unknown cause";
   }
+}
+
+bool CountsSessions(int cause) {
+  return cause == flopscope::v1::LossCause::LOSS_CAUSE_ENDED_WITHOUT_FINAL;
+}
+
+uint64_t SessionsWithoutFinal(
+    const google::protobuf::RepeatedPtrField<flopscope::v1::LossCounter>& losses) {
+  uint64_t sessions = 0;
+  for (const auto& loss : losses) {
+    if (CountsSessions(loss.cause())) sessions += loss.records();
+  }
+  return sessions;
+}
+
+std::string SessionsWithoutFinalNote(uint64_t sessions) {
+  if (sessions == 0) return "";
+  return absl::StrCat(sessions, sessions == 1 ? " session" : " sessions",
+                      " ended without a final batch (killed, _exit or exec?): records recorded "
+                      "after its last delivery are missing");
 }
 
 }  // namespace flopscope::client

@@ -13,4 +13,15 @@ std::string LossCauseName(int cause);
 // What a person should make of it, one short phrase ("the injector's buffer was full").
 std::string LossCauseDescription(int cause);
 
+// LOSS_CAUSE_ENDED_WITHOUT_FINAL counts sessions, not records: views show it on its own and
+// leave it out of record totals.
+bool CountsSessions(int cause);
+
+// The sessions of `losses` whose stream ended without a final batch.
+uint64_t SessionsWithoutFinal(
+    const google::protobuf::RepeatedPtrField<flopscope::v1::LossCounter>& losses);
+
+// The one-line note views print for them ("" when there are none).
+std::string SessionsWithoutFinalNote(uint64_t sessions);
+
 }  // namespace flopscope::client

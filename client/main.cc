@@ -11,12 +11,14 @@
 #include "absl/time/clock.h"
 #include "client/counter_window_command.h"
 #include "client/counters_command.h"
+#include "client/daemon_address.h"
 #include "client/environment.h"
 #include "client/injector_locator.h"
 #include "client/profile_commands.h"
 #include "client/query_commands.h"
 #include "client/run_arguments.h"
 #include "client/run_command.h"
+#include "client/trace_export/export_command.h"
 #include "common/endpoint.h"
 #include "common/version.h"
 #include "importer/import_command.h"
@@ -37,6 +39,8 @@ struct CommandLine {
   CLI::App* diff = nullptr;
   CLI::App* profile = nullptr;
   CLI::App* counters = nullptr;
+  CLI::App* export_trace = nullptr;
+  client::ExportOptions export_options;
   client::CountersOptions counters_options;
   client::DiffOptions diff_options;
   client::CounterWindowOptions profile_options;
@@ -47,11 +51,50 @@ struct CommandLine {
   client::RanksOptions ranks_options;
   flopscope::importer::ImportOptions import_options;
   bool import_no_progress = false;
+  // --socket, --server and --tls-* of whichever command was given (only one is parsed).
+  client::DaemonAddressFlags address;
 };
 
 std::string SocketHelp() {
-  return "daemon socket path or gRPC target (default: $FLOPSCOPE_SOCKET, else " +
+  return "daemon socket path or gRPC target (default: $FLOPSCOPE_SOCKET, else the node "
+         "daemon's /run/flopscope/flopscope.sock, or a personal daemon's "
+         "$XDG_RUNTIME_DIR/flopscope.sock; here: " +
          flopscope::DefaultSocketPath() + ")";
+}
+
+// --socket, or --server with its --tls-* files: which daemon a command talks to.
+void AddDaemonAddress(CLI::App* command, CommandLine& line) {
+  client::DaemonAddressFlags& address = line.address;
+  command->add_option("--socket", address.socket, SocketHelp());
+  command->add_option("--server", address.server,
+                      "ask the daemon at HOST:PORT over mutual TLS instead (an aggregator, or "
+                      "flopscoped --tcp on another host; default: $FLOPSCOPE_SERVER)");
+  command->add_option("--tls-cert", address.tls.cert,
+                      "with --server: your PEM certificate (default: $FLOPSCOPE_TLS_CERT)");
+  command->add_option("--tls-key", address.tls.key,
+                      "with --server: its PEM private key (default: $FLOPSCOPE_TLS_KEY)");
+  command->add_option("--tls-ca", address.tls.ca,
+                      "with --server: the PEM CA that signed the daemon's certificate (default: "
+                      "$FLOPSCOPE_TLS_CA)");
+}
+
+// The daemon address into every command's options (only the parsed one is used).
+absl::Status ResolveAddress(CommandLine& line) {
+  absl::StatusOr<client::DaemonAddress> address =
+      client::ResolveDaemonAddress(line.address, client::Environment::FromProcess());
+  if (!address.ok()) return address.status();
+  auto assign = [&address](auto& options) {
+    options.socket = address->socket;
+    options.tls = address->tls;
+  };
+  assign(line.jobs_options);
+  assign(line.report_options);
+  assign(line.ranks_options);
+  assign(line.diff_options);
+  assign(line.profile_options);
+  assign(line.export_options);
+  assign(line.import_options);
+  return absl::OkStatus();
 }
 
 void AddRun(CLI::App& app, CommandLine& line) {
@@ -61,7 +104,11 @@ void AddRun(CLI::App& app, CommandLine& line) {
       "CMD's own");
   line.run->add_option("--job", line.run_options.job_id,
                        "job id (default: FLOPSCOPE_JOB_ID, SLURM_JOB_ID, TORCHELASTIC_RUN_ID, "
-                       "else <cmd>-<YYYYmmdd-HHMMSS>)");
+                       "else <cmd>-<YYYYmmdd-HHMMSS>-<pid>); a second run under the id of a "
+                       "finished job becomes <job>.run2, .run3, ... (said on stderr)");
+  line.run->add_flag("--append", line.run_options.append,
+                     "record into the job id as given even when a finished run holds it (a "
+                     "rank restarted by hand) instead of starting <job>.run<N>");
   line.run->add_option("--socket", line.run_options.socket, SocketHelp());
   line.run->add_flag("--torch", line.run_options.torch,
                      "record PyTorch modules, steps and phases with no change to CMD: every "
@@ -72,25 +119,24 @@ void AddRun(CLI::App& app, CommandLine& line) {
 }
 
 void AddJobs(CLI::App& app, CommandLine& line) {
-  line.jobs_options.socket = flopscope::DefaultSocketPath();
   line.jobs = app.add_subcommand("jobs", "List the jobs the daemon has recorded");
-  line.jobs->add_option("--socket", line.jobs_options.socket, SocketHelp());
+  AddDaemonAddress(line.jobs, line);
   line.jobs->add_option("--format", line.jobs_options.format, "text or json")
       ->check(CLI::IsMember({"text", "json"}));
 }
 
 void AddReport(CLI::App& app, CommandLine& line) {
   client::ReportOptions& options = line.report_options;
-  options.socket = flopscope::DefaultSocketPath();
   line.report = app.add_subcommand("report", "Print a job's module tree, steps and phases");
   line.report->add_option("JOB", options.job_id, "job id (see: flopscope jobs)")->required();
   line.report->add_option("--rank", options.ranks, "only this rank (repeatable; default: all)")
       ->allow_extra_args(false);
-  line.report->add_option("--socket", options.socket, SocketHelp());
+  AddDaemonAddress(line.report, line);
   line.report
       ->add_option("--format", options.format,
-                   "text, json or csv (DeepSpeed-style profile), or tree (the module tree)")
-      ->check(CLI::IsMember({"text", "json", "csv", "tree"}));
+                   "text, json or csv (DeepSpeed-style profile), html (one self-contained page "
+                   "of charts, for a browser), or tree (the module tree)")
+      ->check(CLI::IsMember({"text", "json", "csv", "html", "tree"}));
   line.report->add_option("-o,--output", options.output, "write to FILE instead of stdout");
   line.report
       ->add_option("--depth", options.depth,
@@ -122,10 +168,9 @@ void AddReport(CLI::App& app, CommandLine& line) {
 
 void AddRanks(CLI::App& app, CommandLine& line) {
   client::RanksOptions& options = line.ranks_options;
-  options.socket = flopscope::DefaultSocketPath();
   line.ranks = app.add_subcommand("ranks", "One line per rank of a job");
   line.ranks->add_option("JOB", options.job_id, "job id (see: flopscope jobs)")->required();
-  line.ranks->add_option("--socket", options.socket, SocketHelp());
+  AddDaemonAddress(line.ranks, line);
   line.ranks->add_option("--format", options.format, "text or json")
       ->check(CLI::IsMember({"text", "json"}));
   line.ranks->add_option("--slow-pct", options.slow_pct,
@@ -140,14 +185,17 @@ void AddRanks(CLI::App& app, CommandLine& line) {
 
 void AddDiff(CLI::App& app, CommandLine& line) {
   client::DiffOptions& options = line.diff_options;
-  options.socket = flopscope::DefaultSocketPath();
   line.diff = app.add_subcommand(
       "diff", "Per module latency, FLOPs and FLOPS of job A against job B, by impact");
   line.diff->add_option("JOB_A", options.job_a, "the job before")->required();
   line.diff->add_option("JOB_B", options.job_b, "the job after")->required();
   line.diff->add_option("--rank", options.rank, "only this rank of each job (default: all)")
       ->check(CLI::NonNegativeNumber);
-  line.diff->add_option("--socket", options.socket, SocketHelp());
+  line.diff->add_option(
+      "--steps", options.steps,
+      "A:B, A:, :B or A, as in `report --steps`: both jobs' medians per step over those steps "
+      "(default 1:, step 0 being warm-up)");
+  AddDaemonAddress(line.diff, line);
   line.diff->add_option("--format", options.format, "text or json")
       ->check(CLI::IsMember({"text", "json"}));
   line.diff->add_option("-o,--output", options.output, "write to FILE instead of stdout");
@@ -155,7 +203,6 @@ void AddDiff(CLI::App& app, CommandLine& line) {
 
 void AddProfile(CLI::App& app, CommandLine& line) {
   client::CounterWindowOptions& options = line.profile_options;
-  options.socket = flopscope::DefaultSocketPath();
   line.profile = app.add_subcommand(
       "profile",
       "Count FLOPs with hardware counters over the next N steps of a running job's ranks; "
@@ -177,7 +224,7 @@ void AddProfile(CLI::App& app, CommandLine& line) {
       ->add_option("--timeout-ms", options.timeout_ms,
                    "how long to wait for the processes' replies (default 5000)")
       ->check(CLI::Range(1, 60000));
-  line.profile->add_option("--socket", options.socket, SocketHelp());
+  AddDaemonAddress(line.profile, line);
 }
 
 int Profile(const client::CounterWindowOptions& options) {
@@ -214,9 +261,29 @@ int Counters(client::CountersOptions options) {
   return client::ExitCodeFor(status);
 }
 
+void AddExport(CLI::App& app, CommandLine& line) {
+  client::ExportOptions& options = line.export_options;
+  line.export_trace = app.add_subcommand(
+      "export",
+      "Write a job's timeline (ranges per thread, kernels per GPU stream, launch flows, step "
+      "time and FLOPS counters) for ui.perfetto.dev or chrome://tracing");
+  line.export_trace->add_option("JOB", options.job_id, "job id (see: flopscope jobs)")->required();
+  line.export_trace
+      ->add_option("--rank", options.ranks, "only this rank (repeatable; default: all)")
+      ->allow_extra_args(false);
+  line.export_trace->add_option("--steps", options.steps,
+                                "A:B, A:, :B or A (inclusive, 0-based `step` ranges): only what "
+                                "overlaps those steps (default: the whole run)");
+  line.export_trace
+      ->add_option("--format", options.format,
+                   "perfetto (protobuf trace, default) or chrome (trace-event JSON)")
+      ->check(CLI::IsMember({"perfetto", "chrome"}));
+  line.export_trace->add_option("-o,--output", options.output, "the file to write")->required();
+  AddDaemonAddress(line.export_trace, line);
+}
+
 void AddImport(CLI::App& app, CommandLine& line) {
   flopscope::importer::ImportOptions& options = line.import_options;
-  options.socket = flopscope::DefaultSocketPath();
   line.import = app.add_subcommand(
       "import",
       "Load PyTorch-profiler (Kineto) JSON traces (.json, .json.gz) or Nsight Systems SQLite "
@@ -226,7 +293,7 @@ void AddImport(CLI::App& app, CommandLine& line) {
   line.import->add_option("--rank", options.rank,
                           "rank of the first file, the next files follow (default: from each "
                           "trace's distributedInfo)");
-  line.import->add_option("--socket", options.socket, SocketHelp());
+  AddDaemonAddress(line.import, line);
   line.import->add_flag("--no-progress", line.import_no_progress, "no progress bar");
 }
 
@@ -285,6 +352,7 @@ int main(int argc, char** argv) {
   AddDiff(app, line);
   AddProfile(app, line);
   AddCounters(app, line);
+  AddExport(app, line);
 
   std::vector<std::string> args = SplitOffRunCommand({argv, argv + argc}, line);
   std::vector<char*> cli_argv;
@@ -296,11 +364,15 @@ int main(int argc, char** argv) {
   }
 
   if (line.run->parsed()) return Run(line.run_options);
-  if (line.jobs->parsed()) return Fail(client::JobsCommand(line.jobs_options));
+  if (line.counters->parsed()) return Counters(line.counters_options);
+  if (absl::Status s = ResolveAddress(line); !s.ok()) return Fail(s);
   if (line.import->parsed()) return Import(line);
+  if (line.jobs->parsed()) return Fail(client::JobsCommand(line.jobs_options));
   if (line.ranks->parsed()) return Fail(client::RanksCommand(line.ranks_options));
   if (line.diff->parsed()) return Fail(client::DiffCommand(line.diff_options));
   if (line.profile->parsed()) return Profile(line.profile_options);
-  if (line.counters->parsed()) return Counters(line.counters_options);
+  if (line.export_trace->parsed()) {
+    return Fail(client::ExportCommand(line.export_options, std::cout));
+  }
   return Fail(client::ReportCommand(line.report_options));
 }

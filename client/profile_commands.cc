@@ -11,7 +11,9 @@
 #include "client/deepspeed_format.h"
 #include "client/diff_view.h"
 #include "client/group_profiles.h"
+#include "client/html_report.h"
 #include "client/output_file.h"
+#include "client/per_rank_export.h"
 #include "client/profile_export.h"
 #include "client/profile_text.h"
 #include "client/report_json.h"
@@ -31,9 +33,8 @@ absl::StatusOr<ProfileOptions> ToProfileOptions(const ReportOptions& options) {
   return ParseProfileOptions(options.peak_tflops, options.precision);
 }
 
-absl::StatusOr<Report> ReportOf(const DaemonClient& daemon, const std::string& job,
-                                const std::vector<int>& ranks,
-                                const std::optional<StepWindow>& steps = std::nullopt) {
+flopscope::v1::ReportRequest RequestOf(const std::string& job, const std::vector<int>& ranks,
+                                       const std::optional<StepWindow>& steps) {
   flopscope::v1::ReportRequest request;
   request.set_job_id(job);
   for (int rank : ranks) request.add_ranks(rank);
@@ -41,7 +42,13 @@ absl::StatusOr<Report> ReportOf(const DaemonClient& daemon, const std::string& j
     request.set_first_step(steps->first);
     if (steps->last) request.set_last_step(*steps->last);
   }
-  return daemon.GetReport(request);
+  return request;
+}
+
+absl::StatusOr<Report> ReportOf(const DaemonClient& daemon, const std::string& job,
+                                const std::vector<int>& ranks,
+                                const std::optional<StepWindow>& steps = std::nullopt) {
+  return daemon.GetReport(RequestOf(job, ranks, steps));
 }
 
 // The steps a report covers when --steps is not given: from step 1 (step 0 is warm-up), else
@@ -99,10 +106,34 @@ std::string WithDrops(std::string text, const Report& report) {
   return text + RenderDropsText(report);
 }
 
-std::string Render(const Report& report, const Profile& profile, const ReportOptions& options) {
+// The report document (--format json), and the HTML page that embeds it: the profile, then each
+// rank's own figures over the same steps (`per_rank`, one more request) and the text report's
+// line per module (`text_rows`, the page's hover text).
+absl::StatusOr<std::string> RenderDocument(const DaemonClient& daemon, const Report& report,
+                                           const Profile& profile, const ReportOptions& options,
+                                           const flopscope::v1::ReportRequest& request) {
+  absl::StatusOr<ProfileOptions> profile_options = ToProfileOptions(options);
+  if (!profile_options.ok()) return profile_options.status();
+  absl::StatusOr<std::vector<RankLatencies>> ranks =
+      FetchRankLatencies(daemon, request, *profile_options);
+  if (!ranks.ok()) return ranks.status();
+  std::string document = RenderReportJson(report, [&](JsonWriter& json) {
+    WriteProfileJson(profile, json);
+    WritePerRankJson(profile, *ranks, report, json);
+    json.Key("text_rows").BeginArray();
+    for (size_t i = 0; i < profile.modules.size(); ++i) json.String(DetailedRow(profile, i));
+    json.EndArray();
+  });
+  if (options.format == "json") return document;
+  return RenderReportHtml(document, options.job_id);
+}
+
+absl::StatusOr<std::string> Render(const DaemonClient& daemon, const Report& report,
+                                   const Profile& profile, const ReportOptions& options,
+                                   const flopscope::v1::ReportRequest& request) {
   if (options.format == "csv") return RenderProfileCsv(profile);
-  if (options.format == "json") {
-    return RenderReportJson(report, [&](JsonWriter& json) { WriteProfileJson(profile, json); });
+  if (options.format == "json" || options.format == "html") {
+    return RenderDocument(daemon, report, profile, options, request);
   }
   return WithDrops(RenderProfileText(profile, {.depth = options.depth, .top = options.top}),
                    report);
@@ -212,7 +243,8 @@ absl::StatusOr<std::string> RenderProfileReport(const DaemonClient& daemon,
     if (!report.ok()) return report.status();
     Profile profile = BuildProfile(*report, *profile_options);
     profile.warmup_note = chosen->note;
-    return Render(*report, profile, options);
+    return Render(daemon, *report, profile, options,
+                  RequestOf(options.job_id, options.ranks, *steps));
   }
   absl::StatusOr<int> group = ParseGroup(options.group);
   if (!group.ok()) return group.status();
@@ -233,7 +265,12 @@ absl::StatusOr<std::string> RenderProfileReport(const DaemonClient& daemon,
     if (!profile.ok()) return profile.status();
     absl::StatusOr<Report> report = ReportOf(daemon, options.job_id, replica->second, *steps);
     if (!report.ok()) return report.status();
-    return Render(*report, *profile, options);
+    return Render(daemon, *report, *profile, options,
+                  RequestOf(options.job_id, replica->second, *steps));
+  }
+  if (options.format == "html") {
+    return absl::InvalidArgumentError(
+        "--format html shows one profile: use it without --group dp (or with --group mp:K)");
   }
   std::vector<Profile> profiles;
   std::vector<std::vector<int>> replica_ranks;
@@ -252,17 +289,23 @@ absl::Status DiffCommand(const DiffOptions& options) {
     return absl::InvalidArgumentError(
         absl::StrCat("--format '", options.format, "' is not known (use text or json)"));
   }
+  absl::StatusOr<std::optional<StepWindow>> asked = ParseStepWindow(options.steps);
+  if (!asked.ok()) return asked.status();
   std::vector<Profile> profiles;
-  const DaemonClient daemon(options.socket);
+  const DaemonClient daemon(options.socket, options.tls);
   for (const std::string& job : {options.job_a, options.job_b}) {
     if (std::string problem = JobIdProblem(job); !problem.empty()) {
       return absl::InvalidArgumentError(absl::StrCat("job '", job, "': ", problem));
     }
     std::vector<int> ranks;
     if (options.rank >= 0) ranks.push_back(options.rank);
-    absl::StatusOr<Report> report = ReportOf(daemon, job, ranks);
+    // The report's steps and statistic: medians per step, warm-up left out unless --steps.
+    absl::StatusOr<ChosenSteps> chosen = ChooseSteps(daemon, job, ranks, *asked);
+    if (!chosen.ok()) return chosen.status();
+    absl::StatusOr<Report> report = ReportOf(daemon, job, ranks, chosen->window);
     if (!report.ok()) return report.status();
     profiles.push_back(BuildProfile(*report, {}));
+    profiles.back().warmup_note = chosen->note;
   }
   return WriteOutput(
       options.output,

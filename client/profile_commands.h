@@ -26,7 +26,9 @@ struct DiffOptions {
   std::string job_a;
   std::string job_b;
   int rank = -1;
+  std::string steps;  // as `report --steps`, the same window in both jobs; "": warm-up left out
   std::string socket;
+  std::optional<tls::TlsPem> tls;  // mutual TLS to a --server (client/daemon_address.h)
   std::string format = "text";
   std::string output;
 };

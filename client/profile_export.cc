@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 
@@ -73,14 +72,6 @@ void WriteCountedSummary(const Profile& profile, JsonWriter& json) {
   json.EndArray();
 }
 
-// The job's precisions, each a CSV column "flops:<precision>" of the modules' FLOPs.
-std::string PrecisionCell(const ModuleRow& row, const std::string& precision) {
-  for (const PrecisionFlops& entry : row.flops_by_precision) {
-    if (entry.precision == precision) return absl::StrFormat("%.17g", entry.flops);
-  }
-  return "";
-}
-
 std::string CsvField(const std::string& text) {
   if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
   return absl::StrCat("\"", absl::StrReplaceAll(text, {{"\"", "\"\""}}), "\"");
@@ -97,6 +88,14 @@ std::string CsvNumber(std::optional<double> value) {
       plain ? std::to_chars(text, text + sizeof(text), *value, std::chars_format::fixed)
             : std::to_chars(text, text + sizeof(text), *value);
   return std::string(text, end.ptr);
+}
+
+// The job's precisions, each a CSV column "flops:<precision>" of the modules' FLOPs.
+std::string PrecisionCell(const ModuleRow& row, const std::string& precision) {
+  for (const PrecisionFlops& entry : row.flops_by_precision) {
+    if (entry.precision == precision) return CsvNumber(entry.flops);
+  }
+  return "";
 }
 
 std::optional<double> Share(std::optional<double> part, std::optional<double> total) {
@@ -213,6 +212,12 @@ void WriteProfileJson(const Profile& profile, JsonWriter& json) {
   json.Key("passes_marked").Bool(profile.passes_marked);
   json.Key("no_gpu_why").String(profile.no_gpu_why);
   json.Key("model_modules").Uint(profile.model_end);  // modules[0, n): the model's tree
+  json.Key("peak_flops_per_s");  // MFU's denominator (one GPU, profile.precision); null: unknown
+  if (profile.peak_flops_per_s) {
+    json.Double(*profile.peak_flops_per_s);
+  } else {
+    json.Null();
+  }
   WriteStepWindow(profile.step_scope, json);
   WriteSummary(profile, json);
   json.Key("modules").BeginArray();

@@ -9,7 +9,6 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/strip.h"
 
 namespace flopscope::client {
 namespace {
@@ -17,8 +16,6 @@ namespace {
 using flopscope::v1::ModuleStats;
 using flopscope::v1::PhaseStats;
 using flopscope::v1::Report;
-
-constexpr char kTensorPrefix[] = "tensor:";
 
 bool IsMeasured(const Figure& figure) { return absl::StartsWith(figure.note, "measured"); }
 
@@ -67,17 +64,7 @@ int CountedRanks(const Report& report) {
 }
 
 std::optional<Precision> PeakPrecisionOf(const std::string& counted_precision) {
-  absl::string_view name = counted_precision;
-  if (absl::ConsumePrefix(&name, kTensorPrefix)) {
-    // A tensor source names its input type, then maybe the accumulator: "bf16_dst_fp32".
-    name = name.substr(0, name.find("_dst"));
-    // Sources of several input types list them narrowest first ("fp4_fp6_fp8"): the widest
-    // decides, as it bounds the peak from below.
-    if (const size_t last = name.rfind('_'); last != absl::string_view::npos) {
-      name = name.substr(last + 1);
-    }
-  }
-  return ParsePrecision(std::string(name));
+  return PeakPrecisionOfCounted(counted_precision);  // one rule, shared with flopscoped --metrics
 }
 
 void SetCountedFlops(const ModuleStats& module, int counted_ranks, ModuleRow& row) {

@@ -449,6 +449,28 @@ void SumChildParams(std::vector<ModuleRow>& modules) {
   }
 }
 
+// A module that never ran itself (a ModuleList, a ModuleDict) shows its children's figures, as
+// DeepSpeed's get_module_duration / get_module_macs / get_module_flops add them up for a module
+// with none of its own; deepest first, as for params.
+void SumChildFigures(std::vector<ModuleRow>& modules) {
+  for (size_t i = modules.size(); i-- > 0;) {
+    ModuleRow& row = modules[i];
+    if (!row.never_ran || row.flops || row.latency_s > 0) continue;
+    for (size_t j = i + 1; j < modules.size() && modules[j].depth > row.depth; ++j) {
+      const ModuleRow& child = modules[j];
+      if (child.depth != row.depth + 1) continue;
+      row.latency_s += child.latency_s;
+      if (child.bwd_latency_s)
+        row.bwd_latency_s = row.bwd_latency_s.value_or(0) + *child.bwd_latency_s;
+      if (child.macs) row.macs = row.macs.value_or(0) + *child.macs;
+      if (!child.flops) continue;
+      row.flops = row.flops.value_or(0) + *child.flops;
+      row.flops_announced |= child.flops_announced;
+      row.flops_estimated |= child.flops_estimated;
+    }
+  }
+}
+
 // The model is the root with the most params (else the longest latency); its subtree moves to
 // the front. Returns the index one past its subtree (0 when there is no root).
 size_t PutModelFirst(std::vector<ModuleRow>& modules) {
@@ -576,7 +598,9 @@ std::string FlopsSource(const std::vector<ModuleRow>& modules, const Report& rep
                                   : "counted";
   }
   if (announced) return "announced by the framework (not measured)";
-  if (estimated) return "estimated by the torch hooks from shapes (not measured)";
+  if (estimated) {
+    return "estimated from shapes by the framework (estimated_flops marks; not measured)";
+  }
   const bool gpu = std::any_of(report.ranks().begin(), report.ranks().end(),
                                [](const auto& rank) { return rank.kernels() > 0; });
   if (!gpu) return absl::StrCat("no FLOPs: ", profile.no_gpu_why);
@@ -599,8 +623,9 @@ std::string MergedSessionsLine(const Profile& profile) {
     ranks.push_back(absl::StrCat("rank ", rank, " has ", sessions, " sessions"));
   }
   return absl::StrCat(absl::StrJoin(ranks, ", "),
-                      ": a restart, or a second run under the same job id, merged here "
-                      "(give each run its own --job to keep them apart)");
+                      ": a restart, or a second run recorded into the same job id (--append, or "
+                      "without flopscope run), merged here (give each run its own --job to keep "
+                      "them apart)");
 }
 
 std::string FlopsSourceOf(const ModuleRow& row) {
@@ -671,7 +696,8 @@ void DeriveFlopsRates(Profile& profile) {
   DeriveModuleRates(profile);
 }
 
-// Samples per second of the whole job: every data-parallel replica takes a batch per iteration.
+// Samples per second as DeepSpeed's print_model_profile computes it: the batch size per GPU times
+// the world size (not dp_size: model-parallel ranks count too) over the iter latency.
 void DeriveSamplesPerSecond(Profile& profile) {
   const std::optional<double> iter = profile.iter_latency_s.value;
   if (!profile.batch_size) {
@@ -679,7 +705,7 @@ void DeriveSamplesPerSecond(Profile& profile) {
   } else if (!iter || *iter <= 0) {
     profile.samples_per_s = {std::nullopt, "iter latency unknown"};
   } else {
-    profile.samples_per_s = {static_cast<double>(*profile.batch_size) * profile.dp_size / *iter,
+    profile.samples_per_s = {static_cast<double>(*profile.batch_size) * profile.world_size / *iter,
                              ""};
   }
 }
@@ -716,6 +742,7 @@ void DeriveMfu(const ProfileOptions& options, const ChosenPrecision& chosen, Pro
     peak_problem = lookup.problem;
   }
   const Figure& achieved = profile.fwd_bwd_flops_per_s;
+  if (peak && *peak > 0) profile.peak_flops_per_s = *peak * 1e12;
   if (!peak || *peak <= 0) {
     profile.mfu = {std::nullopt, peak_problem.empty() ? "peak unknown" : peak_problem};
   } else if (!achieved.value) {
@@ -771,6 +798,7 @@ Profile BuildProfile(const Report& report, const ProfileOptions& options,
     profile.modules = TreeMerge(announced, std::move(profile.modules), never_ran).Merge();
   }
   SumChildParams(profile.modules);
+  SumChildFigures(profile.modules);
   profile.model_end = PutModelFirst(profile.modules);
   FillCountedSummary(report, profile);
   profile.latency_basis = LatencyBasis(report, profile);

@@ -146,6 +146,8 @@ struct Profile {
   Figure fwd_bwd_step_flops_per_s;  // 3 * fwd flops / iter latency (DeepSpeed's FLOPS per GPU)
   Figure fwd_flops_per_s, bwd_flops_per_s, fwd_bwd_flops_per_s;
   Figure samples_per_s, mfu;
+  // The one-GPU peak MFU divides by, when known.
+  std::optional<double> peak_flops_per_s;
   std::string device;  // first device name seen, empty when none
   // What each rank's injector said about its GPU ("no CUDA driver: NVTX ranges only", CUPTI
   // held by another tool, counters restricted to admins...), by rank; "" when all was well.

@@ -175,6 +175,25 @@ TEST(ProfileModelTest, BertLargeSummaryArithmeticMatchesTheReadme) {
   EXPECT_FALSE(absl::StrContains(text, "MFU")) << "additions stay out of DeepSpeed's layout";
 }
 
+// DeepSpeed: samples_per_iter = train_micro_batch_size_per_gpu() * world_size, whatever the
+// model-parallel layout (profiler.py, print_model_profile).
+TEST(ProfileModelTest, SamplesPerSecondMultipliesByTheWorldSizeAsDeepSpeedDoes) {
+  Report report = BertLargeReport();
+  const int world_size = 8;
+  auto* layout = report.mutable_ranks(0)->mutable_layout();
+  layout->set_tp_size(2);
+  layout->set_pp_size(2);
+  layout->set_dp_size(2);
+  report.mutable_ranks(0)->set_world_size(world_size);
+  const Profile profile = BuildProfile(report, {});
+  ASSERT_EQ(profile.dp_size, 2);
+  ASSERT_TRUE(profile.samples_per_s.value.has_value()) << profile.samples_per_s.note;
+  ASSERT_TRUE(profile.iter_latency_s.value.has_value());
+  ASSERT_TRUE(profile.batch_size.has_value());
+  EXPECT_DOUBLE_EQ(*profile.samples_per_s.value, static_cast<double>(*profile.batch_size) *
+                                                     world_size / *profile.iter_latency_s.value);
+}
+
 TEST(ProfileModelTest, UnknownFiguresAreMarkedWithTheReasonNotZero) {
   Report report = BertLargeReport();
   report.mutable_modules(0)->clear_flops();
@@ -380,7 +399,12 @@ TEST(ProfileModelTest, TheAnnouncedTreeGivesEveryModuleInModelOrder) {
     EXPECT_EQ(row.class_name, tree[i].class_name);
     ASSERT_TRUE(row.params.has_value());
     EXPECT_DOUBLE_EQ(*row.params, static_cast<double>(tree[i].params));
-    EXPECT_DOUBLE_EQ(row.latency_s, static_cast<double>(tree[i].cpu_ns) / 1e9);
+    // A module that never ran shows its children's latency, as DeepSpeed adds them up.
+    int64_t own_ns = tree[i].cpu_ns;
+    for (const TreeModule& child : tree) {
+      if (tree[i].ran_as.empty() && child.parent == tree[i].path) own_ns += child.cpu_ns;
+    }
+    EXPECT_DOUBLE_EQ(row.latency_s, static_cast<double>(own_ns) / 1e9);
     EXPECT_FALSE(row.params_from_children);
     EXPECT_EQ(row.never_ran, tree[i].ran_as.empty());
   }

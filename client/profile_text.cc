@@ -409,6 +409,14 @@ std::string RenderDetailed(const Profile& profile, const ProfileTextOptions&) {
   return out;
 }
 
+std::string DetailedRow(const Profile& profile, size_t index) {
+  if (index >= ModelEnd(profile)) return "";
+  const ModuleRow& root = profile.modules[0];
+  const Totals totals{root.params.value_or(0), root.macs.value_or(0), root.latency_s};
+  const ModuleRow& row = profile.modules[index];
+  return absl::StrCat(ModuleHead(row), "(", ModuleFigures(row, totals), ")");
+}
+
 std::string RenderAdditions(const Profile& profile) {
   std::string out = absl::StrCat("\n", Rule("flopscope additions (not in DeepSpeed's output)"));
   absl::StrAppend(&out, Line("job: ", absl::StrCat(profile.job_id, " (", profile.scope, ")")));

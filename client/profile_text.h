@@ -26,6 +26,10 @@ std::string RenderProfileText(const Profile& profile, const ProfileTextOptions& 
 // bwd latency per module, the roots outside the model.
 std::string RenderAdditions(const Profile& profile);
 
+// Module `index`'s line of the detailed section, unindented ("(name): Class(figures)", the root
+// "Class(figures)"); "" for a module outside the model's tree. The HTML report's hover text.
+std::string DetailedRow(const Profile& profile, size_t index);
+
 // The three sections on their own (the group views compose them).
 std::string RenderSummary(const Profile& profile);
 std::string RenderAggregated(const Profile& profile, const ProfileTextOptions& options);

@@ -25,7 +25,7 @@ absl::Status CheckFormat(const std::string& format) {
 
 absl::Status JobsCommand(const JobsOptions& options) {
   if (absl::Status format = CheckFormat(options.format); !format.ok()) return format;
-  const DaemonClient daemon(options.socket);
+  const DaemonClient daemon(options.socket, options.tls);
   absl::StatusOr<flopscope::v1::ListJobsResponse> jobs = daemon.ListJobs();
   if (!jobs.ok()) return jobs.status();
   const std::string text = options.format == "json" ? RenderJobsJson(*jobs)
@@ -35,7 +35,7 @@ absl::Status JobsCommand(const JobsOptions& options) {
 
 absl::Status RanksCommand(const RanksOptions& options) {
   if (absl::Status format = CheckFormat(options.format); !format.ok()) return format;
-  const DaemonClient daemon(options.socket);
+  const DaemonClient daemon(options.socket, options.tls);
   absl::StatusOr<std::string> listing = RenderRanksListing(daemon, options);
   if (!listing.ok()) return listing.status();
   return WriteOutput("", *listing);
@@ -43,9 +43,9 @@ absl::Status RanksCommand(const RanksOptions& options) {
 
 absl::Status ReportCommand(const ReportOptions& options) {
   if (options.format != "text" && options.format != "json" && options.format != "csv" &&
-      options.format != "tree") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--format '", options.format, "' is not known (use text, json, csv or tree)"));
+      options.format != "html" && options.format != "tree") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--format '", options.format, "' is not known (use text, json, csv, html or tree)"));
   }
   if (std::string problem = JobIdProblem(options.job_id); !problem.empty()) {
     return absl::InvalidArgumentError(absl::StrCat("job '", options.job_id, "': ", problem));
@@ -59,7 +59,7 @@ absl::Status ReportCommand(const ReportOptions& options) {
     request.add_ranks(rank);
   }
   if (!options.kernels_of.empty()) return KernelsCommand(options, std::move(request));
-  const DaemonClient daemon(options.socket);
+  const DaemonClient daemon(options.socket, options.tls);
   if (options.format != "tree") {
     absl::StatusOr<std::string> profile = RenderProfileReport(daemon, options);
     if (!profile.ok()) return profile.status();

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "common/tls/tls_files.h"
 
 namespace flopscope::client {
 
@@ -12,14 +13,16 @@ namespace flopscope::client {
 // Both ask the daemon through DaemonClient and print (or write) what it answers.
 
 struct JobsOptions {
-  std::string socket;           // path or gRPC target
-  std::string format = "text";  // "text" or "json"
+  std::string socket;              // path or gRPC target
+  std::optional<tls::TlsPem> tls;  // mutual TLS to a --server (client/daemon_address.h)
+  std::string format = "text";     // "text" or "json"
 };
 absl::Status JobsCommand(const JobsOptions& options);
 
 struct RanksOptions {
   std::string job_id;
   std::string socket;
+  std::optional<tls::TlsPem> tls;  // mutual TLS to a --server (client/daemon_address.h)
   std::string format = "text";
   std::optional<double> peak_tflops;  // overrides the peak table for MFU
   std::string precision;              // overrides the dominant precision for MFU
@@ -31,8 +34,9 @@ struct ReportOptions {
   std::string job_id;
   std::vector<int> ranks;  // empty: every rank
   std::string socket;
-  std::string format = "text";  // text, json, csv (DeepSpeed profile) or tree (module tree)
-  std::string output;           // empty or "-": stdout
+  std::optional<tls::TlsPem> tls;  // mutual TLS to a --server (client/daemon_address.h)
+  std::string format = "text";     // text, json, csv (DeepSpeed profile) or tree (module tree)
+  std::string output;              // empty or "-": stdout
   // The DeepSpeed-style profile (profile_commands.h).
   int depth = -1;     // detailed profile down to this depth; -1: all
   int top = 1;        // aggregated profile: top modules per depth

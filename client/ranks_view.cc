@@ -6,6 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "client/deepspeed_format.h"
+#include "client/loss_cause_names.h"
 #include "client/text_table.h"
 #include "common/json/json_writer.h"
 #include "common/utf8.h"
@@ -15,7 +16,9 @@ namespace {
 
 uint64_t LostRecords(const flopscope::v1::RankInfo& rank) {
   uint64_t lost = 0;
-  for (const auto& loss : rank.losses()) lost += loss.records();
+  for (const auto& loss : rank.losses()) {
+    if (!CountsSessions(loss.cause())) lost += loss.records();
+  }
   return lost;
 }
 
@@ -130,6 +133,12 @@ std::string RenderRanksText(const flopscope::v1::ListRanksResponse& ranks,
   for (const std::string& status : gpu_statuses) {
     absl::StrAppend(&text, "No GPU records: ", PrintableForTerminal(status), "\n");
   }
+  for (const auto& rank : ranks.ranks()) {
+    if (const uint64_t unfinished = SessionsWithoutFinal(rank.losses()); unfinished > 0) {
+      absl::StrAppend(&text, "Rank ", rank.rank(), ": ", SessionsWithoutFinalNote(unfinished),
+                      "\n");
+    }
+  }
   for (int i = 0; i < ranks.ranks_size(); ++i) {
     const RankFigures* rank_figures = FiguresAt(figures, i);
     if (rank_figures != nullptr && !rank_figures->problem.empty()) {
@@ -162,6 +171,7 @@ std::string RenderRanksJson(const flopscope::v1::ListRanksResponse& ranks,
     json.Key("ranges").Uint(rank.range_events());
     json.Key("kernels").Uint(rank.kernels());
     json.Key("lost").Uint(LostRecords(rank));
+    json.Key("sessions_without_final").Uint(SessionsWithoutFinal(rank.losses()));
     json.Key("gpu_status").String(rank.gpu_status());
     if (const RankFigures* rank_figures = FiguresAt(figures, i)) {
       WriteFiguresJson(*rank_figures, json);

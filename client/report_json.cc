@@ -21,6 +21,7 @@ using flopscope::v1::RankInfo;
 void WriteLosses(const google::protobuf::RepeatedPtrField<LossCounter>& losses, JsonWriter& json) {
   std::vector<std::pair<std::string, uint64_t>> merged;
   for (const LossCounter& loss : losses) {
+    if (CountsSessions(loss.cause())) continue;  // sessions, not records: a key of its own
     const std::string name = LossCauseName(loss.cause());
     auto it = std::find_if(merged.begin(), merged.end(),
                            [&](const auto& entry) { return entry.first == name; });
@@ -51,6 +52,9 @@ void WriteRejected(const RejectedBatches& rejected, JsonWriter& json) {
   json.EndObject();
 }
 
+// Durations are seconds everywhere in the JSON (schema 3); the daemon keeps integer nanoseconds.
+double Seconds(int64_t nanoseconds) { return static_cast<double>(nanoseconds) / 1e9; }
+
 void WriteRank(const RankInfo& rank, JsonWriter& json) {
   json.BeginObject();
   json.Key("rank").Int(rank.rank());
@@ -73,6 +77,7 @@ void WriteRank(const RankInfo& rank, JsonWriter& json) {
   json.EndArray();
   json.Key("losses");
   WriteLosses(rank.losses(), json);
+  json.Key("sessions_without_final").Uint(SessionsWithoutFinal(rank.losses()));
   json.Key("rejected");
   RejectedBatches rejected;
   rejected.Add(rank);
@@ -115,34 +120,34 @@ void WriteModule(const ModuleStats& module, JsonWriter& json) {
   json.BeginObject();
   json.Key("path").String(module.path());
   json.Key("calls").Uint(module.calls());
-  json.Key("cpu_time_ns").Int(module.cpu_time_ns());
-  json.Key("gpu_time_ns");
+  json.Key("cpu_time_s").Double(Seconds(module.cpu_time_ns()));
+  json.Key("gpu_time_s");
   if (module.has_gpu_time_ns()) {
-    json.Int(module.gpu_time_ns());
+    json.Double(Seconds(module.gpu_time_ns()));
   } else {
     json.Null();
   }
   json.Key("kernels").Uint(module.kernels());
-  json.Key("gpu_span_ns");
+  json.Key("gpu_span_s");
   if (module.has_gpu_span_ns()) {
-    json.Int(module.gpu_span_ns());
+    json.Double(Seconds(module.gpu_span_ns()));
   } else {
     json.Null();
   }
-  json.Key("gpu_busy_ns");
+  json.Key("gpu_busy_s");
   if (module.has_gpu_busy_ns()) {
-    json.Int(module.gpu_busy_ns());
+    json.Double(Seconds(module.gpu_busy_ns()));
   } else {
     json.Null();
   }
   json.Key("memcpy").BeginObject();
   json.Key("count").Uint(module.memcpy_count());
-  json.Key("time_ns").Int(module.memcpy_time_ns());
+  json.Key("time_s").Double(Seconds(module.memcpy_time_ns()));
   json.Key("bytes").Uint(module.memcpy_bytes());
   json.EndObject();
   json.Key("memset").BeginObject();
   json.Key("count").Uint(module.memset_count());
-  json.Key("time_ns").Int(module.memset_time_ns());
+  json.Key("time_s").Double(Seconds(module.memset_time_ns()));
   json.Key("bytes").Uint(module.memset_bytes());
   json.EndObject();
   json.Key("flops");
@@ -172,9 +177,9 @@ void WriteKernelSummary(const flopscope::v1::KernelSummary& kernel, JsonWriter& 
                           : kernel.kind() == flopscope::v1::ACTIVITY_KIND_MEMSET ? "memset"
                                                                                  : "kernel");
   json.Key("count").Uint(kernel.count());
-  json.Key("total_ns").Int(kernel.total_ns());
-  json.Key("min_ns").Int(kernel.min_ns());
-  json.Key("max_ns").Int(kernel.max_ns());
+  json.Key("total_s").Double(Seconds(kernel.total_ns()));
+  json.Key("min_s").Double(Seconds(kernel.min_ns()));
+  json.Key("max_s").Double(Seconds(kernel.max_ns()));
   json.Key("bytes").Uint(kernel.bytes());
   json.EndObject();
 }
@@ -183,10 +188,10 @@ void WritePhase(const PhaseStats& phase, JsonWriter& json) {
   json.BeginObject();
   json.Key("name").String(phase.name());
   json.Key("calls").Uint(phase.calls());
-  json.Key("cpu_time_ns").Int(phase.cpu_time_ns());
-  json.Key("min_ns").Int(phase.min_ns());
-  json.Key("max_ns").Int(phase.max_ns());
-  json.Key("median_ns").Int(phase.median_ns());
+  json.Key("cpu_time_s").Double(Seconds(phase.cpu_time_ns()));
+  json.Key("min_s").Double(Seconds(phase.min_ns()));
+  json.Key("max_s").Double(Seconds(phase.max_ns()));
+  json.Key("median_s").Double(Seconds(phase.median_ns()));
   json.Key("flops");
   if (phase.has_flops()) {
     json.Double(phase.flops());
@@ -221,6 +226,7 @@ std::string RenderReportJson(const flopscope::v1::Report& report,
   json.EndArray();
   json.Key("losses");
   WriteLosses(report.losses(), json);
+  json.Key("sessions_without_final").Uint(SessionsWithoutFinal(report.losses()));
   json.Key("rejected");
   RejectedBatches rejected;
   for (const RankInfo& rank : report.ranks()) rejected.Add(rank);

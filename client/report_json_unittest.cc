@@ -23,7 +23,7 @@ std::map<std::string, std::string> Parse(const flopscope::v1::Report& report) {
 
 TEST(RenderReportJsonTest, HasExactlyTheContractedTopLevelKeys) {
   PARSE_OR_SKIP(flat, testing::CpuOnlyReport());
-  EXPECT_EQ(flat.at("#"), "9");
+  EXPECT_EQ(flat.at("#"), "10");
   EXPECT_EQ(flat.at("schema_version"), absl::StrCat(kReportSchemaVersion));
   EXPECT_EQ(flat.at("job"), "\"demo-job\"");
   EXPECT_EQ(flat.at("ranks#"), "2");
@@ -63,11 +63,11 @@ TEST(RenderReportJsonTest, ModulesCarryEveryFieldWithNullWhereUnknown) {
   EXPECT_EQ(flat.at("modules[0]#"), "14");
   EXPECT_EQ(flat.at("modules[0].path"), "\"Net\"");
   EXPECT_EQ(flat.at("modules[0].calls"), "4");
-  EXPECT_EQ(flat.at("modules[0].cpu_time_ns"), "8000000");
-  EXPECT_EQ(flat.at("modules[0].gpu_time_ns"), "null");
+  EXPECT_EQ(flat.at("modules[0].cpu_time_s"), "0.008");
+  EXPECT_EQ(flat.at("modules[0].gpu_time_s"), "null");
   EXPECT_EQ(flat.at("modules[0].kernels"), "0");
-  EXPECT_EQ(flat.at("modules[0].gpu_span_ns"), "null");
-  EXPECT_EQ(flat.at("modules[0].gpu_busy_ns"), "null");
+  EXPECT_EQ(flat.at("modules[0].gpu_span_s"), "null");
+  EXPECT_EQ(flat.at("modules[0].gpu_busy_s"), "null");
   EXPECT_EQ(flat.at("modules[0].memcpy.count"), "0");
   EXPECT_EQ(flat.at("modules[0].memset.bytes"), "0");
   EXPECT_EQ(flat.at("modules[0].flops"), "null");
@@ -84,7 +84,7 @@ TEST(RenderReportJsonTest, ModulesCarryEveryFieldWithNullWhereUnknown) {
 
 TEST(RenderReportJsonTest, GpuFiguresAppearWhenPresent) {
   PARSE_OR_SKIP(flat, testing::GpuReport());
-  EXPECT_EQ(flat.at("modules[0].gpu_time_ns"), "7000000");
+  EXPECT_EQ(flat.at("modules[0].gpu_time_s"), "0.007");
   EXPECT_EQ(flat.at("modules[0].kernels"), "40");
   EXPECT_EQ(flat.at("modules[0].flops"), "2500000000000.0");  // Python prints floats with ".0"
   EXPECT_EQ(flat.at("modules[1].flops"), "null");
@@ -113,9 +113,10 @@ TEST(RenderReportJsonTest, KernelFiguresDevicesAndTopKernels) {
   copy->set_name("[memcpy]");
   copy->set_kind(flopscope::v1::ACTIVITY_KIND_MEMCPY);
   PARSE_OR_SKIP(flat, report);
-  EXPECT_EQ(flat.at("modules[0].gpu_span_ns"), "9000000");
-  EXPECT_EQ(flat.at("modules[0].gpu_busy_ns"), "6500000");
+  EXPECT_EQ(flat.at("modules[0].gpu_span_s"), "0.009");
+  EXPECT_EQ(flat.at("modules[0].gpu_busy_s"), "0.0065");
   EXPECT_EQ(flat.at("modules[0].memcpy.count"), "3");
+  EXPECT_EQ(flat.at("modules[0].memcpy.time_s"), "0.00012");
   EXPECT_EQ(flat.at("modules[0].memcpy.bytes"), "1048576");
   EXPECT_EQ(flat.at("ranks[0].devices[0].chip"), "\"GH100\"");
   EXPECT_EQ(flat.at("ranks[0].devices[0].sm_count"), "132");
@@ -123,13 +124,14 @@ TEST(RenderReportJsonTest, KernelFiguresDevicesAndTopKernels) {
   EXPECT_EQ(flat.at("top_kernels#"), "2");
   EXPECT_EQ(flat.at("top_kernels[0].demangled"), "\"gemm(float*, float*, int)\"");
   EXPECT_EQ(flat.at("top_kernels[0].kind"), "\"kernel\"");
-  EXPECT_EQ(flat.at("top_kernels[0].total_ns"), "6000000");
+  EXPECT_EQ(flat.at("top_kernels[0].total_s"), "0.006");
   EXPECT_EQ(flat.at("top_kernels[1].kind"), "\"memcpy\"");
 }
 
 TEST(RenderReportJsonTest, RanksPhasesAndLosses) {
   PARSE_OR_SKIP(flat, testing::CpuOnlyReport());
-  EXPECT_EQ(flat.at("ranks[0]#"), "7");
+  EXPECT_EQ(flat.at("ranks[0]#"), "8");
+  EXPECT_EQ(flat.at("ranks[0].sessions_without_final"), "0");
   EXPECT_EQ(flat.at("ranks[0].rejected.records"), "0");
   EXPECT_EQ(flat.at("ranks[0].devices#"), "0");
   EXPECT_EQ(flat.at("ranks[0].rank"), "0");
@@ -143,9 +145,9 @@ TEST(RenderReportJsonTest, RanksPhasesAndLosses) {
   EXPECT_EQ(flat.at("phases[0].flops_by_precision#"), "0");
   EXPECT_EQ(flat.at("phases[0].name"), "\"step\"");
   EXPECT_EQ(flat.at("phases[0].calls"), "2");
-  EXPECT_EQ(flat.at("phases[0].cpu_time_ns"), "9000000");
-  EXPECT_EQ(flat.at("phases[0].min_ns"), "4000000");
-  EXPECT_EQ(flat.at("phases[0].max_ns"), "5000000");
+  EXPECT_EQ(flat.at("phases[0].cpu_time_s"), "0.009");
+  EXPECT_EQ(flat.at("phases[0].min_s"), "0.004");
+  EXPECT_EQ(flat.at("phases[0].max_s"), "0.005");
   EXPECT_EQ(flat.at("phases[1].name"), "\"forward\"");
   EXPECT_EQ(flat.at("losses.buffer_full"), "3");
 }
@@ -186,7 +188,7 @@ TEST(RenderReportJsonTest, CountedFlopsPhasesWindowsAndTheFp16Convention) {
   EXPECT_EQ(flat.at("modules[0].flops_by_precision[0].flops"), "2000000000000.0");
   EXPECT_EQ(flat.at("modules[0].flops_by_precision[1].precision"), "\"fp32\"");
   EXPECT_EQ(flat.at("phases[1].flops"), "1500000000000.0");
-  EXPECT_EQ(flat.at("phases[1].median_ns"), "1500000");
+  EXPECT_EQ(flat.at("phases[1].median_s"), "0.0015");
   EXPECT_EQ(flat.at("phases[1].flops_by_precision[0].flops"), "500000000000.0");
   EXPECT_EQ(flat.at("phases[0].flops"), "null");
   EXPECT_EQ(flat.at("counter_windows#"), "1");
@@ -216,11 +218,25 @@ TEST(RenderReportJsonTest, RepeatedLossCausesAreSummedAndUnknownCausesNamed) {
   EXPECT_EQ(flat.at("losses.cause_42"), "1");
 }
 
+TEST(RenderReportJsonTest, SessionsWithoutFinalAreNotRecords) {
+  flopscope::v1::Report report = testing::CpuOnlyReport();
+  auto* flag = report.add_losses();
+  flag->set_cause(flopscope::v1::LOSS_CAUSE_ENDED_WITHOUT_FINAL);
+  flag->set_records(2);
+  auto* missing = report.add_losses();
+  missing->set_cause(flopscope::v1::LOSS_CAUSE_NOT_ARRIVED);
+  missing->set_records(5);
+  PARSE_OR_SKIP(flat, report);
+  EXPECT_EQ(flat.at("sessions_without_final"), "2");
+  EXPECT_EQ(flat.at("losses.not_arrived"), "5");
+  EXPECT_EQ(flat.count("losses.ended_without_final"), 0u);
+}
+
 TEST(RenderReportJsonTest, EmptyReportIsStillTheSameShape) {
   flopscope::v1::Report report;
   report.set_job_id("empty");
   PARSE_OR_SKIP(flat, report);
-  EXPECT_EQ(flat.at("#"), "9");
+  EXPECT_EQ(flat.at("#"), "10");
   EXPECT_EQ(flat.at("modules#"), "0");
   EXPECT_EQ(flat.at("losses#"), "0");
 }

@@ -80,13 +80,19 @@ std::string LossesSection(const Report& report) {
   uint64_t total = 0;
   std::vector<std::string> parts;
   for (const auto& loss : report.losses()) {
-    if (loss.records() == 0) continue;
+    if (loss.records() == 0 || CountsSessions(loss.cause())) continue;
     total += loss.records();
     parts.push_back(absl::StrCat(LossCauseName(loss.cause()), " ", FormatCount(loss.records()),
                                  ": ", LossCauseDescription(loss.cause())));
   }
-  if (total == 0) return "";
-  return absl::StrCat("Lost records: ", total, " (", absl::StrJoin(parts, "; "), ")\n");
+  std::string text;
+  if (total > 0) {
+    text = absl::StrCat("Lost records: ", total, " (", absl::StrJoin(parts, "; "), ")\n");
+  }
+  if (const uint64_t unfinished = SessionsWithoutFinal(report.losses()); unfinished > 0) {
+    absl::StrAppend(&text, "Unfinished: ", SessionsWithoutFinalNote(unfinished), "\n");
+  }
+  return text;
 }
 
 // Batches the daemon refused, beside the producer's own losses: the daemon counts them where it

@@ -51,6 +51,23 @@ TEST(RenderReportTextTest, HeaderNamesJobRanksFactsLossesAndWhyThereIsNoGpuData)
             "No GPU records: no CUDA driver: NVTX ranges only");
 }
 
+TEST(RenderReportTextTest, SessionsEndedWithoutFinalBatchAreSaidApart) {
+  flopscope::v1::Report report = testing::CpuOnlyReport();
+  auto* flag = report.add_losses();
+  flag->set_cause(flopscope::v1::LOSS_CAUSE_ENDED_WITHOUT_FINAL);
+  flag->set_records(1);
+  auto* missing = report.add_losses();
+  missing->set_cause(flopscope::v1::LOSS_CAUSE_NOT_ARRIVED);
+  missing->set_records(4);
+  const std::string text = RenderReportText(report);
+  // 3 buffer_full + 4 not_arrived; the session is not a record.
+  EXPECT_TRUE(absl::StartsWith(LineStartingWith(text, "Lost records:"), "Lost records: 7 ("))
+      << text;
+  EXPECT_EQ(LineStartingWith(text, "Unfinished:"),
+            "Unfinished: 1 session ended without a final batch (killed, _exit or exec?): "
+            "records recorded after its last delivery are missing");
+}
+
 TEST(RenderReportTextTest, ModuleTreeIsIndentedByDepthWithCallsAndCpuTimes) {
   const std::string text = RenderReportText(testing::CpuOnlyReport());
   EXPECT_EQ(Cells(LineStartingWith(text, "module")),

@@ -11,6 +11,7 @@
 #include <system_error>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -65,6 +66,33 @@ std::optional<std::string> JobNotice(const JobIdChoice& choice) {
       break;
   }
   return std::nullopt;
+}
+
+// What the daemon holds of the job's runs (`<job>`, `<job>.run<N>`); empty when it cannot say.
+std::vector<HeldRun> HeldRunsOf(const DaemonClient& daemon, const std::string& job_id) {
+  std::vector<HeldRun> held;
+  absl::StatusOr<flopscope::v1::ListJobsResponse> jobs = daemon.ListJobs();
+  if (!jobs.ok()) return held;
+  for (const flopscope::v1::JobInfo& job : jobs->jobs()) {
+    if (job.job_id() != job_id && !absl::StartsWith(job.job_id(), job_id + ".run")) continue;
+    absl::StatusOr<flopscope::v1::ListRanksResponse> ranks = daemon.ListRanks(job.job_id());
+    if (!ranks.ok()) return {};
+    HeldRun& run = held.emplace_back();
+    run.job_id = job.job_id();
+    run.live = job.connected_sessions() > 0;
+    for (const flopscope::v1::RankInfo& rank : ranks->ranks()) run.ranks.push_back(rank.rank());
+  }
+  return held;
+}
+
+// A second run under a finished job's id gets its own id (NumberRun), exported and told.
+void NumberRepeatedRun(const DaemonClient& daemon, RunPlan* plan) {
+  const RunNumber number = NumberRun(plan->job_id, RankFromEnvironment(plan->environment),
+                                     HeldRunsOf(daemon, plan->job_id));
+  if (!number.notice.empty()) std::cerr << "flopscope: " << number.notice << "\n";
+  if (number.job_id == plan->job_id) return;
+  plan->job_id = number.job_id;
+  plan->environment.Set("FLOPSCOPE_JOB_ID", number.job_id);
 }
 
 }  // namespace
@@ -152,10 +180,12 @@ absl::StatusOr<RunPlan> PlanRun(const RunOptions& options, const Environment& en
     }
   }
   if (std::optional<std::string> notice = JobNotice(*job)) plan.notices.push_back(*notice);
+  plan.number_repeated_run = job->source != JobIdChoice::Source::kGenerated && !options.append;
   return plan;
 }
 
-int ExecRun(const RunPlan& plan, absl::Duration probe_timeout) {
+int ExecRun(const RunPlan& given, absl::Duration probe_timeout) {
+  RunPlan plan = given;
   for (const std::string& notice : plan.notices) std::cerr << "flopscope: " << notice << "\n";
   {
     // Scoped so that the probe's channel is gone before exec.
@@ -163,6 +193,8 @@ int ExecRun(const RunPlan& plan, absl::Duration probe_timeout) {
     if (absl::Status reachable = daemon.CheckReachable(probe_timeout); !reachable.ok()) {
       std::cerr << "flopscope: warning: " << reachable.message()
                 << "; the job's records will be buffered until it starts\n";
+    } else if (plan.number_repeated_run) {
+      NumberRepeatedRun(daemon, &plan);
     }
   }
   std::vector<std::string> entries = plan.environment.ToEntries();

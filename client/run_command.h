@@ -11,11 +11,12 @@
 
 namespace flopscope::client {
 
-// `flopscope run [--job ID] [--socket S] [--torch] [--] CMD ARGS...`
+// `flopscope run [--job ID] [--append] [--socket S] [--torch] [--] CMD ARGS...`
 struct RunOptions {
   std::optional<std::string> job_id;
   std::optional<std::string> socket;
-  bool torch = false;  // turn flopscope_torch's module hooks on in every Python process of CMD
+  bool torch = false;   // turn flopscope_torch's module hooks on in every Python process of CMD
+  bool append = false;  // keep the given job id even when a finished run holds it (no .run<N>)
   std::vector<std::string> command;
 };
 
@@ -48,6 +49,9 @@ struct RunPlan {
   std::string socket;    // where the job's injector will send its records
   std::string job_id;
   std::vector<std::string> notices;  // lines for stderr, without the "flopscope: " prefix
+  // The id was given (--job or the environment), so a finished earlier run may hold it: ExecRun
+  // asks the daemon and keeps this run apart as `<job>.run<N>` (NumberRun).
+  bool number_repeated_run = false;
 };
 
 // Works out the plan without side effects: locates the injector (see LocateInjector), puts it
@@ -63,7 +67,8 @@ absl::StatusOr<RunPlan> PlanRun(const RunOptions& options, const Environment& en
                                 int64_t pid = 0);
 
 // Prints the notices, warns when the daemon does not answer within `probe_timeout` (the job runs
-// anyway: its injector buffers until the daemon comes), then replaces this process with the
+// anyway: its injector buffers until the daemon comes), numbers a repeated run (exporting the
+// new FLOPSCOPE_JOB_ID and saying so), then replaces this process with the
 // command, so its exit status and a death by signal reach the caller unchanged. Returns only when
 // the command cannot be started: 127 when it was not found, 126 otherwise (as shells do).
 int ExecRun(const RunPlan& plan, absl::Duration probe_timeout = absl::Milliseconds(200));

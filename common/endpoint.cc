@@ -1,5 +1,6 @@
 #include "common/endpoint.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -7,26 +8,41 @@
 namespace flopscope {
 namespace {
 
-std::string EnvOr(const char* name, const std::string& fallback) {
+bool StartsWith(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+
+std::string Env(const char* name) {
   const char* value = std::getenv(name);
-  return (value != nullptr && *value != '\0') ? std::string(value) : fallback;
+  return value == nullptr ? std::string() : std::string(value);
 }
 
-bool StartsWith(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+// A directory owned by this user that no one else may enter.
+bool IsPrivateDirectory(const std::string& dir) {
+  struct stat info;
+  if (dir.empty() || stat(dir.c_str(), &info) != 0) return false;
+  return S_ISDIR(info.st_mode) && info.st_uid == getuid() && (info.st_mode & 077) == 0;
+}
 
 }  // namespace
 
+std::string ChooseSocketPath(const SocketPathFacts& facts) {
+  if (!facts.explicit_socket.empty()) return facts.explicit_socket;
+  if (facts.node_socket_exists || facts.is_root) return kNodeSocketPath;
+  if (!facts.runtime_dir.empty() && facts.runtime_dir_private) {
+    return facts.runtime_dir + "/flopscope.sock";
+  }
+  return kNodeSocketPath;
+}
+
 std::string DefaultSocketPath() {
-  if (const char* explicit_path = std::getenv("FLOPSCOPE_SOCKET");
-      explicit_path != nullptr && *explicit_path != '\0') {
-    return explicit_path;
-  }
-  if (access("/run/flopscope", W_OK | X_OK) == 0) return "/run/flopscope/flopscope.sock";
-  if (const char* runtime = std::getenv("XDG_RUNTIME_DIR");
-      runtime != nullptr && *runtime != '\0' && access(runtime, W_OK | X_OK) == 0) {
-    return std::string(runtime) + "/flopscope.sock";
-  }
-  return EnvOr("TMPDIR", "/tmp") + "/flopscope-" + std::to_string(getuid()) + ".sock";
+  SocketPathFacts facts;
+  facts.explicit_socket = Env("FLOPSCOPE_SOCKET");
+  if (!facts.explicit_socket.empty()) return facts.explicit_socket;
+  struct stat info;
+  facts.node_socket_exists = lstat(kNodeSocketPath, &info) == 0 && S_ISSOCK(info.st_mode);
+  facts.is_root = geteuid() == 0;
+  facts.runtime_dir = Env("XDG_RUNTIME_DIR");
+  facts.runtime_dir_private = IsPrivateDirectory(facts.runtime_dir);
+  return ChooseSocketPath(facts);
 }
 
 std::string GrpcTarget(const std::string& socket_or_target) {

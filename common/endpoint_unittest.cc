@@ -13,6 +13,38 @@ TEST(EndpointTest, ExplicitSocketWins) {
   EXPECT_FALSE(DefaultSocketPath().empty());
 }
 
+SocketPathFacts UserFacts() {
+  SocketPathFacts facts;
+  facts.runtime_dir = "/run/user/1000";
+  facts.runtime_dir_private = true;
+  return facts;
+}
+
+TEST(EndpointTest, NodeSocketWinsWhenItExistsOrForRoot) {
+  SocketPathFacts facts = UserFacts();
+  EXPECT_EQ(ChooseSocketPath(facts), "/run/user/1000/flopscope.sock");  // a personal daemon
+  facts.node_socket_exists = true;
+  EXPECT_EQ(ChooseSocketPath(facts), kNodeSocketPath);
+  facts = UserFacts();
+  facts.is_root = true;
+  EXPECT_EQ(ChooseSocketPath(facts), kNodeSocketPath);
+  facts.explicit_socket = "/srv/fs.sock";
+  EXPECT_EQ(ChooseSocketPath(facts), "/srv/fs.sock");
+}
+
+// Campaign 7e: a fallback another user could create (the temp dir) let them capture a job's
+// data. A runtime dir that is not private, or none, gives the node path, never /tmp.
+TEST(EndpointTest, NeverFallsBackToAPathAnotherUserCanCreate) {
+  SocketPathFacts facts = UserFacts();
+  facts.runtime_dir_private = false;
+  EXPECT_EQ(ChooseSocketPath(facts), kNodeSocketPath);
+  facts.runtime_dir.clear();
+  EXPECT_EQ(ChooseSocketPath(facts), kNodeSocketPath);
+  setenv("TMPDIR", "/tmp", 1);
+  unsetenv("FLOPSCOPE_SOCKET");
+  EXPECT_EQ(DefaultSocketPath().rfind("/tmp", 0), std::string::npos);
+}
+
 TEST(EndpointTest, GrpcTargetAddsUnixScheme) {
   EXPECT_EQ(GrpcTarget("/run/flopscope/flopscope.sock"), "unix:/run/flopscope/flopscope.sock");
   EXPECT_EQ(GrpcTarget("unix:/a.sock"), "unix:/a.sock");

@@ -134,6 +134,22 @@ std::optional<Precision> ParsePrecision(const std::string& text) {
   return std::nullopt;
 }
 
+std::optional<Precision> PeakPrecisionOfCounted(std::string_view counted_precision) {
+  constexpr std::string_view kTensorPrefix = "tensor:";
+  std::string_view name = counted_precision;
+  if (name.substr(0, kTensorPrefix.size()) == kTensorPrefix) {
+    // A tensor source names its input type, then maybe the accumulator: "bf16_dst_fp32".
+    name.remove_prefix(kTensorPrefix.size());
+    name = name.substr(0, name.find("_dst"));
+    // Sources of several input types list them narrowest first ("fp4_fp6_fp8"): the widest
+    // decides, as it bounds the peak from below.
+    if (const size_t last = name.rfind('_'); last != std::string_view::npos) {
+      name = name.substr(last + 1);
+    }
+  }
+  return ParsePrecision(std::string(name));
+}
+
 const char* PrecisionName(Precision precision) {
   switch (precision) {
     case Precision::kFp64:

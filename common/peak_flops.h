@@ -2,6 +2,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace flopscope {
@@ -14,6 +15,12 @@ enum class Precision { kFp64, kFp32, kTf32, kBf16, kFp16, kFp8 };
 // "fp64", "fp32", "tf32", "bf16", "fp16", "fp8" (case-insensitive; "half" = fp16); nullopt else.
 std::optional<Precision> ParsePrecision(const std::string& text);
 const char* PrecisionName(Precision precision);
+
+// The peak a counted precision is measured against: "fp64", "fp32", "fp16" (CUDA cores) as
+// themselves; a tensor source "tensor:<source>" by its input type ("tensor:bf16_dst_fp32" ->
+// bf16; "tensor:fp4_fp6_fp8" -> the widest, fp8, which bounds the peak from below). nullopt for
+// a source without a peak (integer types).
+std::optional<Precision> PeakPrecisionOfCounted(std::string_view counted_precision);
 
 struct PeakLookup {
   std::optional<double> tflops;  // set when the device and precision are in the table

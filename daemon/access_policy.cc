@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "daemon/resume_token.h"
 #include "daemon/tls_identity.h"
@@ -62,6 +63,33 @@ absl::StatusOr<PeerIdentity> AccessControl::Identify(const grpc::ServerContext& 
       ": plain TCP carries no identity and may reach no job; use the daemon's unix socket, or "
       "mutual TLS (flopscoped --tls-cert/--tls-key/--tls-ca, flopscope --server with a "
       "certificate)"));
+}
+
+absl::StatusOr<PeerIdentity> AccessControl::IdentifyWriter(
+    const grpc::ServerContext& context) const {
+  absl::StatusOr<PeerIdentity> caller = Identify(context);
+  if (!caller.ok()) return caller;
+  const auto& metadata = context.client_metadata();
+  const auto it = metadata.find(kForwardedOwnerKey);
+  if (it == metadata.end()) return caller;
+  uint32_t owner = 0;
+  if (!absl::SimpleAtoi(absl::string_view(it->second.data(), it->second.size()), &owner)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        kForwardedOwnerKey, " must be a uid, got '",
+        absl::string_view(it->second.data(), std::min<size_t>(it->second.size(), 32)), "'"));
+  }
+  if (owner == caller->uid) return caller;
+  if (caller->uid != 0 && !caller->node_daemon) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("uid ", caller->uid, " may not forward a job as uid ", owner,
+                     ": only a node daemon's certificate or root may"));
+  }
+  // The owner's own rights, no more: a forward into someone else's job is refused.
+  PeerIdentity writer;
+  writer.uid = owner;
+  writer.gid = static_cast<gid_t>(-1);  // no group: an admin group cannot apply
+  writer.pid = caller->pid;
+  return writer;
 }
 
 absl::Status AccessControl::CheckJobAccess(const grpc::ServerContext& context,

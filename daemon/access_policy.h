@@ -32,6 +32,10 @@ namespace flopscope::daemon {
 
 enum class Access { kRead, kWrite, kProfile };
 
+// Metadata of a stream a node daemon forwards (docs/architecture.md, "Forwarding"): the uid that
+// owns its job on the node, believed only from a node daemon's certificate or root.
+inline constexpr char kForwardedOwnerKey[] = "flopscope-forwarded-owner-uid";
+
 struct AccessRules {
   uid_t daemon_uid = 0;            // owns jobs listed before owners were recorded
   std::optional<gid_t> admin_gid;  // nullopt: no admin group
@@ -53,6 +57,10 @@ class AccessControl {
 
   // The caller of a call, from its connection; PERMISSION_DENIED for a peer with no identity.
   absl::StatusOr<PeerIdentity> Identify(const grpc::ServerContext& context) const;
+  // Who a Collector stream writes as: the caller, or for a stream a node daemon (or root)
+  // forwards, the job's owner on the node (kForwardedOwnerKey), so that the aggregator's job has
+  // its real owner. Anyone else may name only their own uid there.
+  absl::StatusOr<PeerIdentity> IdentifyWriter(const grpc::ServerContext& context) const;
 
   // OK when the caller may do `access` to `job_id`, or the job does not exist (the handler says
   // NOT_FOUND); PERMISSION_DENIED naming the owner and who may otherwise.

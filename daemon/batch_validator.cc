@@ -319,6 +319,13 @@ absl::Status BatchValidator::CheckLosses(const v1::Batch& batch) const {
       return Reject("losses", i,
                     absl::StrCat("cause ", batch.losses(i).cause(), " is not a LossCause"));
     }
+    // The daemon's own counts of a stream's end: a producer cannot vouch for them.
+    if (batch.losses(i).cause() == v1::LOSS_CAUSE_NOT_ARRIVED ||
+        batch.losses(i).cause() == v1::LOSS_CAUSE_ENDED_WITHOUT_FINAL) {
+      return Reject("losses", i,
+                    absl::StrCat("cause ", batch.losses(i).cause(),
+                                 " is counted by the daemon only, never sent by a producer"));
+    }
     if (batch.losses(i).records() >= kMaxLossRecords) {
       return Reject("losses", i,
                     absl::StrCat("records ", batch.losses(i).records(), " is not below ",

@@ -461,6 +461,14 @@ TEST_F(BatchValidatorTest, LossCauseMustBeKnown) {
   ExpectRejected({"losses[1]", "cause 99 is not a LossCause"});
 }
 
+TEST_F(BatchValidatorTest, TheDaemonsOwnLossCausesAreRefusedFromProducers) {
+  fixtures::AddLoss(batch_, v1::LOSS_CAUSE_NOT_ARRIVED, 3);
+  ExpectRejected({"losses[0]", "counted by the daemon only"});
+  batch_.clear_losses();
+  fixtures::AddLoss(batch_, v1::LOSS_CAUSE_ENDED_WITHOUT_FINAL, 1);
+  ExpectRejected({"losses[0]", "counted by the daemon only"});
+}
+
 TEST_F(BatchValidatorTest, LossRecordsStayClearOfWrapAround) {
   fixtures::AddLoss(batch_, v1::LOSS_CAUSE_BUFFER_FULL, kMaxLossRecords - 1);
   EXPECT_TRUE(Validate().ok());

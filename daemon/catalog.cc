@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_join.h"
+#include "daemon/resume_token.h"
 #include "schema/schema_sql.h"
 
 namespace flopscope::daemon {
@@ -95,7 +96,9 @@ absl::Status Catalog::PrepareStatements() {
        "j.last_seen_ns, COALESCE(SUM(r.range_events), 0), COALESCE(SUM(r.kernels), 0), "
        "COALESCE(SUM(r.lost_records), 0), "
        "(SELECT COALESCE(SUM(batches), 0) FROM rank_rejections x WHERE x.job_id = j.job_id), "
-       "(SELECT COALESCE(SUM(records), 0) FROM rank_rejections x WHERE x.job_id = j.job_id) "
+       "(SELECT COALESCE(SUM(records), 0) FROM rank_rejections x WHERE x.job_id = j.job_id), "
+       "(SELECT COALESCE(SUM(records), 0) FROM rank_losses x WHERE x.job_id = j.job_id "
+       "AND x.cause = 12) "  // LOSS_CAUSE_ENDED_WITHOUT_FINAL: sessions
        "FROM jobs j LEFT JOIN ranks r ON r.job_id = j.job_id "
        "GROUP BY j.job_id ORDER BY j.first_seen_ns, j.job_id"},
       {&list_ranks_,
@@ -112,6 +115,21 @@ absl::Status Catalog::PrepareStatements() {
       {&list_rejections_,
        "SELECT rank, rule, SUM(batches), SUM(records) FROM rank_rejections WHERE job_id = ? "
        "GROUP BY rank, rule ORDER BY rank, rule"},
+      // ?3: the legacy owner, for a job listed before owners were recorded.
+      {&claim_job_,
+       "INSERT OR IGNORE INTO job_owners(job_id, uid) VALUES(?1, CASE WHEN EXISTS("
+       "SELECT 1 FROM jobs WHERE job_id = ?1) THEN ?3 ELSE ?2 END)"},
+      {&job_owner_,
+       "SELECT COALESCE((SELECT uid FROM job_owners WHERE job_id = ?1), "
+       "(SELECT ?2 FROM jobs WHERE job_id = ?1))"},
+      {&job_owners_,
+       "SELECT j.job_id, COALESCE(o.uid, ?1) FROM jobs j LEFT JOIN job_owners o "
+       "ON o.job_id = j.job_id"},
+      {&keep_token_,
+       "INSERT OR IGNORE INTO session_tokens(job_id, rank, session_id, digest) "
+       "VALUES(?1, ?2, ?3, ?4)"},
+      {&token_of_,
+       "SELECT digest FROM session_tokens WHERE job_id = ?1 AND rank = ?2 AND session_id = ?3"},
   });
 }
 
@@ -143,7 +161,7 @@ absl::Status Catalog::TouchJob(absl::string_view job_id, int64_t now_ns) {
 absl::Status Catalog::SessionConnected(const v1::SessionHello& hello, int64_t now_ns) {
   absl::MutexLock lock(&mu_);  // serializes the connection between all streams
   const std::string devices = DeviceNames(hello);
-  const std::string serialized = hello.SerializeAsString();
+  const std::string serialized = SerializeHelloForStorage(hello);  // never the resume token
   return InTransaction([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (absl::Status s = TouchJob(hello.job_id(), now_ns); !s.ok()) return s;
     SqliteStatement& stmt = *upsert_rank_;
@@ -173,7 +191,10 @@ absl::Status Catalog::SessionDisconnected(absl::string_view job_id, int32_t rank
 absl::Status Catalog::UpdateTotals(absl::string_view job_id, int32_t rank, const RankTotals& totals,
                                    int64_t now_ns) {
   uint64_t lost = 0;
-  for (const auto& [cause, records] : totals.losses) lost += records;
+  for (const auto& [cause, records] : totals.losses) {
+    // That one counts sessions, not records.
+    if (cause != v1::LOSS_CAUSE_ENDED_WITHOUT_FINAL) lost += records;
+  }
   absl::MutexLock lock(&mu_);  // serializes the connection between all streams
   return InTransaction([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (absl::Status s = TouchJob(job_id, now_ns); !s.ok()) return s;
@@ -218,6 +239,7 @@ absl::StatusOr<std::vector<v1::JobInfo>> Catalog::ListJobs() {
     job.set_lost_records(list_jobs_->ColumnUint(7));
     job.set_rejected_batches(list_jobs_->ColumnUint(8));
     job.set_rejected_records(list_jobs_->ColumnUint(9));
+    job.set_sessions_without_final(list_jobs_->ColumnUint(10));
   }
   return jobs;
 }
@@ -287,6 +309,72 @@ absl::Status Catalog::ReadRejections(absl::string_view job_id, std::vector<v1::R
                           rejection->set_batches(row.ColumnUint(2));
                           rejection->set_records(row.ColumnUint(3));
                         });
+}
+
+// Access model: job owners and session resume-token digests (daemon/access_policy.h).
+
+absl::StatusOr<uint32_t> Catalog::ClaimJob(absl::string_view job_id, uint32_t uid,
+                                           uint32_t legacy_owner) {
+  absl::MutexLock lock(&mu_);  // the claim and the read of the owner are one step
+  claim_job_->BindText(1, job_id);
+  claim_job_->BindInt(2, uid);
+  claim_job_->BindInt(3, legacy_owner);
+  if (absl::Status s = claim_job_->Run(); !s.ok()) return s;
+  job_owner_->BindText(1, job_id);
+  job_owner_->BindInt(2, legacy_owner);
+  absl::StatusOr<bool> row = job_owner_->Step();
+  if (!row.ok()) return row.status();
+  const uint32_t owner = static_cast<uint32_t>(job_owner_->ColumnInt(0));
+  job_owner_->Reset();
+  return owner;
+}
+
+absl::StatusOr<std::optional<uint32_t>> Catalog::JobOwner(absl::string_view job_id,
+                                                          uint32_t legacy_owner) {
+  absl::MutexLock lock(&mu_);
+  job_owner_->BindText(1, job_id);
+  job_owner_->BindInt(2, legacy_owner);
+  absl::StatusOr<bool> row = job_owner_->Step();
+  if (!row.ok()) return row.status();
+  std::optional<uint32_t> owner;
+  if (*row && !job_owner_->ColumnIsNull(0)) {
+    owner = static_cast<uint32_t>(job_owner_->ColumnInt(0));
+  }
+  job_owner_->Reset();
+  return owner;
+}
+
+absl::StatusOr<absl::flat_hash_map<std::string, uint32_t>> Catalog::JobOwners(
+    uint32_t legacy_owner) {
+  absl::MutexLock lock(&mu_);
+  absl::flat_hash_map<std::string, uint32_t> owners;
+  job_owners_->BindInt(1, legacy_owner);
+  while (true) {
+    absl::StatusOr<bool> row = job_owners_->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return owners;
+    owners[job_owners_->ColumnString(0)] = static_cast<uint32_t>(job_owners_->ColumnInt(1));
+  }
+}
+
+absl::StatusOr<std::string> Catalog::KeepFirstTokenDigest(absl::string_view job_id, int32_t rank,
+                                                          absl::string_view session_id,
+                                                          absl::string_view digest) {
+  absl::MutexLock lock(&mu_);  // two hellos of one session: the first digest stays
+  keep_token_->BindText(1, job_id);
+  keep_token_->BindInt(2, rank);
+  keep_token_->BindText(3, session_id);
+  keep_token_->BindBlob(4, digest);
+  if (absl::Status s = keep_token_->Run(); !s.ok()) return s;
+  token_of_->BindText(1, job_id);
+  token_of_->BindInt(2, rank);
+  token_of_->BindText(3, session_id);
+  absl::StatusOr<bool> row = token_of_->Step();
+  if (!row.ok()) return row.status();
+  if (!*row) return absl::InternalError("catalog: a session token vanished as it was written");
+  std::string kept(token_of_->ColumnText(0));
+  token_of_->Reset();
+  return kept;
 }
 
 }  // namespace flopscope::daemon

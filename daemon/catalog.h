@@ -2,10 +2,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -51,6 +53,23 @@ class Catalog {
   absl::Status SetAnnouncedLayout(absl::string_view job_id, int32_t rank,
                                   const v1::ParallelLayout& layout) ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<std::vector<v1::JobInfo>> ListJobs() ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Access model (daemon/access_policy.h). Jobs listed before owners were recorded (catalog
+  // version 2, or relisted rank files) belong to `legacy_owner`, the daemon's own uid.
+  // Makes `uid` the owner of `job_id` unless the job has one; returns the job's owner.
+  absl::StatusOr<uint32_t> ClaimJob(absl::string_view job_id, uint32_t uid, uint32_t legacy_owner)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // The owner of `job_id`; nullopt for a job the catalog does not hold.
+  absl::StatusOr<std::optional<uint32_t>> JobOwner(absl::string_view job_id, uint32_t legacy_owner)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Every job's owner.
+  absl::StatusOr<absl::flat_hash_map<std::string, uint32_t>> JobOwners(uint32_t legacy_owner)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Keeps `digest` as the session's resume-token digest unless it has one; returns the one kept.
+  absl::StatusOr<std::string> KeepFirstTokenDigest(absl::string_view job_id, int32_t rank,
+                                                   absl::string_view session_id,
+                                                   absl::string_view digest)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Ranks of a job in rank order; empty for a job the catalog does not hold.
   absl::StatusOr<std::vector<v1::RankInfo>> ListRanks(absl::string_view job_id)
       ABSL_LOCKS_EXCLUDED(mu_);
@@ -86,6 +105,11 @@ class Catalog {
   std::unique_ptr<SqliteStatement> list_losses_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<SqliteStatement> add_rejection_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<SqliteStatement> list_rejections_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<SqliteStatement> claim_job_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<SqliteStatement> job_owner_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<SqliteStatement> job_owners_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<SqliteStatement> keep_token_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<SqliteStatement> token_of_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace flopscope::daemon

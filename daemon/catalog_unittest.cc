@@ -187,7 +187,28 @@ TEST(CatalogUpgradeTest, VersionOneCatalogGainsRejections) {
       (*db)->Prepare("SELECT MAX(version) FROM schema_version");
   ASSERT_TRUE(version.ok());
   ASSERT_TRUE(*(*version)->Step());
-  EXPECT_EQ((*version)->ColumnInt(0), 2);
+  EXPECT_EQ((*version)->ColumnInt(0), 3);  // version 3 (job owners) came with it
+}
+
+// Version 3: a job listed before owners were recorded belongs to the daemon's user (the legacy
+// owner), and a claim by another uid does not take it over; a new job is its first writer's.
+TEST(CatalogUpgradeTest, JobsWithoutAnOwnerRowBelongToTheLegacyOwner) {
+  fixtures::ScopedTempDir dir;
+  absl::StatusOr<std::unique_ptr<Catalog>> catalog = Catalog::Open(dir.File("catalog.sqlite"));
+  ASSERT_TRUE(catalog.ok()) << catalog.status();
+  ASSERT_TRUE((*catalog)->SessionConnected(fixtures::Hello("old", 0, "s"), 5).ok());
+  constexpr uint32_t kDaemonUid = 7;
+  EXPECT_EQ(*(*catalog)->JobOwner("old", kDaemonUid), kDaemonUid);
+  EXPECT_EQ(*(*catalog)->ClaimJob("old", 1001, kDaemonUid), kDaemonUid);
+  EXPECT_EQ(*(*catalog)->ClaimJob("new", 1001, kDaemonUid), 1001u);
+  EXPECT_EQ(*(*catalog)->ClaimJob("new", 1002, kDaemonUid), 1001u);
+  EXPECT_EQ(*(*catalog)->JobOwner("missing", kDaemonUid), std::nullopt);
+  ASSERT_TRUE((*catalog)->SessionConnected(fixtures::Hello("new", 0, "s"), 5).ok());
+  absl::StatusOr<absl::flat_hash_map<std::string, uint32_t>> owners =
+      (*catalog)->JobOwners(kDaemonUid);
+  ASSERT_TRUE(owners.ok()) << owners.status();
+  EXPECT_EQ(owners->at("old"), kDaemonUid);
+  EXPECT_EQ(owners->at("new"), 1001u);
 }
 
 }  // namespace

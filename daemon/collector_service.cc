@@ -1,5 +1,6 @@
 #include "daemon/collector_service.h"
 
+#include <algorithm>
 #include <memory>
 #include <string>
 
@@ -30,6 +31,8 @@ const char* MessageKind(const v1::UpMessage& message) {
       return "a Batch";
     case v1::UpMessage::kControlReply:
       return "a ControlReply";
+    case v1::UpMessage::kProgress:
+      return "a Progress";
     case v1::UpMessage::MSG_NOT_SET:
       break;
   }
@@ -44,13 +47,60 @@ grpc::Status ClientGone() {
   return grpc::Status(grpc::StatusCode::CANCELLED, "the client went away");
 }
 
-}  // namespace
+grpc::Status NotParsed(const char* which) {
+  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                      absl::StrCat("the ", which,
+                                   " message of the stream is not a flopscope.v1.UpMessage (it "
+                                   "does not parse): is the producer a flopscope injector?"));
+}
 
-grpc::Status CollectorService::Stream(grpc::ServerContext* context, ServerStream* stream) {
-  v1::UpMessage first;
+}  // namespace
+}  // namespace flopscope::daemon
+
+grpc::Status grpc::SerializationTraits<flopscope::daemon::CheckedUpMessage, void>::Deserialize(
+    grpc::ByteBuffer* buffer, flopscope::daemon::CheckedUpMessage* message) {
+  // Always OK, so that the Read succeeds and the service sees the flag.
+  message->parse_error =
+      !grpc::GenericDeserialize<grpc::ProtoBufferReader, flopscope::v1::UpMessage>(
+           buffer, &message->message)
+           .ok();
+  return grpc::Status::OK;
+}
+
+grpc::Status grpc::SerializationTraits<flopscope::daemon::CheckedUpMessage, void>::Serialize(
+    const flopscope::daemon::CheckedUpMessage& message, grpc::ByteBuffer* buffer,
+    bool* own_buffer) {
+  return grpc::GenericSerialize<grpc::ProtoBufferWriter, flopscope::v1::UpMessage>(
+      message.message, buffer, own_buffer);
+}
+
+namespace flopscope::daemon {
+
+CollectorService::CollectorService(StoreRegistry* stores, Catalog* catalog,
+                                   SessionRegistry* sessions)
+    : stores_(stores), catalog_(catalog), sessions_(sessions) {
+  // Method 0 is Stream, the service's only one (collector.proto).
+  MarkMethodStreamed(
+      0,
+      new grpc::internal::BidiStreamingHandler<CollectorService, CheckedUpMessage, v1::DownMessage>(
+          [](CollectorService* service, grpc::ServerContext* context, ServerStream* stream) {
+            return service->Serve(context, stream);
+          },
+          this));
+}
+
+grpc::Status CollectorService::Serve(grpc::ServerContext* context, ServerStream* stream) {
+  // Who is calling, first, before anything has an effect (daemon/access_policy.h).
+  absl::StatusOr<PeerIdentity> caller = access_->IdentifyWriter(*context);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
+  CheckedUpMessage first;
   if (grpc::Status s = ReadHello(stream, &first); !s.ok()) return s;
-  const v1::SessionHello& hello = first.hello();
-  absl::StatusOr<Connection> connection = Connect(hello);
+  // The resume token goes no further than its check: never stored with the hello, never logged.
+  const std::string token = std::move(*first.message.mutable_hello()->mutable_resume_token());
+  first.message.mutable_hello()->clear_resume_token();
+  const v1::SessionHello& hello = first.message.hello();
+  std::string issued_token;
+  absl::StatusOr<Connection> connection = Connect(*caller, hello, token, &issued_token);
   if (!connection.ok()) {
     LogWarning("refused a stream from pid ", hello.pid(), ": ", connection.status().message());
     if (IsDiskFull(connection.status())) {
@@ -58,18 +108,12 @@ grpc::Status CollectorService::Stream(grpc::ServerContext* context, ServerStream
     }
     return ToGrpcStatus(connection.status());
   }
-  absl::Cleanup disconnected = [&] {
-    // The totals again: an update refused after some commit (disk full) is caught up here.
-    const int64_t now_ns = absl::GetCurrentTimeNanos();
-    const absl::Status totals = catalog_->UpdateTotals(hello.job_id(), hello.rank(),
-                                                       connection->store->Totals(), now_ns);
-    if (!totals.ok()) LogWarning("catalog: ", totals.message());
-    const absl::Status s = catalog_->SessionDisconnected(hello.job_id(), hello.rank(), now_ns);
-    if (!s.ok()) LogWarning("catalog: ", s.message());
-  };
+  StreamTally tally;
+  absl::Cleanup disconnected = [&] { EndStream(*connection, tally); };
   v1::DownMessage welcome;
   welcome.mutable_welcome()->set_committed_seq(connection->committed_seq);
   welcome.mutable_welcome()->set_daemon_version(kVersion);
+  if (!issued_token.empty()) welcome.mutable_welcome()->set_resume_token(issued_token);
   // Written before the stream is listed, so nothing else can be writing yet.
   if (!stream->Write(welcome)) {
     LogDisconnect(hello, ClientGone());
@@ -81,26 +125,50 @@ grpc::Status CollectorService::Stream(grpc::ServerContext* context, ServerStream
   // Runs before `disconnected`; after it nothing writes on `stream`, which dies with this call.
   absl::Cleanup delisted = [&] { sessions_->Unregister(connection->live); };
   if (connected_hook_) connected_hook_(hello.job_id(), hello.rank());
-  const grpc::Status status = ServeBatches(context, stream, *connection);
+  if (metrics_ != nullptr) metrics_->OnConnected(hello);
+  absl::Cleanup unmetered = [&] {
+    if (metrics_ != nullptr) metrics_->OnDisconnected(hello);
+  };
+  const grpc::Status status = ServeBatches(context, stream, *connection, &tally);
   LogDisconnect(hello, status);
   return status;
 }
 
-grpc::Status CollectorService::ReadHello(ServerStream* stream, v1::UpMessage* first) {
+void CollectorService::EndStream(const Connection& connection, const StreamTally& tally) {
+  const v1::SessionHello& hello = connection.hello;
+  const absl::Status ended = connection.store->EndStream(connection.sid, tally);
+  if (!ended.ok()) LogWarning("end of ", Describe(hello), " not recorded: ", ended.message());
+  // The totals again: an update refused after some commit (disk full) is caught up here.
+  const int64_t now_ns = absl::GetCurrentTimeNanos();
+  const absl::Status totals =
+      catalog_->UpdateTotals(hello.job_id(), hello.rank(), connection.store->Totals(), now_ns);
+  if (!totals.ok()) LogWarning("catalog: ", totals.message());
+  const absl::Status s = catalog_->SessionDisconnected(hello.job_id(), hello.rank(), now_ns);
+  if (!s.ok()) LogWarning("catalog: ", s.message());
+}
+
+grpc::Status CollectorService::ReadHello(ServerStream* stream, CheckedUpMessage* first) {
   if (!stream->Read(first)) {
     return grpc::Status(grpc::StatusCode::CANCELLED, "the stream ended before its SessionHello");
   }
-  if (first->has_hello()) return grpc::Status::OK;
+  if (first->parse_error) return NotParsed("first");
+  if (first->message.has_hello()) return grpc::Status::OK;
   return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
                       absl::StrCat("the first message of a stream must be a SessionHello, got ",
-                                   MessageKind(*first)));
+                                   MessageKind(first->message)));
 }
 
 absl::StatusOr<CollectorService::Connection> CollectorService::Connect(
-    const v1::SessionHello& hello) {
-  // Validated before the job id becomes a directory name.
+    const PeerIdentity& caller, const v1::SessionHello& hello, absl::string_view token,
+    std::string* issued_token) {
+  // Validated before the job id becomes a directory name or a catalog key.
   if (absl::Status s = ValidateHello(hello); !s.ok()) return s;
   if (absl::Status s = stores_->CheckSpace(); !s.ok()) return s;  // logged by the caller
+  // After the space check: a refused stream leaves no owner and no token behind.
+  if (absl::Status s = access_->ClaimForWrite(caller, hello.job_id()); !s.ok()) return s;
+  absl::StatusOr<std::string> issued = access_->CheckResumeToken(hello, token);
+  if (!issued.ok()) return issued.status();
+  *issued_token = *std::move(issued);
   absl::StatusOr<std::shared_ptr<RankStore>> store = stores_->Acquire(hello.job_id(), hello.rank());
   absl::StatusOr<SessionHandle> session =
       store.ok() ? (*store)->OpenSession(hello) : absl::StatusOr<SessionHandle>(store.status());
@@ -131,13 +199,28 @@ void CollectorService::LogDisconnect(const v1::SessionHello& hello, const grpc::
 }
 
 grpc::Status CollectorService::ServeBatches(grpc::ServerContext* context, ServerStream* stream,
-                                            const Connection& connection) {
+                                            const Connection& connection, StreamTally* tally) {
   // One message reused for the whole stream: parsing into it keeps its allocated records.
-  v1::UpMessage message;
-  while (stream->Read(&message)) {
+  CheckedUpMessage checked;
+  const v1::UpMessage& message = checked.message;
+  while (stream->Read(&checked)) {
+    if (checked.parse_error) {
+      LogWarning(Describe(connection.hello), ": a message that does not parse ended the stream");
+      // Counted like a rejected batch (its records, if it held any, cannot be known).
+      const absl::Status counted =
+          catalog_->AddRejection(connection.hello.job_id(), connection.hello.rank(),
+                                 connection.hello.session_id(), "unparsable", 0);
+      if (!counted.ok()) LogWarning("catalog: ", counted.message());
+      return NotParsed("next");
+    }
     switch (message.msg_case()) {
       case v1::UpMessage::kBatch:
-        if (grpc::Status s = StoreBatch(context, connection, message.batch()); !s.ok()) return s;
+        if (grpc::Status s = StoreBatch(context, connection, message.batch(), tally); !s.ok()) {
+          return s;
+        }
+        break;
+      case v1::UpMessage::kProgress:
+        tally->announced = std::max(tally->announced, message.progress().records_queued());
         break;
       case v1::UpMessage::kControlReply:
         DeliverControlReply(connection, message.control_reply());
@@ -179,7 +262,8 @@ void CollectorService::RecordAnnouncedLayout(const Connection& connection, const
 }
 
 grpc::Status CollectorService::StoreBatch(grpc::ServerContext* context,
-                                          const Connection& connection, const v1::Batch& batch) {
+                                          const Connection& connection, const v1::Batch& batch,
+                                          StreamTally* tally) {
   CommitOutcome outcome;
   absl::Status status =
       stores_->CheckSpace(DiskSpaceGuard::CommitBytesFor(batch.ByteSizeLong()));
@@ -191,6 +275,9 @@ grpc::Status CollectorService::StoreBatch(grpc::ServerContext* context,
         connection.hello.job_id(), connection.hello.rank(), connection.hello.session_id(),
         RejectedRule(status), BatchRecordCount(batch));
     if (!counted.ok()) LogWarning("catalog: ", counted.message());
+    if (metrics_ != nullptr) {
+      metrics_->OnRejected(connection.hello, RejectedRule(status), BatchRecordCount(batch));
+    }
     context->AddTrailingMetadata(kRejectedSeqKey, std::to_string(batch.seq()));
     return ToGrpcStatus(status);
   }
@@ -206,12 +293,17 @@ grpc::Status CollectorService::StoreBatch(grpc::ServerContext* context,
     return grpc::Status(grpc::StatusCode::UNAVAILABLE, std::string(status.message()));
   }
   if (!outcome.duplicate) {
+    tally->received += ProducerRecordCount(batch);
     RecordAnnouncedLayout(connection, batch);
     const absl::Status listed =
         catalog_->UpdateTotals(connection.hello.job_id(), connection.hello.rank(),
                                connection.store->Totals(), absl::GetCurrentTimeNanos());
     if (!listed.ok()) LogWarning("catalog: ", listed.message());
+    if (metrics_ != nullptr) {
+      metrics_->OnCommitted(connection.hello, batch, connection.store->Totals());
+    }
   }
+  if (committed_hook_) committed_hook_(connection.hello, batch);
   v1::DownMessage ack;
   ack.mutable_ack()->set_committed_seq(outcome.committed_seq);
   if (!connection.live->Write(ack)) return ClientGone();

@@ -8,11 +8,35 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "daemon/access_policy.h"
 #include "daemon/catalog.h"
+#include "daemon/metrics/metrics_registry.h"
 #include "daemon/rank_store.h"
 #include "daemon/session_registry.h"
 #include "daemon/store_registry.h"
 #include "flopscope/v1/collector.grpc.pb.h"
+
+namespace flopscope::daemon {
+
+// An UpMessage as the Collector reads it. gRPC's generated handler reports bytes that do not
+// parse as a failed Read, the same as the stream's end, so the stream would end OK; read into
+// this instead, a message that does not parse arrives flagged and the stream ends
+// INVALID_ARGUMENT (the SerializationTraits below).
+struct CheckedUpMessage {
+  v1::UpMessage message;
+  bool parse_error = false;
+};
+
+}  // namespace flopscope::daemon
+
+template <>
+class grpc::SerializationTraits<flopscope::daemon::CheckedUpMessage, void> {
+ public:
+  static grpc::Status Deserialize(grpc::ByteBuffer* buffer,
+                                  flopscope::daemon::CheckedUpMessage* message);
+  static grpc::Status Serialize(const flopscope::daemon::CheckedUpMessage& message,
+                                grpc::ByteBuffer* buffer, bool* own_buffer);
+};
 
 namespace flopscope::daemon {
 
@@ -36,19 +60,27 @@ inline constexpr char kRefusalReasonKey[] = "flopscope-refusal-reason";
 // thread-safe.
 class CollectorService final : public v1::Collector::Service {
  public:
-  CollectorService(StoreRegistry* stores, Catalog* catalog, SessionRegistry* sessions)
-      : stores_(stores), catalog_(catalog), sessions_(sessions) {}
-
-  grpc::Status Stream(grpc::ServerContext* context,
-                      grpc::ServerReaderWriter<v1::DownMessage, v1::UpMessage>* stream) override;
+  // Serves Stream with CheckedUpMessage reads (the generated handler is replaced).
+  CollectorService(StoreRegistry* stores, Catalog* catalog, SessionRegistry* sessions);
 
   // Called on the stream's thread once a rank's session is connected and welcomed (the query
   // side opens its reader while the writer holds the file). Set before serving.
   using ConnectedHook = std::function<void(const std::string& job_id, int32_t rank)>;
   void SetConnectedHook(ConnectedHook hook) { connected_hook_ = std::move(hook); }
+  // Told of every stream, committed batch and rejection (`flopscoped --metrics`); set before
+  // serving, may stay null.
+  void SetMetrics(metrics::MetricsRegistry* metrics) { metrics_ = metrics; }
+  // Who may write to which job (required: set before serving).
+  void SetAccessControl(const AccessControl* access) { access_ = access; }
+  // Told of every batch that is committed (or was already) before its Ack goes back:
+  // `flopscoped --upstream` keeps it for the aggregator (daemon/forwarding/outbox.h). Set before
+  // serving, may stay null.
+  using CommittedHook = std::function<void(const v1::SessionHello& hello, const v1::Batch& batch)>;
+  void SetCommittedHook(CommittedHook hook) { committed_hook_ = std::move(hook); }
 
  private:
-  using ServerStream = grpc::ServerReaderWriter<v1::DownMessage, v1::UpMessage>;
+  using ServerStream = grpc::ServerReaderWriter<v1::DownMessage, CheckedUpMessage>;
+  grpc::Status Serve(grpc::ServerContext* context, ServerStream* stream);
   // Everything a connected stream needs to store its batches.
   struct Connection {
     const v1::SessionHello& hello;
@@ -59,22 +91,30 @@ class CollectorService final : public v1::Collector::Service {
     std::shared_ptr<LiveSession> live;
   };
 
-  static grpc::Status ReadHello(ServerStream* stream, v1::UpMessage* first);
-  // Validates the hello, opens the rank's store and session, and lists it in the catalog.
-  absl::StatusOr<Connection> Connect(const v1::SessionHello& hello);
+  static grpc::Status ReadHello(ServerStream* stream, CheckedUpMessage* first);
+  // Validates the hello, checks that `caller` may write to its job (claiming a new one) and the
+  // session's resume token (`*issued_token`: one drawn for a hello without), opens the rank's
+  // store and session, and lists it in the catalog.
+  absl::StatusOr<Connection> Connect(const PeerIdentity& caller, const v1::SessionHello& hello,
+                                     absl::string_view token, std::string* issued_token);
   grpc::Status ServeBatches(grpc::ServerContext* context, ServerStream* stream,
-                            const Connection& connection);
+                            const Connection& connection, StreamTally* tally);
+  // The stream is over: the session's end counts (RankStore::EndStream), then the catalog.
+  void EndStream(const Connection& connection, const StreamTally& tally);
   void DeliverControlReply(const Connection& connection, const v1::ControlReply& reply);
   // A `parallel` mark in the batch becomes the rank's layout in the catalog.
   void RecordAnnouncedLayout(const Connection& connection, const v1::Batch& batch);
   grpc::Status StoreBatch(grpc::ServerContext* context, const Connection& connection,
-                          const v1::Batch& batch);
+                          const v1::Batch& batch, StreamTally* tally);
   static void LogDisconnect(const v1::SessionHello& hello, const grpc::Status& status);
 
   StoreRegistry* stores_;
   Catalog* catalog_;
   SessionRegistry* sessions_;
   ConnectedHook connected_hook_;
+  CommittedHook committed_hook_;
+  metrics::MetricsRegistry* metrics_ = nullptr;
+  const AccessControl* access_ = nullptr;
 };
 
 }  // namespace flopscope::daemon

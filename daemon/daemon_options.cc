@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/endpoint.h"
+#include "daemon/metrics/metrics_endpoint.h"
 
 namespace flopscope::daemon {
 namespace {
@@ -27,8 +28,26 @@ bool SystemDataDirUsable() {
 }
 
 constexpr char kTlsMissing[] =
-    "TLS is not implemented yet, so plain TCP is served only on loopback (127.0.0.1, ::1 or "
-    "localhost) with --insecure-loopback-tcp; use the unix socket otherwise";
+    "without TLS, plain TCP is served only on loopback (127.0.0.1, ::1 or localhost) with "
+    "--insecure-loopback-tcp; for another address give --tls-cert, --tls-key and --tls-ca "
+    "(mutual TLS)";
+
+// --tcp with --tls-*: any address; the files are read and checked when the server starts.
+absl::Status ResolveTlsTcp(DaemonOptions* options) {
+  if (options->tcp_address.empty()) {
+    if (!options->upstream.empty()) return absl::OkStatus();  // they secure --upstream only
+    return absl::InvalidArgumentError(
+        "--tls-cert, --tls-key and --tls-ca secure the TCP port: add --tcp HOST:PORT");
+  }
+  if (options->insecure_loopback_tcp) {
+    return absl::InvalidArgumentError(
+        "--insecure-loopback-tcp asks for plain TCP, --tls-* for mutual TLS: drop one");
+  }
+  absl::StatusOr<std::string> tcp = TcpListenAddress(options->tcp_address);
+  if (!tcp.ok()) return tcp.status();
+  options->tcp_address = *std::move(tcp);
+  return absl::OkStatus();
+}
 
 }  // namespace
 
@@ -41,12 +60,7 @@ std::string DefaultDataDir() {
   return home + "/.local/share/flopscope";
 }
 
-absl::StatusOr<std::string> LoopbackTcpAddress(absl::string_view address,
-                                               bool insecure_loopback_tcp) {
-  if (!insecure_loopback_tcp) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--tcp ", address, " needs --insecure-loopback-tcp: ", kTlsMissing));
-  }
+absl::StatusOr<std::string> TcpListenAddress(absl::string_view address) {
   const size_t colon = address.rfind(':');
   if (colon == absl::string_view::npos) {
     return absl::InvalidArgumentError(
@@ -58,11 +72,27 @@ absl::StatusOr<std::string> LoopbackTcpAddress(absl::string_view address,
     return absl::InvalidArgumentError(
         absl::StrCat("--tcp ", address, ": the port must be a number from 0 to 65535"));
   }
+  if (host.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--tcp ", address, ": expected HOST:PORT, e.g. 0.0.0.0:7070"));
+  }
   if (host == "::1") return absl::StrCat("[::1]:", port);  // the form gRPC parses
+  return std::string(address);
+}
+
+absl::StatusOr<std::string> LoopbackTcpAddress(absl::string_view address,
+                                               bool insecure_loopback_tcp) {
+  if (!insecure_loopback_tcp) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--tcp ", address, " needs --insecure-loopback-tcp: ", kTlsMissing));
+  }
+  absl::StatusOr<std::string> parsed = TcpListenAddress(address);
+  if (!parsed.ok()) return parsed.status();
+  const absl::string_view host = absl::string_view(*parsed).substr(0, parsed->rfind(':'));
   if (host != "127.0.0.1" && host != "[::1]" && host != "localhost") {
     return absl::InvalidArgumentError(absl::StrCat("--tcp ", address, ": ", kTlsMissing));
   }
-  return std::string(address);
+  return parsed;
 }
 
 void AddDaemonFlags(CLI::App& app, DaemonOptions* options, std::string* log_level) {
@@ -71,13 +101,62 @@ void AddDaemonFlags(CLI::App& app, DaemonOptions* options, std::string* log_leve
                  "when writable, else $XDG_DATA_HOME/flopscope or ~/.local/share/flopscope)");
   app.add_option("--socket", options->socket_path,
                  "unix socket to serve (default: $FLOPSCOPE_SOCKET, else "
-                 "/run/flopscope/flopscope.sock, $XDG_RUNTIME_DIR or the temp dir)");
-  app.add_option("--tcp", options->tcp_address,
-                 "also serve plain TCP on HOST:PORT (loopback only, with "
-                 "--insecure-loopback-tcp; TLS is not implemented yet)");
+                 "/run/flopscope/flopscope.sock for root or when it exists, else "
+                 "$XDG_RUNTIME_DIR/flopscope.sock)");
+  app.add_option("--tcp,--listen", options->tcp_address,
+                 "also serve TCP on HOST:PORT (an aggregator's port): mutual TLS with "
+                 "--tls-cert/--tls-key/--tls-ca (any address), else plain TCP on loopback with "
+                 "--insecure-loopback-tcp");
   app.add_flag("--insecure-loopback-tcp", options->insecure_loopback_tcp,
-               "allow --tcp without TLS on a loopback address");
+               "allow --tcp without TLS on a loopback address (health checks only: a plain TCP "
+               "peer has no identity and may reach no job)");
+  app.add_option("--tls-cert", options->tls.cert,
+                 "PEM certificate the --tcp port presents (mutual TLS; with --tls-key and "
+                 "--tls-ca)");
+  app.add_option("--tls-key", options->tls.key, "PEM private key of --tls-cert");
+  app.add_option("--tls-ca", options->tls.ca,
+                 "PEM CA certificate: TCP clients must present a certificate it signed; its "
+                 "subject is who they are (CN=user name, or OU=flopscope-node for node daemons)");
+  app.add_option("--admin-group", options->admin_group,
+                 "members of this group may read, write and profile every job ('' for none)")
+      ->default_val("flopscope");
   app.add_option("--log-level", *log_level, "error, warning, info or debug")->default_val("info");
+  app.add_option("--metrics", options->metrics_address,
+                 "serve /metrics for Prometheus on [HOST:]PORT (no host: 127.0.0.1; 0.0.0.0:PORT "
+                 "for every interface)");
+  app.add_option("--metrics-max-ranks", options->metrics_max_ranks,
+                 "ranks with series on /metrics; the least recently active are dropped first")
+      ->check(CLI::Range(1, 1 << 20));
+  // A function, not the vector itself: CLI11 keeps a vector's default when no value is given.
+  app.add_option_function<std::vector<std::string>>(
+         "--collect-spools",
+         [options](const std::vector<std::string>& patterns) {
+           options->spool_patterns.clear();
+           for (const std::string& pattern : patterns) {
+             if (!pattern.empty()) options->spool_patterns.push_back(pattern);
+           }
+         },
+         "directories (shell patterns, comma-separated) whose orphaned spool files are "
+         "delivered at start and every minute (default: /var/tmp/flopscope-spool-*,"
+         "/run/user/*/flopscope-spool); none when given no value")
+      ->expected(0, CLI::detail::expected_max_vector_size)
+      ->delimiter(',');
+  app.add_option("--collect-spools-period-s", options->spool_period_s,
+                 "seconds between two passes of --collect-spools")
+      ->check(CLI::Range(0.05, 86400.0));
+  app.add_option("--keep-raw-steps", options->keep_raw_steps,
+                 "steps of each rank whose raw kernels and range events are kept; older steps "
+                 "are folded into rollups that give the same reports (0: keep everything raw)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--upstream", options->upstream,
+                 "forward every committed batch to the aggregator daemon there: HOST:PORT over "
+                 "mutual TLS (--tls-cert/--tls-key/--tls-ca), or unix:/path to its socket; "
+                 "batches wait in <data-dir>/outbox.sqlite until it has them");
+  app.add_option_function<int64_t>(
+         "--outbox-max-mb", [options](int64_t mb) { options->outbox_max_bytes = mb << 20; },
+         "MiB of batches that may wait for --upstream; beyond it new batches stay on this "
+         "node only, counted (default 1024)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
 }
 
 absl::Status ResolveDaemonOptions(const std::string& log_level, DaemonOptions* options) {
@@ -91,9 +170,15 @@ absl::Status ResolveDaemonOptions(const std::string& log_level, DaemonOptions* o
   std::error_code ignored;
   options->data_dir = std::filesystem::absolute(options->data_dir, ignored).string();
   options->socket_path = std::filesystem::absolute(options->socket_path, ignored).string();
+  if (!options->metrics_address.empty()) {
+    absl::StatusOr<std::string> metrics = metrics::ParseMetricsAddress(options->metrics_address);
+    if (!metrics.ok()) return metrics.status();
+    options->metrics_address = *std::move(metrics);
+  }
   if (options->insecure_loopback_tcp && options->tcp_address.empty()) {
     return absl::InvalidArgumentError("--insecure-loopback-tcp needs --tcp HOST:PORT");
   }
+  if (options->tls.any()) return ResolveTlsTcp(options);
   if (options->tcp_address.empty()) return absl::OkStatus();
   absl::StatusOr<std::string> tcp =
       LoopbackTcpAddress(options->tcp_address, options->insecure_loopback_tcp);

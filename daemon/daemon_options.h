@@ -1,12 +1,16 @@
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "common/tls/tls_files.h"
 #include "daemon/logger.h"
+#include "daemon/metrics/metrics_registry.h"
 
 namespace CLI {
 class App;
@@ -16,29 +20,63 @@ namespace flopscope::daemon {
 
 inline constexpr int kMaxReceiveMessageBytes = 64 << 20;
 
+// Ten minutes of steps at a step per second (DESIGN: Storage).
+inline constexpr int64_t kDefaultKeepRawSteps = 600;
+
 // How flopscoped runs; main() fills it from the command line, tests build it directly.
 struct DaemonOptions {
   std::string data_dir;     // empty: DefaultDataDir()
   std::string socket_path;  // empty: flopscope::DefaultSocketPath()
-  std::string tcp_address;  // HOST:PORT, empty for none; needs insecure_loopback_tcp
+  // HOST:PORT, empty for none: with `tls` any address (mutual TLS), else loopback only and
+  // only with insecure_loopback_tcp (no identity: health checks only).
+  std::string tcp_address;
   bool insecure_loopback_tcp = false;
+  // --tls-cert/--tls-key/--tls-ca: mutual TLS on tcp_address; a client's certificate must be
+  // signed by `ca` and its subject is its identity (daemon/tls_identity.h). Empty: plain TCP.
+  tls::TlsFilePaths tls;
+  // Its members may read, write and profile every job (docs/architecture.md, "Access model");
+  // "" or a group this host lacks: none.
+  std::string admin_group = "flopscope";
   LogLevel log_level = LogLevel::kInfo;
   int max_receive_message_bytes = kMaxReceiveMessageBytes;
   // How long SIGTERM waits for open streams before cancelling them.
   absl::Duration drain_timeout = absl::Seconds(3);
+  // --metrics [HOST:]PORT: /metrics for Prometheus there (civetweb's "HOST:PORT" once resolved,
+  // loopback when no host is given); empty: no endpoint. At most metrics_max_ranks ranks keep
+  // series (daemon/metrics/metrics_registry.h).
+  std::string metrics_address;
+  size_t metrics_max_ranks = metrics::kDefaultMaxRanks;
+  // --collect-spools: directories (shell patterns) whose orphaned spool files the daemon
+  // delivers at start and every spool_period (daemon/spool_collector.h); empty: none.
+  std::vector<std::string> spool_patterns = {"/var/tmp/flopscope-spool-*",
+                                             "/run/user/*/flopscope-spool"};
+  double spool_period_s = 60;
+  // --keep-raw-steps: steps of a rank kept raw; older ones are folded (daemon/step_folding.h).
+  // 0: never fold.
+  int64_t keep_raw_steps = kDefaultKeepRawSteps;
+  // --upstream: the aggregator this node daemon forwards every committed batch to, "unix:/path"
+  // or HOST:PORT over mutual TLS with the --tls-* files; empty: none (docs/architecture.md,
+  // "Forwarding"). --outbox-max-mb: batches waiting for it before new ones stay here only.
+  std::string upstream;
+  int64_t outbox_max_bytes = int64_t{1} << 30;
 };
 
 // $FLOPSCOPE_DATA_DIR, else /var/lib/flopscope when it is (or can be made) writable, else
 // $XDG_DATA_HOME/flopscope, else ~/.local/share/flopscope.
 std::string DefaultDataDir();
 
-// Plain TCP is served only on loopback and only when asked for explicitly: there is no TLS yet.
+// HOST:PORT checked (a port 0-65535) and in the form gRPC listens on ("::1:P" becomes
+// "[::1]:P"). Any host: what --tcp takes with mutual TLS.
+absl::StatusOr<std::string> TcpListenAddress(absl::string_view address);
+
+// Plain TCP (no --tls-*) is served only on loopback and only when asked for explicitly.
 // Accepts 127.0.0.1:PORT, [::1]:PORT (or ::1:PORT) and localhost:PORT; returns the address in
 // the form gRPC listens on.
 absl::StatusOr<std::string> LoopbackTcpAddress(absl::string_view address,
                                                bool insecure_loopback_tcp);
 
-// Registers --data-dir, --socket, --tcp, --insecure-loopback-tcp and --log-level.
+// Registers --data-dir, --socket, --tcp, --insecure-loopback-tcp, --tls-cert, --tls-key,
+// --tls-ca, --log-level, --metrics, --metrics-max-ranks, --upstream and --outbox-max-mb.
 void AddDaemonFlags(CLI::App& app, DaemonOptions* options, std::string* log_level);
 
 // Fills in defaults and checks the combination: what main() calls after parsing.

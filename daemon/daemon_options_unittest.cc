@@ -56,6 +56,21 @@ TEST(DaemonOptionsTest, FlagsWin) {
   EXPECT_EQ(options.log_level, LogLevel::kDebug);
 }
 
+TEST(DaemonOptionsTest, SpoolCollectionDirectories) {
+  DaemonOptions options;
+  ASSERT_TRUE(Parse({}, &options).ok());
+  EXPECT_EQ(options.spool_patterns, (std::vector<std::string>{"/var/tmp/flopscope-spool-*",
+                                                              "/run/user/*/flopscope-spool"}));
+  DaemonOptions none;
+  ASSERT_TRUE(Parse({"--collect-spools"}, &none).ok());
+  EXPECT_TRUE(none.spool_patterns.empty());
+  DaemonOptions two;
+  ASSERT_TRUE(
+      Parse({"--collect-spools", "/a/*,/b", "--collect-spools-period-s", "0.5"}, &two).ok());
+  EXPECT_EQ(two.spool_patterns, (std::vector<std::string>{"/a/*", "/b"}));
+  EXPECT_EQ(two.spool_period_s, 0.5);
+}
+
 TEST(DaemonOptionsTest, UnknownLogLevelIsRefused) {
   DaemonOptions options;
   absl::Status status = Parse({"--log-level", "loud"}, &options);
@@ -66,11 +81,11 @@ TEST(DaemonOptionsTest, TcpOnlyOnLoopbackAndOnlyWhenAskedFor) {
   DaemonOptions options;
   absl::Status status = Parse({"--tcp", "127.0.0.1:7070"}, &options);
   EXPECT_THAT(status.message(), HasSubstr("needs --insecure-loopback-tcp"));
-  EXPECT_THAT(status.message(), HasSubstr("TLS is not implemented yet"));
+  EXPECT_THAT(status.message(), HasSubstr("give --tls-cert, --tls-key and --tls-ca"));
 
   options = DaemonOptions();
   status = Parse({"--tcp", "0.0.0.0:7070", "--insecure-loopback-tcp"}, &options);
-  EXPECT_THAT(status.message(), HasSubstr("TLS is not implemented yet"));
+  EXPECT_THAT(status.message(), HasSubstr("give --tls-cert, --tls-key and --tls-ca"));
 
   options = DaemonOptions();
   status = Parse({"--insecure-loopback-tcp"}, &options);
@@ -81,6 +96,40 @@ TEST(DaemonOptionsTest, TcpOnlyOnLoopbackAndOnlyWhenAskedFor) {
   EXPECT_EQ(options.tcp_address, "localhost:7070");
 }
 
+TEST(DaemonOptionsTest, MutualTlsServesAnyAddressAndNeedsTcp) {
+  DaemonOptions options;
+  ASSERT_TRUE(Parse({"--tcp", "0.0.0.0:7070", "--tls-cert", "c.pem", "--tls-key", "k.pem",
+                     "--tls-ca", "ca.pem"},
+                    &options)
+                  .ok());
+  EXPECT_EQ(options.tcp_address, "0.0.0.0:7070");
+  EXPECT_EQ(options.tls.ca, "ca.pem");
+
+  options = DaemonOptions();
+  EXPECT_THAT(Parse({"--tls-cert", "c.pem"}, &options).message(), HasSubstr("add --tcp"));
+  options = DaemonOptions();
+  EXPECT_THAT(
+      Parse({"--tcp", "127.0.0.1:1", "--insecure-loopback-tcp", "--tls-ca", "ca.pem"}, &options)
+          .message(),
+      HasSubstr("drop one"));
+  options = DaemonOptions();
+  EXPECT_THAT(Parse({"--tcp", ":7070", "--tls-ca", "ca.pem"}, &options).message(),
+              HasSubstr("expected HOST:PORT"));
+}
+
+TEST(DaemonOptionsTest, UpstreamTakesTheTlsFilesWithoutTcpAndBoundsItsOutbox) {
+  DaemonOptions options;
+  ASSERT_TRUE(Parse({"--upstream", "agg:7070", "--tls-cert", "c.pem", "--tls-key", "k.pem",
+                     "--tls-ca", "ca.pem", "--outbox-max-mb", "3"},
+                    &options)
+                  .ok());
+  EXPECT_EQ(options.upstream, "agg:7070");
+  EXPECT_TRUE(options.tcp_address.empty());
+  EXPECT_EQ(options.outbox_max_bytes, 3 << 20);
+  options = DaemonOptions();
+  EXPECT_FALSE(Parse({"--upstream", "unix:/a.sock", "--outbox-max-mb", "0"}, &options).ok());
+}
+
 TEST(DaemonOptionsTest, LoopbackAddressForms) {
   EXPECT_EQ(*LoopbackTcpAddress("127.0.0.1:1", true), "127.0.0.1:1");
   EXPECT_EQ(*LoopbackTcpAddress("[::1]:2", true), "[::1]:2");
@@ -89,6 +138,23 @@ TEST(DaemonOptionsTest, LoopbackAddressForms) {
   EXPECT_FALSE(LoopbackTcpAddress("127.0.0.1", true).ok());
   EXPECT_FALSE(LoopbackTcpAddress("127.0.0.1:99999", true).ok());
   EXPECT_FALSE(LoopbackTcpAddress("127.0.0.1:port", true).ok());
+}
+
+TEST(DaemonOptionsTest, MetricsOnLoopbackUnlessAHostIsGiven) {
+  DaemonOptions none;
+  ASSERT_TRUE(Parse({}, &none).ok());
+  EXPECT_TRUE(none.metrics_address.empty());
+  EXPECT_EQ(none.metrics_max_ranks, metrics::kDefaultMaxRanks);
+  DaemonOptions port_only;
+  ASSERT_TRUE(Parse({"--metrics", "9400", "--metrics-max-ranks", "16"}, &port_only).ok());
+  EXPECT_EQ(port_only.metrics_address, "127.0.0.1:9400");
+  EXPECT_EQ(port_only.metrics_max_ranks, 16u);
+  DaemonOptions everywhere;
+  ASSERT_TRUE(Parse({"--metrics", "0.0.0.0:9400"}, &everywhere).ok());
+  EXPECT_EQ(everywhere.metrics_address, "0.0.0.0:9400");
+  DaemonOptions bad;
+  EXPECT_THAT(Parse({"--metrics", "node7:9400"}, &bad).message(), HasSubstr("IPv4"));
+  EXPECT_FALSE(Parse({"--metrics", "9400", "--metrics-max-ranks", "0"}, &bad).ok());
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "daemon/daemon_server.h"
 
+#include <grpcpp/health_check_service_interface.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/tls/grpc_credentials.h"
 #include "common/version.h"
 #include "daemon/catalog_rebuild.h"
 #include "daemon/damaged_files.h"
@@ -35,22 +37,38 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(const DaemonOp
   // Before anything opens a file for writing: damaged ones are moved aside, never written again.
   QuarantineDamagedFiles(options.data_dir);
   if (absl::Status s = daemon->OpenCatalog(); !s.ok()) return s;
-  daemon->stores_ = std::make_unique<StoreRegistry>(options.data_dir);
+  daemon->stores_ =
+      std::make_unique<StoreRegistry>(options.data_dir, FoldPolicy{options.keep_raw_steps});
   daemon->sessions_ = std::make_unique<SessionRegistry>();
   daemon->collector_ = std::make_unique<CollectorService>(
       daemon->stores_.get(), daemon->catalog_.get(), daemon->sessions_.get());
+  if (!options.metrics_address.empty()) {
+    daemon->metrics_ = std::make_unique<metrics::MetricsRegistry>(options.metrics_max_ranks);
+    daemon->collector_->SetMetrics(daemon->metrics_.get());
+  }
   daemon->query_ = std::make_unique<QueryService>(options.data_dir, daemon->catalog_.get());
   QueryService* query = daemon->query_.get();
   daemon->collector_->SetConnectedHook(
       [query](const std::string& job_id, int32_t rank) { query->PrepareReader(job_id, rank); });
   daemon->profiling_ =
       std::make_unique<ProfilingService>(daemon->catalog_.get(), daemon->sessions_.get());
+  daemon->peers_ = std::make_unique<PeerRegistry>();
+  daemon->access_ = std::make_unique<AccessControl>(daemon->peers_.get(), daemon->catalog_.get(),
+                                                    MakeAccessRules(options.admin_group));
+  daemon->collector_->SetAccessControl(daemon->access_.get());
+  daemon->query_->SetAccessControl(daemon->access_.get());
+  daemon->profiling_->SetAccessControl(daemon->access_.get());
+  if (absl::Status s = daemon->StartForwarding(); !s.ok()) return s;
   if (absl::Status s = daemon->Listen(); !s.ok()) return s;
+  if (absl::Status s = daemon->StartMetrics(); !s.ok()) return s;
   daemon->StartWarmingReaders();
+  daemon->StartSpoolCollector();
   LogUnprefixed(LogLevel::kInfo,
                 absl::StrCat("flopscoped ", kVersion, " serving ", daemon->target(),
-                             daemon->tcp_target_.empty() ? "" : " and tcp ", daemon->tcp_target_,
-                             " data ", options.data_dir));
+                             daemon->tcp_target_.empty() ? ""
+                             : options.tls.any()         ? " and mutual TLS on "
+                                                         : " and plain tcp ",
+                             daemon->tcp_target_, " data ", options.data_dir));
   return daemon;
 }
 
@@ -69,29 +87,37 @@ absl::Status DaemonServer::OpenCatalog() {
 }
 
 absl::Status DaemonServer::Listen() {
+  // The standard grpc.health.v1.Health service ("" is SERVING while the server runs), for
+  // probes and load balancers (deploy/kubernetes). Process-wide, so set before the builder.
+  grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(target(), grpc::InsecureServerCredentials());
+  // The unix socket is accepted by UnixAcceptor, which hands each connection to this server
+  // with its peer's credentials registered; gRPC itself listens only on --tcp.
   int tcp_port = 0;
   if (!options_.tcp_address.empty()) {
-    builder.AddListeningPort(options_.tcp_address, grpc::InsecureServerCredentials(), &tcp_port);
+    absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = TcpCredentials();
+    if (!credentials.ok()) return credentials.status();
+    builder.AddListeningPort(options_.tcp_address, *credentials, &tcp_port);
   }
   builder.SetMaxReceiveMessageSize(options_.max_receive_message_bytes);
   builder.RegisterService(collector_.get());
   builder.RegisterService(query_.get());
   builder.RegisterService(profiling_.get());
-  // gRPC creates the socket file inside BuildAndStart with the process umask: narrow it for that
-  // call so the socket is never world-accessible, not even for an instant. umask is
-  // process-wide; files other threads create meanwhile only come out more private.
-  const mode_t previous_umask = umask(0117);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  umask(previous_umask);
   if (server == nullptr) {
     return absl::UnavailableError(absl::StrCat(
         "cannot listen on ", target(),
         options_.tcp_address.empty() ? "" : absl::StrCat(" and ", options_.tcp_address)));
   }
-  if (chmod(options_.socket_path.c_str(), 0660) != 0) {
-    LogWarning("cannot set mode 0660 on ", options_.socket_path);
+  absl::StatusOr<std::unique_ptr<UnixAcceptor>> acceptor =
+      UnixAcceptor::Start(options_.socket_path, server.get(), peers_.get());
+  if (!acceptor.ok()) {
+    server->Shutdown();
+    return acceptor.status();
+  }
+  acceptor_ = *std::move(acceptor);
+  if (!access_->rules().admin_gid && !options_.admin_group.empty()) {
+    LogInfo("no group '", options_.admin_group, "' on this host: no admin group");
   }
   if (!options_.tcp_address.empty()) {
     const std::string host = options_.tcp_address.substr(0, options_.tcp_address.rfind(':'));
@@ -99,6 +125,43 @@ absl::Status DaemonServer::Listen() {
   }
   absl::MutexLock lock(&mu_);  // server_ is read by Shutdown, possibly from another thread
   server_ = std::move(server);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> DaemonServer::TcpCredentials() const {
+  if (!options_.tls.any()) return grpc::InsecureServerCredentials();
+  absl::StatusOr<tls::TlsPem> pem = tls::LoadTlsFiles(options_.tls);
+  if (!pem.ok()) return pem.status();
+  return tls::MutualTlsServerCredentials(*pem);
+}
+
+absl::Status DaemonServer::StartMetrics() {
+  if (metrics_ == nullptr) return absl::OkStatus();
+  metrics::MetricsRegistry* registry = metrics_.get();
+  absl::StatusOr<std::unique_ptr<metrics::MetricsEndpoint>> endpoint =
+      metrics::MetricsEndpoint::Start(options_.metrics_address,
+                                      [registry] { return registry->Render(); });
+  if (!endpoint.ok()) return endpoint.status();
+  metrics_endpoint_ = *std::move(endpoint);
+  LogInfo("metrics on http://", metrics_endpoint_->address(), metrics::kMetricsPath);
+  return absl::OkStatus();
+}
+
+absl::Status DaemonServer::StartForwarding() {
+  if (options_.upstream.empty()) return absl::OkStatus();
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+      forwarding::UpstreamChannel(options_.upstream, options_.tls);
+  if (!channel.ok()) return channel.status();
+  absl::StatusOr<std::unique_ptr<forwarding::Outbox>> outbox = forwarding::Outbox::Open(
+      forwarding::OutboxPath(options_.data_dir), options_.outbox_max_bytes);
+  if (!outbox.ok()) return outbox.status();
+  outbox_ = *std::move(outbox);
+  forwarder_ = std::make_unique<forwarding::Forwarder>(outbox_.get(), *std::move(channel),
+                                                       forwarding::ForwarderOptions{});
+  collector_->SetCommittedHook(forwarding::OutboxFiller(
+      outbox_.get(), forwarder_.get(), catalog_.get(), access_->rules().daemon_uid));
+  forwarder_->Start();
+  LogInfo("forwarding every committed batch to ", options_.upstream);
   return absl::OkStatus();
 }
 
@@ -113,6 +176,25 @@ void DaemonServer::StartWarmingReaders() {
   });
 }
 
+void DaemonServer::StartSpoolCollector() {
+  if (options_.spool_patterns.empty()) return;
+  AccessControl* access = access_.get();
+  // A spool file speaks for its owner uid (the file system vouches for it, not the file).
+  auto may_write = [access](uid_t uid, const std::string& job_id) {
+    PeerIdentity owner;
+    owner.uid = uid;
+    owner.gid = static_cast<gid_t>(-1);  // no group: an admin group cannot apply
+    return access->ClaimForWrite(owner, job_id);
+  };
+  spool_collector_ = std::make_unique<SpoolCollector>(options_.spool_patterns, stores_.get(),
+                                                      catalog_.get(), std::move(may_write));
+  if (outbox_ != nullptr) {
+    spool_collector_->SetCommittedHook(forwarding::OutboxFiller(
+        outbox_.get(), forwarder_.get(), catalog_.get(), access_->rules().daemon_uid));
+  }
+  spool_collector_->Start(absl::Seconds(options_.spool_period_s));
+}
+
 void DaemonServer::Shutdown() {
   std::unique_ptr<grpc::Server> server;
   {
@@ -120,12 +202,20 @@ void DaemonServer::Shutdown() {
     server = std::move(server_);
   }
   if (server == nullptr) return;
+  acceptor_->Stop();  // no new connection is handed to a server shutting down
+  // It writes to the stores and the catalog, closed below.
+  spool_collector_.reset();
+  // No scrape in flight from here on. Up to 2 s: civetweb's listener polls in 2 s steps.
+  metrics_endpoint_.reset();
   stop_warming_.store(true, std::memory_order_relaxed);
   if (warmer_.joinable()) warmer_.join();  // it reads the catalog, which is closed below
   server->Shutdown(std::chrono::system_clock::now() +
                    absl::ToChronoMilliseconds(options_.drain_timeout));
   server->Wait();
   server.reset();
+  // No stream puts in the outbox any more; what waits there is sent after the next start.
+  forwarder_.reset();
+  outbox_.reset();
   // Every handler has returned, so no stream holds a store: all are closed (WAL checkpointed).
   // Closing the catalog last does the same for it.
   catalog_.reset();

@@ -10,19 +10,28 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "daemon/access_policy.h"
 #include "daemon/catalog.h"
 #include "daemon/collector_service.h"
 #include "daemon/daemon_options.h"
 #include "daemon/data_dir_lock.h"
+#include "daemon/forwarding/forwarder.h"
+#include "daemon/forwarding/outbox.h"
+#include "daemon/metrics/metrics_endpoint.h"
+#include "daemon/metrics/metrics_registry.h"
 #include "daemon/profiling_service.h"
 #include "daemon/query_service.h"
 #include "daemon/session_registry.h"
+#include "daemon/spool_collector.h"
 #include "daemon/store_registry.h"
+#include "daemon/unix_acceptor.h"
 
 namespace flopscope::daemon {
 
 // The whole daemon in-process: catalog, stores, the Collector, Query and Profiling services on a
-// unix socket (mode 0660) and optionally loopback TCP. main() runs one; tests and bench/ start
+// unix socket (mode 0666; each call is authorised from its peer's uid: daemon/access_policy.h)
+// and optionally TCP: mutual TLS (the client certificate's subject is the caller:
+// daemon/tls_identity.h) or plain on loopback (no identity, so no job). main() runs one; tests and bench/ start
 // their own on a temporary socket:
 //   auto server = DaemonServer::Start(options);   // options.data_dir, options.socket_path
 //   grpc::CreateChannel((*server)->target(), grpc::InsecureChannelCredentials());
@@ -50,9 +59,17 @@ class DaemonServer {
   // Opens (or creates) the catalog; a new one lists the rank files already there.
   absl::Status OpenCatalog();
   absl::Status Listen();
+  // --tcp's: mutual TLS from the --tls-* files (read and checked here), else plain.
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> TcpCredentials() const;
   // Opens the read connections of recently seen rank files in the background
   // (QueryService::WarmRecentJobs); Shutdown stops and joins it before closing anything.
   void StartWarmingReaders();
+  // --collect-spools: a pass now, then one every period.
+  void StartSpoolCollector();
+  // --metrics: the endpoint, once the services it reports on are serving.
+  absl::Status StartMetrics();
+  // --upstream: the outbox, the forwarding thread and the Collector's hook that fills the outbox.
+  absl::Status StartForwarding();
 
   const DaemonOptions options_;
   std::string tcp_target_;
@@ -60,9 +77,19 @@ class DaemonServer {
   std::unique_ptr<Catalog> catalog_;
   std::unique_ptr<StoreRegistry> stores_;
   std::unique_ptr<SessionRegistry> sessions_;
+  std::unique_ptr<metrics::MetricsRegistry> metrics_;  // null without --metrics; before collector_
+  std::unique_ptr<metrics::MetricsEndpoint> metrics_endpoint_;
   std::unique_ptr<CollectorService> collector_;
   std::unique_ptr<QueryService> query_;
   std::unique_ptr<ProfilingService> profiling_;
+  std::unique_ptr<PeerRegistry> peers_;  // who is on each accepted unix connection
+  std::unique_ptr<AccessControl> access_;
+  std::unique_ptr<UnixAcceptor> acceptor_;
+  // --upstream (null without): stopped by Shutdown once no stream can put in the outbox.
+  std::unique_ptr<forwarding::Outbox> outbox_;
+  std::unique_ptr<forwarding::Forwarder> forwarder_;
+  // Delivers orphaned spool files (--collect-spools); stopped by Shutdown before the stores.
+  std::unique_ptr<SpoolCollector> spool_collector_;  // stopped by Shutdown before the server
   absl::Mutex mu_;
   std::unique_ptr<grpc::Server> server_ ABSL_GUARDED_BY(mu_);  // null once shut down
   std::atomic<bool> stop_warming_{false};

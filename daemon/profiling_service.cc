@@ -82,9 +82,14 @@ absl::Status ValidateCounterWindowRequest(const v1::OpenCounterWindowRequest& re
   return absl::OkStatus();
 }
 
-grpc::Status ProfilingService::OpenCounterWindow(grpc::ServerContext*,
+grpc::Status ProfilingService::OpenCounterWindow(grpc::ServerContext* context,
                                                  const v1::OpenCounterWindowRequest* request,
                                                  v1::OpenCounterWindowResponse* response) {
+  if (absl::Status s = access_->CheckJobAccess(*context, request->job_id(), Access::kProfile);
+      !s.ok()) {
+    LogInfo("counter window request refused: ", s.message());
+    return ToGrpcStatus(s);
+  }
   absl::StatusOr<v1::OpenCounterWindowResponse> answers = Open(*request);
   if (!answers.ok()) return ToGrpcStatus(answers.status());
   *response = *std::move(answers);

@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "daemon/access_policy.h"
 #include "daemon/catalog.h"
 #include "daemon/session_registry.h"
 #include "flopscope/v1/profiling.grpc.pb.h"
@@ -42,6 +43,10 @@ class ProfilingService final : public v1::Profiling::Service {
                                  const v1::OpenCounterWindowRequest* request,
                                  v1::OpenCounterWindowResponse* response) override;
 
+  // Who may open counter windows in which job (daemon/access_policy.h; required: set before
+  // serving).
+  void SetAccessControl(const AccessControl* access) { access_ = access; }
+
   // The same for callers in this process.
   absl::StatusOr<v1::OpenCounterWindowResponse> Open(const v1::OpenCounterWindowRequest& request);
 
@@ -62,6 +67,7 @@ class ProfilingService final : public v1::Profiling::Service {
 
   Catalog* catalog_;
   SessionRegistry* sessions_;
+  const AccessControl* access_ = nullptr;
 };
 
 }  // namespace flopscope::daemon

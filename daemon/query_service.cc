@@ -29,24 +29,37 @@ std::string FormatRankList(std::vector<int32_t> ranks) {
   return out;
 }
 
-grpc::Status QueryService::ListJobs(grpc::ServerContext*, const v1::ListJobsRequest*,
+grpc::Status QueryService::ListJobs(grpc::ServerContext* context, const v1::ListJobsRequest*,
                                     v1::ListJobsResponse* response) {
+  // Only the jobs the caller may read; a caller with no identity (plain TCP) sees none.
+  absl::StatusOr<PeerIdentity> caller = access_->Identify(*context);
+  if (!caller.ok()) return grpc::Status::OK;
   absl::StatusOr<std::vector<v1::JobInfo>> jobs = catalog_->ListJobs();
   if (!jobs.ok()) return ToGrpcStatus(jobs.status());
+  if (absl::Status s = access_->FilterReadable(*caller, &*jobs); !s.ok()) return ToGrpcStatus(s);
   for (v1::JobInfo& job : *jobs) *response->add_jobs() = std::move(job);
   return grpc::Status::OK;
 }
 
-grpc::Status QueryService::ListRanks(grpc::ServerContext*, const v1::ListRanksRequest* request,
+grpc::Status QueryService::ListRanks(grpc::ServerContext* context,
+                                     const v1::ListRanksRequest* request,
                                      v1::ListRanksResponse* response) {
+  if (absl::Status s = access_->CheckJobAccess(*context, request->job_id(), Access::kRead);
+      !s.ok()) {
+    return ToGrpcStatus(s);
+  }
   absl::StatusOr<std::vector<v1::RankInfo>> ranks = RanksOf(request->job_id());
   if (!ranks.ok()) return ToGrpcStatus(ranks.status());
   for (v1::RankInfo& rank : *ranks) *response->add_ranks() = std::move(rank);
   return grpc::Status::OK;
 }
 
-grpc::Status QueryService::GetReport(grpc::ServerContext*, const v1::ReportRequest* request,
+grpc::Status QueryService::GetReport(grpc::ServerContext* context, const v1::ReportRequest* request,
                                      v1::Report* response) {
+  if (absl::Status s = access_->CheckJobAccess(*context, request->job_id(), Access::kRead);
+      !s.ok()) {
+    return ToGrpcStatus(s);
+  }
   absl::StatusOr<v1::Report> report = BuildReport(*request);
   if (!report.ok()) {
     LogDebug("report for job '", request->job_id(), "': ", report.status().message());
@@ -59,6 +72,10 @@ grpc::Status QueryService::GetReport(grpc::ServerContext*, const v1::ReportReque
 grpc::Status QueryService::GetRankReports(grpc::ServerContext* context,
                                           const v1::ReportRequest* request,
                                           grpc::ServerWriter<v1::RankReport>* writer) {
+  if (absl::Status s = access_->CheckJobAccess(*context, request->job_id(), Access::kRead);
+      !s.ok()) {
+    return ToGrpcStatus(s);
+  }
   absl::Status status = ForEachRankReport(*request, [&](v1::RankReport report) {
     // A cancelled call (the client gave up) stops the reading too.
     return !context->IsCancelled() && writer->Write(report);

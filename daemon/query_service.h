@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "daemon/access_policy.h"
 #include "daemon/catalog.h"
 #include "daemon/rank_reader.h"
 #include "daemon/reader_pool.h"
@@ -40,6 +41,13 @@ class QueryService final : public v1::Query::Service {
                          v1::Report* response) override;
   grpc::Status GetRankReports(grpc::ServerContext* context, const v1::ReportRequest* request,
                               grpc::ServerWriter<v1::RankReport>* writer) override;
+  // `flopscope export`: implemented in daemon/query_trace.cc (rank files read by trace_reader).
+  grpc::Status GetTrace(grpc::ServerContext* context, const v1::TraceRequest* request,
+                        grpc::ServerWriter<v1::TraceChunk>* writer) override;
+
+  // Who may read which job (daemon/access_policy.h; required: set before serving). Every RPC
+  // checks it first; ListJobs lists only the jobs the caller may read.
+  void SetAccessControl(const AccessControl* access) { access_ = access; }
 
   // Opens a read connection to the rank's file ahead of its first report (ReaderPool::Warm).
   // Best effort: a failure here is the first report's to say.
@@ -59,6 +67,10 @@ class QueryService final : public v1::Query::Service {
   // stops early when `emit` returns false (the client went away).
   absl::Status ForEachRankReport(const v1::ReportRequest& request,
                                  const std::function<bool(v1::RankReport)>& emit);
+  // The raw trace of the ranks and steps `request` names, rank after rank, handed to `emit`
+  // chunk by chunk; stops early (CANCELLED) when `emit` returns false.
+  absl::Status ForEachTraceChunk(const v1::TraceRequest& request,
+                                 const std::function<bool(v1::TraceChunk)>& emit);
 
  private:
   // The job's ranks, or the error for an unknown or malformed job id.
@@ -76,6 +88,7 @@ class QueryService final : public v1::Query::Service {
 
   const std::string data_dir_;
   Catalog* catalog_;
+  const AccessControl* access_ = nullptr;
   ReaderPool readers_{ReaderPool::CapacityForFileLimit()};
 };
 

@@ -1,11 +1,13 @@
 #include "daemon/rank_reader.h"
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "common/sqlite/sqlite_db.h"
+#include "daemon/range_fold_codec.h"
 #include "daemon/rank_schema.h"
 #include "daemon/report_builder.h"
 
@@ -106,14 +108,66 @@ PathRoles FlopscopeRoles(const RankSnapshot& snapshot) {
   return roles;
 }
 
-// One pass over the range events in commit order. Module occurrences roll their kernels up to
-// the occurrences enclosing them (SpanRollup: only occurrences with kernels stay in memory), and
-// every occurrence goes to the per-step figures (StepStatistics).
+// One range event as the pass over them needs it, from a raw row or from a fold.
+struct RangeRow {
+  int64_t sid = 0;
+  uint64_t instance_id = 0;
+  uint64_t parent_instance_id = 0;
+  uint64_t path_id = 0;
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  int64_t kind = 0;
+  bool counted = false;
+};
+
+// Module occurrences roll their kernels up to the occurrences enclosing them (SpanRollup: only
+// occurrences with kernels stay in memory), and every occurrence goes to the per-step figures
+// (StepStatistics). Events must come in commit order.
+void AddRangeEvent(const RangeRow& row, bool with_spans, const PathRoles& roles, SpanRollup& rollup,
+                   StepStatistics& steps) {
+  RangeOccurrence occurrence{row.start_ns, row.end_ns - row.start_ns, 0, false, row.counted};
+  std::optional<OccurrenceSpan> span;
+  if (with_spans && row.kind == v1::RANGE_KIND_PUSH_POP) {
+    span = rollup.AddRange(row.sid, row.instance_id, row.parent_instance_id, row.path_id);
+  }
+  if (auto role = roles.find({row.sid, row.path_id}); role != roles.end()) {
+    if (role->second == PathRole::kForward || role->second == PathRole::kBackward) {
+      steps.AddPass(role->second == PathRole::kForward ? Pass::kForward : Pass::kBackward,
+                    occurrence);
+    }
+    steps.AddPhase(row.sid, row.path_id, occurrence, role->second == PathRole::kStep);
+    return;
+  }
+  if (span) {
+    occurrence.busy_ns = span->busy_ns;
+    occurrence.gpu = true;
+  }
+  steps.AddModule(row.sid, row.path_id, occurrence);
+}
+
+// The folded range events (step_folding.h), oldest fold first: they precede every raw event.
+absl::Status ForEachFoldedRange(SqliteDb& db,
+                                const std::function<void(const FoldedRange&)>& on_event) {
+  absl::Status decoded = absl::OkStatus();
+  absl::Status status =
+      ForEachRow(db, "SELECT data FROM range_folds ORDER BY rowid", [&](SqliteStatement& row) {
+        if (decoded.ok()) decoded = DecodeRangeFold(row.ColumnText(0), on_event);
+      });
+  if (!status.ok()) return status;
+  return decoded;
+}
+
+// The kernels of every occurrence (folded ones too) first, then one pass over the range events
+// in commit order: the folded ones, then the raw ones.
 absl::Status ReadRanges(SqliteDb& db, bool has_kernel_tables, const RankReadOptions& options,
                         RankSnapshot* snapshot) {
   SpanRollup rollup;
+  absl::Status status = ForEachFoldedRange(db, [&](const FoldedRange& event) {
+    if (event.has_stats) rollup.AddOccurrence(event.sid, event.instance_id, event.stats);
+  });
+  if (!status.ok()) return status;
   if (has_kernel_tables) {
-    absl::Status status = ForEachRow(
+    status = ForEachRow(
         db,
         "SELECT sid, instance_id, path_id, kernels, first_start_ns, last_end_ns, busy_ns "
         "FROM instance_stats",
@@ -128,33 +182,20 @@ absl::Status ReadRanges(SqliteDb& db, bool has_kernel_tables, const RankReadOpti
   const bool with_spans = !rollup.empty();
   const PathRoles roles = FlopscopeRoles(*snapshot);
   StepStatistics steps(options.step_window);
-  absl::Status status = ForEachRow(
+  status = ForEachFoldedRange(db, [&](const FoldedRange& event) {
+    AddRangeEvent({event.sid, event.instance_id, event.parent_instance_id, event.path_id,
+                   event.start_ns, event.end_ns, event.kind, event.counted},
+                  with_spans, roles, rollup, steps);
+  });
+  if (!status.ok()) return status;
+  status = ForEachRow(
       db,
       "SELECT sid, instance_id, parent_instance_id, path_id, start_ns, end_ns, kind, counted "
       "FROM range_events ORDER BY rowid",
       [&](SqliteStatement& row) {
-        const int64_t sid = row.ColumnInt(0);
-        const uint64_t path_id = row.ColumnUint(3);
-        const int64_t start = row.ColumnInt(4);
-        RangeOccurrence occurrence{start, row.ColumnInt(5) - start, 0, false,
-                                   row.ColumnInt(7) != 0};
-        std::optional<OccurrenceSpan> span;
-        if (with_spans && row.ColumnInt(6) == v1::RANGE_KIND_PUSH_POP) {
-          span = rollup.AddRange(sid, row.ColumnUint(1), row.ColumnUint(2), path_id);
-        }
-        if (auto role = roles.find({sid, path_id}); role != roles.end()) {
-          if (role->second == PathRole::kForward || role->second == PathRole::kBackward) {
-            steps.AddPass(role->second == PathRole::kForward ? Pass::kForward : Pass::kBackward,
-                          occurrence);
-          }
-          steps.AddPhase(sid, path_id, occurrence, role->second == PathRole::kStep);
-          return;
-        }
-        if (span) {
-          occurrence.busy_ns = span->busy_ns;
-          occurrence.gpu = true;
-        }
-        steps.AddModule(sid, path_id, occurrence);
+        AddRangeEvent({row.ColumnInt(0), row.ColumnUint(1), row.ColumnUint(2), row.ColumnUint(3),
+                       row.ColumnInt(4), row.ColumnInt(5), row.ColumnInt(6), row.ColumnInt(7) != 0},
+                      with_spans, roles, rollup, steps);
       });
   if (!status.ok()) return status;
   std::vector<OccurrenceSpan> unclosed;
@@ -169,14 +210,17 @@ absl::Status ReadRanges(SqliteDb& db, bool has_kernel_tables, const RankReadOpti
   return absl::OkStatus();
 }
 
+// Raw kernels and the groups of folded ones (kernel_folds), grouped together.
 absl::Status ReadKernelGroups(SqliteDb& db, RankSnapshot* snapshot) {
   return ForEachRow(
       db,
       "SELECT g.sid, g.path_id, g.kind, COALESCE(s.value, ''), g.n, g.total, g.shortest, "
-      "g.longest, g.bytes FROM (SELECT sid, path_id, kind, name_id, COUNT(*) AS n, "
-      "SUM(end_ns - start_ns) AS total, MIN(end_ns - start_ns) AS shortest, "
-      "MAX(end_ns - start_ns) AS longest, SUM(bytes) AS bytes FROM kernels "
-      "GROUP BY sid, path_id, kind, name_id) g "
+      "g.longest, g.bytes FROM (SELECT sid, path_id, kind, name_id, SUM(n) AS n, "
+      "SUM(total) AS total, MIN(shortest) AS shortest, MAX(longest) AS longest, "
+      "SUM(bytes) AS bytes FROM (SELECT sid, path_id, kind, name_id, 1 AS n, "
+      "end_ns - start_ns AS total, end_ns - start_ns AS shortest, end_ns - start_ns AS longest, "
+      "bytes FROM kernels UNION ALL SELECT sid, path_id, kind, name_id, count, total_ns, min_ns, "
+      "max_ns, bytes FROM kernel_folds) GROUP BY sid, path_id, kind, name_id) g "
       "LEFT JOIN strings s ON s.sid = g.sid AND s.id = g.name_id",
       [&](SqliteStatement& row) {
         RankSnapshot::KernelGroup& group = snapshot->kernel_groups.emplace_back();

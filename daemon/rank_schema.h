@@ -17,7 +17,8 @@ namespace flopscope::daemon {
 // FLOPs the file already holds (version 1 stored them for imports only: their module comes from
 // the matching `kernels` row, their split by precision from kernel_flops' columns, their steps
 // from counted_step), and moves schema_version to kSchemaVersion. Version 2 files only lack
-// counter_windows.comm_kernels_excluded (3), added the same way. A file at the current version is
+// counter_windows.comm_kernels_excluded (3), added the same way; version 3 files only lack
+// the fold tables (4), which applying rank.sql creates. A file at the current version is
 // only read (one query). Both writers (RankStore) and readers (RankReader: the files of finished
 // jobs are opened by reports only) call it right after opening, so every query can rely on the
 // current columns.

@@ -6,7 +6,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "daemon/batch_validator.h"
+#include "daemon/logger.h"
 #include "daemon/rank_schema.h"
+#include "daemon/resume_token.h"
 #include "schema/schema_sql.h"
 
 namespace flopscope::daemon {
@@ -51,7 +53,8 @@ absl::StatusOr<std::unique_ptr<SqliteDb>> RankStore::OpenDatabase(const std::str
   return db;
 }
 
-absl::StatusOr<std::unique_ptr<RankStore>> RankStore::Open(const std::string& path) {
+absl::StatusOr<std::unique_ptr<RankStore>> RankStore::Open(const std::string& path,
+                                                           const FoldPolicy& fold) {
   absl::StatusOr<std::unique_ptr<SqliteDb>> db = OpenDatabase(path);
   if (!db.ok()) return db.status();
   absl::StatusOr<std::unique_ptr<BatchWriter>> writer = BatchWriter::Prepare(**db);
@@ -59,6 +62,7 @@ absl::StatusOr<std::unique_ptr<RankStore>> RankStore::Open(const std::string& pa
   std::unique_ptr<RankStore> store(new RankStore(path, *std::move(db), *std::move(writer)));
   {
     absl::MutexLock lock(&store->mu_);  // uncontended: nobody else has the store yet
+    store->fold_ = fold;
     absl::Status status = store->PrepareStatements();
     if (status.ok()) status = store->LoadTotals();
     if (!status.ok()) return status;
@@ -85,6 +89,7 @@ absl::Status RankStore::PrepareStatements() {
        "last_seen_ns) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)"},
       {&touch_session_, "UPDATE sessions SET last_seen_ns = ? WHERE sid = ?"},
       {&sum_losses_, "SELECT cause, SUM(records) FROM losses GROUP BY cause"},
+      {&clear_ended_, "DELETE FROM losses WHERE sid = ? AND cause = 12"},
   });
 }
 
@@ -140,11 +145,16 @@ absl::StatusOr<SessionHandle> RankStore::OpenSession(const v1::SessionHello& hel
   touch_session_->BindInt(1, now_ns);
   touch_session_->BindInt(2, sid);
   if (absl::Status s = touch_session_->Run(); !s.ok()) return s;
+  // Streaming again: no longer "ended without a final batch" (EndStream flags it anew).
+  static_assert(v1::LOSS_CAUSE_ENDED_WITHOUT_FINAL == 12);
+  clear_ended_->BindInt(1, sid);
+  if (absl::Status s = clear_ended_->Run(); !s.ok()) return s;
+  if (sqlite3_changes(db_->handle()) > 0) LoadLosses().IgnoreError();
   return SessionHandle{sid, sessions_[sid].last_seq};
 }
 
 absl::StatusOr<int64_t> RankStore::InsertSession(const v1::SessionHello& hello, int64_t now_ns) {
-  const std::string serialized = hello.SerializeAsString();
+  const std::string serialized = SerializeHelloForStorage(hello);  // never the resume token
   SqliteStatement& stmt = *insert_session_;
   stmt.BindText(1, hello.session_id());
   stmt.BindText(2, hello.job_id());
@@ -219,7 +229,21 @@ absl::Status RankStore::Commit(int64_t sid, const v1::Batch& batch, CommitOutcom
   // The loss table is tiny; when re-reading it fails, the totals just stay a batch behind.
   if (batch.losses_size() > 0) LoadLosses().IgnoreError();
   if (outcome != nullptr) *outcome = CommitOutcome{session.last_seq, false};
+  MaybeFold(static_cast<uint64_t>(batch.ranges_size()) + batch.kernels_size());
   return absl::OkStatus();
+}
+
+void RankStore::MaybeFold(uint64_t records) {
+  if (fold_.keep_raw_steps <= 0) return;
+  records_since_fold_ += records;
+  if (records_since_fold_ < fold_.check_every_records) return;
+  records_since_fold_ = 0;
+  absl::StatusOr<FoldOutcome> folded = StepFolder::Fold(*db_, fold_);
+  if (!folded.ok()) {
+    LogWarning("cannot fold old steps of ", path_, " (they stay raw): ", folded.status().message());
+  } else if (folded->more) {
+    records_since_fold_ = fold_.check_every_records;  // the next commit folds the next steps
+  }
 }
 
 absl::Status RankStore::WriteInTransaction(int64_t sid, const v1::Batch& batch,
@@ -237,6 +261,80 @@ absl::Status RankStore::WriteInTransaction(int64_t sid, const v1::Batch& batch,
                         absl::StrCat("batch seq ", batch.seq(), " not stored: ", status.message()));
   }
   return absl::OkStatus();
+}
+
+absl::Status RankStore::EndStream(int64_t sid, const StreamTally& tally) {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<std::unique_ptr<SqliteStatement>> final_of =
+      db_->Prepare("SELECT final FROM sessions WHERE sid = ?");
+  if (!final_of.ok()) return final_of.status();
+  (*final_of)->BindInt(1, sid);
+  absl::StatusOr<bool> row = (*final_of)->Step();
+  if (!row.ok()) return row.status();
+  const bool final = *row && (*final_of)->ColumnInt(0) != 0;
+  (*final_of)->Reset();
+  uint64_t not_arrived = 0;
+  if (!final) {
+    absl::StatusOr<uint64_t> missing = NotArrivedAfter(sid, tally);
+    if (!missing.ok()) return missing.status();
+    not_arrived = *missing;
+  }
+  if (absl::Status s = begin_->Run(); !s.ok()) return s;
+  absl::Status status = SetEndCounts(sid, final, not_arrived);
+  if (status.ok()) status = commit_->Run();
+  if (!status.ok() && sqlite3_get_autocommit(db_->handle()) == 0) rollback_->Run().IgnoreError();
+  if (!status.ok()) return status;
+  return LoadLosses();
+}
+
+absl::StatusOr<uint64_t> RankStore::StoredRecords(int64_t sid) {
+  // Only when a stream ends without its final batch: not worth keeping prepared.
+  absl::StatusOr<std::unique_ptr<SqliteStatement>> count = db_->Prepare(
+      "SELECT (SELECT range_events FROM sessions WHERE sid = ?1) + "
+      "(SELECT COUNT(*) FROM kernels WHERE sid = ?1) + "
+      "(SELECT COALESCE(SUM(count), 0) FROM kernel_folds WHERE sid = ?1) + "
+      "(SELECT COUNT(*) FROM metadata WHERE sid = ?1) + "
+      "(SELECT COUNT(*) FROM kernel_flops WHERE sid = ?1) + "
+      "(SELECT COUNT(*) FROM counter_windows WHERE sid = ?1)");
+  if (!count.ok()) return count.status();
+  (*count)->BindInt(1, sid);
+  absl::StatusOr<bool> row = (*count)->Step();
+  if (!row.ok()) return row.status();
+  return *row ? (*count)->ColumnUint(0) : 0;
+}
+
+absl::StatusOr<uint64_t> RankStore::NotArrivedAfter(int64_t sid, const StreamTally& tally) {
+  if (tally.announced > 0) {
+    absl::StatusOr<uint64_t> stored = StoredRecords(sid);
+    if (!stored.ok()) return stored.status();
+    return tally.announced > *stored ? tally.announced - *stored : 0;
+  }
+  // No announcement on this stream: what an earlier stream counted, less what this one brought.
+  absl::StatusOr<std::unique_ptr<SqliteStatement>> earlier =
+      db_->Prepare("SELECT records FROM losses WHERE sid = ? AND cause = 11");
+  if (!earlier.ok()) return earlier.status();
+  (*earlier)->BindInt(1, sid);
+  absl::StatusOr<bool> row = (*earlier)->Step();
+  if (!row.ok()) return row.status();
+  const uint64_t before = *row ? (*earlier)->ColumnUint(0) : 0;
+  return before > tally.received ? before - tally.received : 0;
+}
+
+absl::Status RankStore::SetEndCounts(int64_t sid, bool final, uint64_t not_arrived) {
+  static_assert(v1::LOSS_CAUSE_NOT_ARRIVED == 11 && v1::LOSS_CAUSE_ENDED_WITHOUT_FINAL == 12);
+  absl::StatusOr<std::unique_ptr<SqliteStatement>> clear =
+      db_->Prepare("DELETE FROM losses WHERE sid = ? AND cause IN (11, 12)");
+  if (!clear.ok()) return clear.status();
+  (*clear)->BindInt(1, sid);
+  if (absl::Status s = (*clear)->Run(); !s.ok()) return s;
+  if (final) return absl::OkStatus();
+  absl::StatusOr<std::unique_ptr<SqliteStatement>> insert = db_->Prepare(
+      "INSERT INTO losses(sid, cause, records) SELECT ?1, 12, 1 UNION ALL "
+      "SELECT ?1, 11, ?2 WHERE ?2 > 0");
+  if (!insert.ok()) return insert.status();
+  (*insert)->BindInt(1, sid);
+  (*insert)->BindUint(2, not_arrived);
+  return (*insert)->Run();
 }
 
 RankTotals RankStore::Totals() const {

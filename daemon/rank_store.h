@@ -13,6 +13,7 @@
 #include "daemon/batch_writer.h"
 #include "daemon/rank_totals.h"
 #include "daemon/session_definitions.h"
+#include "daemon/step_folding.h"
 #include "flopscope/v1/records.pb.h"
 
 namespace flopscope::daemon {
@@ -21,6 +22,19 @@ namespace flopscope::daemon {
 struct SessionHandle {
   int64_t sid = 0;             // the session's key inside this rank file
   uint64_t committed_seq = 0;  // highest batch seq already committed (0 for a new session)
+};
+
+// Records as a producer counts them (UpMessage.progress, its loss counters): range events,
+// activities, metadata, counted FLOPs and counter windows; definitions and losses are not records.
+inline uint64_t ProducerRecordCount(const v1::Batch& batch) {
+  return uint64_t(batch.ranges_size()) + batch.kernels_size() + batch.metadata_size() +
+         batch.kernel_flops_size() + batch.windows_size();
+}
+
+// What one stream of a session saw, for EndStream.
+struct StreamTally {
+  uint64_t announced = 0;  // the highest Progress.records_queued (0: none came)
+  uint64_t received = 0;   // records of the batches this stream committed (duplicates not)
 };
 
 struct CommitOutcome {
@@ -37,7 +51,9 @@ struct CommitOutcome {
 // so it is uncontended; two streams of a restarted rank simply take turns).
 class RankStore {
  public:
-  static absl::StatusOr<std::unique_ptr<RankStore>> Open(const std::string& path);
+  // With `fold` enabled, old steps are folded after commits (step_folding.h).
+  static absl::StatusOr<std::unique_ptr<RankStore>> Open(const std::string& path,
+                                                         const FoldPolicy& fold = {});
   // A bare connection to a rank file with exactly the store's schema and settings (WAL,
   // synchronous=NORMAL): the baseline bench/ingest compares Commit() against with raw INSERTs.
   static absl::StatusOr<std::unique_ptr<SqliteDb>> OpenDatabase(const std::string& path);
@@ -52,6 +68,13 @@ class RankStore {
   // `outcome` (optional) says what to acknowledge.
   absl::Status Commit(int64_t sid, const v1::Batch& batch, CommitOutcome* outcome = nullptr)
       ABSL_LOCKS_EXCLUDED(mu_);
+
+  // A stream of session `sid` ended. With the session's final batch committed, nothing is
+  // missing: its end counts are cleared. Without one, the session is flagged
+  // (LOSS_CAUSE_ENDED_WITHOUT_FINAL = 1) and LOSS_CAUSE_NOT_ARRIVED becomes what the producer
+  // announced minus what is stored; a stream that announced nothing (an orphan spool's replay)
+  // only takes what it delivered off the earlier figure. OpenSession clears the flag again.
+  absl::Status EndStream(int64_t sid, const StreamTally& tally) ABSL_LOCKS_EXCLUDED(mu_);
 
   RankTotals Totals() const ABSL_LOCKS_EXCLUDED(mu_);
   const std::string& path() const { return path_; }
@@ -70,8 +93,15 @@ class RankStore {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status LoadDefinitions(int64_t sid, SessionDefinitions* definitions)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<uint64_t> StoredRecords(int64_t sid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<uint64_t> NotArrivedAfter(int64_t sid, const StreamTally& tally)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status SetEndCounts(int64_t sid, bool final, uint64_t not_arrived)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status WriteInTransaction(int64_t sid, const v1::Batch& batch, const Session& session)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Folds old steps once enough records came since the last try; a failure is only logged.
+  void MaybeFold(uint64_t records) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string path_;
   mutable absl::Mutex mu_;
@@ -85,8 +115,11 @@ class RankStore {
   std::unique_ptr<SqliteStatement> insert_session_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<SqliteStatement> touch_session_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<SqliteStatement> sum_losses_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<SqliteStatement> clear_ended_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<int64_t, Session> sessions_ ABSL_GUARDED_BY(mu_);  // by sid
   RankTotals totals_ ABSL_GUARDED_BY(mu_);
+  FoldPolicy fold_ ABSL_GUARDED_BY(mu_);
+  uint64_t records_since_fold_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace flopscope::daemon

@@ -73,7 +73,7 @@ TEST_F(RankStoreTest, UsesWalModeAndTheCurrentSchemaVersion) {
   EXPECT_EQ((*mode)->ColumnText(0), "wal");
   (*mode)->Reset();
   EXPECT_EQ(Query("SELECT MAX(version) FROM schema_version"), kSchemaVersion);
-  EXPECT_EQ(kSchemaVersion, 3);
+  EXPECT_EQ(kSchemaVersion, 4);
   EXPECT_EQ(Query("SELECT COUNT(*) FROM schema_version"), 1);
 }
 
@@ -243,6 +243,49 @@ TEST_F(RankStoreTest, SessionsAreSeparateAndLossesKeepTheMaximum) {
   const RankTotals totals = store_->Totals();
   EXPECT_EQ(totals.sessions, 2u);
   EXPECT_EQ(totals.losses.at(v1::LOSS_CAUSE_CUPTI_DROPPED), 17u);
+}
+
+TEST_F(RankStoreTest, AStreamEndingWithoutItsFinalBatchIsFlaggedAndCounted) {
+  const int64_t sid = OpenSession();
+  v1::Batch first = FirstBatch();  // 1 range + 2 kernels: 3 records
+  ASSERT_TRUE(store_->Commit(sid, first).ok());
+  // The producer announced 10 queued records; 3 arrived.
+  ASSERT_TRUE(store_->EndStream(sid, StreamTally{10, ProducerRecordCount(first)}).ok());
+  EXPECT_EQ(Query("SELECT records FROM losses WHERE cause = 11"), 7);
+  EXPECT_EQ(Query("SELECT records FROM losses WHERE cause = 12"), 1);
+  EXPECT_EQ(store_->Totals().losses.at(v1::LOSS_CAUSE_NOT_ARRIVED), 7u);
+  EXPECT_EQ(store_->Totals().losses.at(v1::LOSS_CAUSE_ENDED_WITHOUT_FINAL), 1u);
+
+  // Resumed: no longer ended. Its spool brings 2 ranges, announcing nothing: 5 still missing.
+  ASSERT_EQ(OpenSession(), sid);
+  EXPECT_EQ(Query("SELECT COUNT(*) FROM losses WHERE cause = 12"), 0);
+  v1::Batch second;
+  second.set_seq(2);
+  AddRange(second, 2, 2000, 3000);
+  AddRange(second, 2, 4000, 5000);
+  ASSERT_TRUE(store_->Commit(sid, second).ok());
+  ASSERT_TRUE(store_->EndStream(sid, StreamTally{0, ProducerRecordCount(second)}).ok());
+  EXPECT_EQ(Query("SELECT records FROM losses WHERE cause = 11"), 5);
+  EXPECT_EQ(Query("SELECT records FROM losses WHERE cause = 12"), 1);
+
+  // The final batch arrives: nothing is missing any more.
+  ASSERT_EQ(OpenSession(), sid);
+  v1::Batch last;
+  last.set_seq(3);
+  last.set_final(true);
+  ASSERT_TRUE(store_->Commit(sid, last).ok());
+  ASSERT_TRUE(store_->EndStream(sid, StreamTally{}).ok());
+  EXPECT_EQ(Query("SELECT COUNT(*) FROM losses WHERE cause IN (11, 12)"), 0);
+  EXPECT_EQ(store_->Totals().losses.count(v1::LOSS_CAUSE_NOT_ARRIVED), 0u);
+}
+
+TEST_F(RankStoreTest, AnnouncedRecordsThatAllArrivedAreNoLoss) {
+  const int64_t sid = OpenSession();
+  v1::Batch first = FirstBatch();
+  ASSERT_TRUE(store_->Commit(sid, first).ok());
+  ASSERT_TRUE(store_->EndStream(sid, StreamTally{3, 3}).ok());
+  EXPECT_EQ(Query("SELECT COUNT(*) FROM losses WHERE cause = 11"), 0);
+  EXPECT_EQ(Query("SELECT records FROM losses WHERE cause = 12"), 1);  // still no final batch
 }
 
 TEST_F(RankStoreTest, Uint64IdsRoundTrip) {

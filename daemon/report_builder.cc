@@ -10,6 +10,7 @@
 #include "common/flop_formulas.h"
 #include "daemon/batch_validator.h"
 #include "daemon/demangle.h"
+#include "daemon/estimate_window.h"
 #include "daemon/gpu_metadata.h"
 
 namespace flopscope::daemon {
@@ -130,7 +131,7 @@ void ReportBuilder::AddRank(const v1::RankInfo& info, const RankSnapshot& snapsh
   for (const PathSpan& span : snapshot.spans)
     AddSpan(session(span.sid).Resolve(span.path_id), span);
   if (snapshot.step_figures) {
-    step_rollup_.AddRank(*snapshot.step_figures, [&](int64_t sid, uint64_t path_id) {
+    step_rollup_.AddRank(info.rank(), *snapshot.step_figures, [&](int64_t sid, uint64_t path_id) {
       const Target target = session(sid).Resolve(path_id);
       return StepTarget{target.module, target.phase};
     });
@@ -148,7 +149,10 @@ void ReportBuilder::AddRank(const v1::RankInfo& info, const RankSnapshot& snapsh
     }
   }
   for (const auto& [cause, records] : snapshot.losses) losses_[cause] += records;
-  metadata_.insert(metadata_.end(), snapshot.metadata.begin(), snapshot.metadata.end());
+  // Estimates hold until announced again: a window gets the median of its steps' figures.
+  std::vector<v1::Metadata> metadata = snapshot.metadata;
+  if (snapshot.step_figures) WindowEstimates(snapshot.step_figures->window_step_ends_ns, &metadata);
+  metadata_.insert(metadata_.end(), metadata.begin(), metadata.end());
   AddParams(info.layout().dp_rank(), snapshot.metadata);
 }
 

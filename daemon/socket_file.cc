@@ -10,7 +10,6 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
-#include "daemon/data_layout.h"
 
 namespace flopscope::daemon {
 namespace {
@@ -19,6 +18,25 @@ constexpr size_t kMaxSocketPath = sizeof(sockaddr_un{}.sun_path) - 1;
 // 25 x 20 ms: how long a socket that answers gets to go away before it counts as served.
 constexpr int kLiveSocketAttempts = 25;
 constexpr useconds_t kLiveSocketPollMicros = 20000;
+
+// The socket's directory, created 0755 when missing: every user's job must reach the socket
+// (0666), and who may do what is decided per call (daemon/access_policy.h). An existing
+// directory keeps its mode: the operator's choice.
+absl::Status EnsureSocketDirectory(const std::string& dir) {
+  std::error_code error;
+  if (std::filesystem::is_directory(dir, error)) return absl::OkStatus();
+  std::filesystem::create_directories(dir, error);
+  if (error) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot create the socket directory ", dir, ": ", error.message(),
+                     " (run flopscoped as root for the node socket, or pick one with --socket)"));
+  }
+  if (chmod(dir.c_str(), 0755) != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot set mode 0755 on ", dir, ": ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
 
 }  // namespace
 
@@ -42,7 +60,7 @@ absl::Status PrepareSocketPath(const std::string& path) {
   }
   const std::string parent = std::filesystem::path(path).parent_path().string();
   if (!parent.empty()) {
-    if (absl::Status s = EnsureDirectory(parent); !s.ok()) return s;
+    if (absl::Status s = EnsureSocketDirectory(parent); !s.ok()) return s;
   }
   struct stat info;
   if (lstat(path.c_str(), &info) != 0) return absl::OkStatus();  // nothing there: fine

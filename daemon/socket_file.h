@@ -6,7 +6,8 @@
 
 namespace flopscope::daemon {
 
-// Makes `path` ready to listen on: its directory exists; a socket file nobody listens on (left
+// Makes `path` ready to listen on: its directory exists (created with mode 0755: the socket is
+// reachable by every user, authorisation is per call); a socket file nobody listens on (left
 // by a daemon that crashed) is removed. FAILED_PRECONDITION "another flopscoped is already
 // serving <path>" when a server answers there, and for a path that is not a socket (never
 // deleted) or too long for a unix socket address.

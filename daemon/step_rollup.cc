@@ -1,6 +1,7 @@
 #include "daemon/step_rollup.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include "absl/container/flat_hash_map.h"
 
@@ -30,7 +31,7 @@ T& Slot(std::vector<T>& slots, int index) {
 
 }  // namespace
 
-void StepRollup::AddRank(const RankStepFigures& figures, const Resolve& resolve) {
+void StepRollup::AddRank(int32_t rank, const RankStepFigures& figures, const Resolve& resolve) {
   any_rank_ = true;
   window_requested_ = window_requested_ || figures.window_requested;
   steps_marked_ = std::max(steps_marked_, figures.steps_marked);
@@ -42,11 +43,11 @@ void StepRollup::AddRank(const RankStepFigures& figures, const Resolve& resolve)
   uncounted_steps_ += figures.uncounted_steps;
   counted_in_window_ += figures.counted_steps.size();
   counted_steps_.insert(figures.counted_steps.begin(), figures.counted_steps.end());
-  AddPhases(figures, resolve);
+  AddPhases(rank, figures, resolve);
   AddModules(figures, resolve);
 }
 
-void StepRollup::AddPhases(const RankStepFigures& figures, const Resolve& resolve) {
+void StepRollup::AddPhases(int32_t rank, const RankStepFigures& figures, const Resolve& resolve) {
   // This rank's sum per (phase, bucket): paths of one phase name share their steps.
   absl::flat_hash_map<std::pair<int, int64_t>, int64_t> per_bucket;
   for (const PathStepFigures& path : figures.phases) {
@@ -58,7 +59,17 @@ void StepRollup::AddPhases(const RankStepFigures& figures, const Resolve& resolv
     phase.cpu_time_ns += path.cpu_time_ns;
     for (const BucketSum& sum : path.buckets) per_bucket[{target.phase, sum.bucket}] += sum.cpu_ns;
   }
-  for (const auto& [key, ns] : per_bucket) phases_[key.first].samples.push_back(ns);
+  for (const auto& [key, ns] : per_bucket) {
+    PhaseSamples& phase = phases_[key.first];
+    phase.samples.push_back(ns);
+    // Buckets are step numbers only where the rank marks steps (else one per occurrence).
+    if (figures.steps_marked == 0) continue;
+    if (phase.per_step.size() < kMaxPhaseStepTimes) {
+      phase.per_step.push_back({rank, key.second, ns});
+    } else {
+      phase.per_step_truncated = true;
+    }
+  }
 }
 
 void StepRollup::AddModules(const RankStepFigures& figures, const Resolve& resolve) {
@@ -99,6 +110,17 @@ void StepRollup::FillPhase(int index, v1::PhaseStats* row) const {
   row->set_min_ns(summary.min_ns);
   row->set_max_ns(summary.max_ns);
   row->set_median_ns(summary.median_ns);
+  std::vector<StepTime> per_step = phase.per_step;
+  std::sort(per_step.begin(), per_step.end(), [](const StepTime& a, const StepTime& b) {
+    return std::tie(a.rank, a.step) < std::tie(b.rank, b.step);
+  });
+  for (const StepTime& time : per_step) {
+    v1::PhaseStepTime* entry = row->add_per_step();
+    entry->set_rank(time.rank);
+    entry->set_step(time.step);
+    entry->set_ns(time.ns);
+  }
+  row->set_per_step_truncated(phase.per_step_truncated);
 }
 
 void StepRollup::FillModule(int index, v1::ModuleStats* row) const {

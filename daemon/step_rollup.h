@@ -27,12 +27,16 @@ struct StepTarget {
 // CPU time (push to pop), as the report's totals take GPU time over CPU time.
 class StepRollup {
  public:
+  // Bounds PhaseStats.per_step (one entry per rank and step) so a long job's report stays small.
+  static constexpr size_t kMaxPhaseStepTimes = 100000;
+
   using Resolve = std::function<StepTarget(int64_t sid, uint64_t path_id)>;
 
-  void AddRank(const RankStepFigures& figures, const Resolve& resolve);
+  // `rank` labels the phases' per-step times (PhaseStats.per_step).
+  void AddRank(int32_t rank, const RankStepFigures& figures, const Resolve& resolve);
 
-  // Phase `index` as the per-step figures have it (calls, CPU time, min, max and median);
-  // untouched when no rank's figures had the phase.
+  // Phase `index` as the per-step figures have it (calls, CPU time, min, max, median and, where
+  // steps are marked, the time of each rank's steps); untouched when no rank's figures had it.
   void FillPhase(int index, v1::PhaseStats* row) const;
   // Module `index`'s StepLatency, for a requested window in which it ran.
   void FillModule(int index, v1::ModuleStats* row) const;
@@ -63,13 +67,20 @@ class StepRollup {
     PassSum forward;
     PassSum backward;
   };
+  struct StepTime {
+    int32_t rank = 0;
+    int64_t step = 0;
+    int64_t ns = 0;
+  };
   struct PhaseSamples {
     bool seen = false;
     uint64_t calls = 0;
     int64_t cpu_time_ns = 0;
     std::vector<int64_t> samples;
+    std::vector<StepTime> per_step;  // where steps are marked; at most kMaxPhaseStepTimes
+    bool per_step_truncated = false;
   };
-  void AddPhases(const RankStepFigures& figures, const Resolve& resolve);
+  void AddPhases(int32_t rank, const RankStepFigures& figures, const Resolve& resolve);
   void AddModules(const RankStepFigures& figures, const Resolve& resolve);
 
   std::vector<ModuleSamples> modules_;  // by module index

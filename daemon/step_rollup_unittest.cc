@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 namespace flopscope::daemon {
 namespace {
 
@@ -71,8 +73,8 @@ TEST(StepRollupTest, SamplesArePerRankAndStepWithSessionsAddedUp) {
   RankStepFigures rank1 = Window(2, 4, 3, {});
   rank1.modules.push_back(PathFigures(1, 1, {{2, 90, 0}, {3, 95, 0}, {4, 400, 0}}));
   rank1.phases.push_back(PathFigures(1, 9, {{2, 900, 0}, {3, 950, 0}, {4, 2000, 0}}));
-  rollup.AddRank(rank0, Resolve);
-  rollup.AddRank(rank1, Resolve);
+  rollup.AddRank(0, rank0, Resolve);
+  rollup.AddRank(1, rank1, Resolve);
 
   v1::ModuleStats cpu_module;
   rollup.FillModule(0, &cpu_module);
@@ -109,6 +111,39 @@ TEST(StepRollupTest, SamplesArePerRankAndStepWithSessionsAddedUp) {
   EXPECT_EQ(rollup.steps_in_window(), 6u);
 }
 
+TEST(StepRollupTest, PhaseTimesPerRankAndStepComeInRankThenStepOrder) {
+  StepRollup rollup;
+  RankStepFigures rank3 = Window(0, 2, 3, {});
+  // Two paths of the phase in step 1 add up; steps arrive out of order.
+  rank3.phases.push_back(PathFigures(1, 9, {{2, 700, 0}, {1, 300, 0}, {0, 500, 0}}));
+  rank3.phases.push_back(PathFigures(2, 9, {{1, 20, 0}}));
+  RankStepFigures rank1 = Window(0, 1, 2, {});
+  rank1.phases.push_back(PathFigures(1, 9, {{1, 60, 0}, {0, 40, 0}}));
+  rollup.AddRank(3, rank3, Resolve);
+  rollup.AddRank(1, rank1, Resolve);
+
+  v1::PhaseStats forward;
+  rollup.FillPhase(0, &forward);
+  std::vector<std::tuple<int32_t, int64_t, int64_t>> times;
+  for (const v1::PhaseStepTime& time : forward.per_step()) {
+    times.emplace_back(time.rank(), time.step(), time.ns());
+  }
+  EXPECT_THAT(times, ElementsAre(std::tuple(1, 0, 40), std::tuple(1, 1, 60), std::tuple(3, 0, 500),
+                                 std::tuple(3, 1, 300 + 20), std::tuple(3, 2, 700)));
+  EXPECT_FALSE(forward.per_step_truncated());
+}
+
+TEST(StepRollupTest, WithoutMarkedStepsPhasesHaveNoPerStepTimes) {
+  StepRollup rollup;
+  RankStepFigures figures;  // steps_marked 0: every occurrence is a bucket of its own
+  figures.phases.push_back(PathFigures(1, 9, {{0, 10, 0}, {1, 20, 0}}));
+  rollup.AddRank(0, figures, Resolve);
+  v1::PhaseStats forward;
+  rollup.FillPhase(0, &forward);
+  EXPECT_EQ(forward.calls(), 2u);
+  EXPECT_EQ(forward.per_step_size(), 0);
+}
+
 TEST(StepRollupTest, WithoutAWindowModulesGetNoStepLatencyAndUnknownRowsStayUntouched) {
   StepRollup rollup;
   RankStepFigures figures;
@@ -116,7 +151,7 @@ TEST(StepRollupTest, WithoutAWindowModulesGetNoStepLatencyAndUnknownRowsStayUnto
   figures.last_step = 2;
   figures.uncounted_steps = 3;
   figures.phases.push_back(PathFigures(1, 9, {{0, 10, 0}, {1, 30, 0}, {2, 20, 0}}));
-  rollup.AddRank(figures, Resolve);
+  rollup.AddRank(0, figures, Resolve);
   v1::ModuleStats module;
   rollup.FillModule(0, &module);
   EXPECT_FALSE(module.has_step_latency());
@@ -135,7 +170,7 @@ TEST(StepRollupTest, WithoutAWindowModulesGetNoStepLatencyAndUnknownRowsStayUnto
 
 TEST(StepRollupTest, NoStepsAndNoWindowLeaveTheReportWithoutSteps) {
   StepRollup rollup;
-  rollup.AddRank(RankStepFigures{}, Resolve);
+  rollup.AddRank(0, RankStepFigures{}, Resolve);
   v1::Report report;
   rollup.FillWindow(&report);
   EXPECT_FALSE(report.has_steps());
@@ -161,7 +196,7 @@ TEST(StepRollupTest, ForwardAndBackwardLatenciesAreMediansOverTheStepsThatRanEac
     buckets.push_back(Passes(static_cast<int64_t>(i) + 1, forward[i], backward[i], 7));
   }
   rank.modules.push_back(WithBuckets(1, 1, buckets));
-  rollup.AddRank(rank, Resolve);
+  rollup.AddRank(0, rank, Resolve);
   v1::ModuleStats module;
   rollup.FillModule(0, &module);
   ASSERT_TRUE(module.has_fwd_step_latency());

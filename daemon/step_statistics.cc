@@ -105,6 +105,7 @@ RankStepFigures StepStatistics::Finish() {
   figures.last_step = index.size() - 1;
   if (window_ && window_->last) figures.last_step = std::min(*window_->last, figures.last_step);
   for (int64_t step = figures.first_step; step <= figures.last_step; ++step) {
+    figures.window_step_ends_ns.push_back(index.at(step).end_ns);
     if (counted[step]) {
       figures.counted_steps.push_back(step);
     } else {

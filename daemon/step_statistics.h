@@ -55,10 +55,11 @@ struct RankStepFigures {
   bool window_requested = false;
   int64_t first_step = 0;  // the window clipped to the rank's steps; none when first > last
   int64_t last_step = -1;
-  uint32_t uncounted_steps = 0;          // in the window
-  std::vector<int64_t> counted_steps;    // in the window, ascending
-  std::vector<PathStepFigures> phases;   // `flopscope`-domain paths (steps included)
-  std::vector<PathStepFigures> modules;  // only for a requested window
+  uint32_t uncounted_steps = 0;              // in the window
+  std::vector<int64_t> counted_steps;        // in the window, ascending
+  std::vector<int64_t> window_step_ends_ns;  // end of each step of the window, in step order
+  std::vector<PathStepFigures> phases;       // `flopscope`-domain paths (steps included)
+  std::vector<PathStepFigures> modules;      // only for a requested window
 };
 
 // Places one rank's range occurrences in its steps and sums them per path and step, leaving out

@@ -12,7 +12,7 @@ absl::StatusOr<std::shared_ptr<RankStore>> StoreRegistry::Acquire(absl::string_v
   ForgetClosed();
   if (absl::Status s = EnsureDirectory(JobDirectory(data_dir_, job_id)); !s.ok()) return s;
   absl::StatusOr<std::unique_ptr<RankStore>> store =
-      RankStore::Open(RankFilePath(data_dir_, job_id, rank));
+      RankStore::Open(RankFilePath(data_dir_, job_id, rank), fold_);
   if (!store.ok()) return store.status();
   std::shared_ptr<RankStore> shared = *std::move(store);
   stores_[key] = shared;

@@ -23,7 +23,9 @@ namespace flopscope::daemon {
 // rank never open the file twice.
 class StoreRegistry {
  public:
-  explicit StoreRegistry(std::string data_dir) : data_dir_(data_dir), space_(std::move(data_dir)) {}
+  // Stores fold old steps as `fold` says (step_folding.h).
+  explicit StoreRegistry(std::string data_dir, FoldPolicy fold = {})
+      : data_dir_(data_dir), space_(std::move(data_dir)), fold_(fold) {}
 
   // RESOURCE_EXHAUSTED "daemon disk full: ..." while the data directory's file system is under
   // its reserve (DiskSpaceGuard) once `incoming_bytes` are written: checked before a session
@@ -47,6 +49,7 @@ class StoreRegistry {
 
   const std::string data_dir_;
   const DiskSpaceGuard space_;
+  const FoldPolicy fold_;
   absl::Mutex mu_;
   absl::flat_hash_map<Key, std::weak_ptr<RankStore>> stores_ ABSL_GUARDED_BY(mu_);
 };

@@ -30,6 +30,8 @@ inline v1::SessionHello Hello(const std::string& job, int rank, const std::strin
   hello.set_command("python train.py");
   hello.set_injector_version(kVersion);
   hello.set_start_time_ns(BaseNs());
+  // Like the injector's, one secret per session, so a test's reconnect resumes it.
+  hello.set_resume_token("token-of-" + session_id);
   v1::Device* device = hello.add_devices();
   device->set_name("NVIDIA H100 80GB HBM3");
   return hello;

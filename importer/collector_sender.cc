@@ -15,11 +15,13 @@ absl::StatusCode ToAbslCode(grpc::StatusCode code) {
 
 }  // namespace
 
-CollectorSender::CollectorSender(std::string target, absl::Duration timeout)
+CollectorSender::CollectorSender(std::string target,
+                                 std::shared_ptr<grpc::ChannelCredentials> credentials,
+                                 absl::Duration timeout)
     : target_(std::move(target)) {
   grpc::ChannelArguments arguments;
   arguments.SetMaxSendMessageSize(kMaxMessageBytes);
-  channel_ = grpc::CreateCustomChannel(target_, grpc::InsecureChannelCredentials(), arguments);
+  channel_ = grpc::CreateCustomChannel(target_, std::move(credentials), arguments);
   stub_ = v1::Collector::NewStub(channel_);
   context_.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
 }
@@ -32,8 +34,10 @@ CollectorSender::~CollectorSender() {
 }
 
 absl::StatusOr<std::unique_ptr<CollectorSender>> CollectorSender::Connect(
-    const std::string& target, const v1::SessionHello& hello, absl::Duration timeout) {
-  std::unique_ptr<CollectorSender> sender(new CollectorSender(target, timeout));
+    const std::string& target, std::shared_ptr<grpc::ChannelCredentials> credentials,
+    const v1::SessionHello& hello, absl::Duration timeout) {
+  std::unique_ptr<CollectorSender> sender(
+      new CollectorSender(target, std::move(credentials), timeout));
   if (absl::Status s = sender->Start(hello); !s.ok()) return s;
   return sender;
 }

@@ -27,9 +27,10 @@ class CollectorSender {
  public:
   // Connects and says hello; `committed_seq()` then tells what the daemon already has of this
   // session. `timeout` bounds the whole stream.
-  static absl::StatusOr<std::unique_ptr<CollectorSender>> Connect(const std::string& target,
-                                                                  const v1::SessionHello& hello,
-                                                                  absl::Duration timeout);
+  // `credentials`: tls::ClientCredentials (mutual TLS to a --server, else none).
+  static absl::StatusOr<std::unique_ptr<CollectorSender>> Connect(
+      const std::string& target, std::shared_ptr<grpc::ChannelCredentials> credentials,
+      const v1::SessionHello& hello, absl::Duration timeout);
   ~CollectorSender();
   CollectorSender(const CollectorSender&) = delete;
   CollectorSender& operator=(const CollectorSender&) = delete;
@@ -42,7 +43,8 @@ class CollectorSender {
   absl::Status Finish();
 
  private:
-  CollectorSender(std::string target, absl::Duration timeout);
+  CollectorSender(std::string target, std::shared_ptr<grpc::ChannelCredentials> credentials,
+                  absl::Duration timeout);
   absl::Status Start(const v1::SessionHello& hello);
   // The stream broke: collects the daemon's status and phrases it for the user.
   absl::Status Broken(absl::string_view while_doing);

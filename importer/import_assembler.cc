@@ -189,6 +189,11 @@ void ImportAssembler::BuildHello() {
   v1::SessionHello& hello = plan_.hello;
   hello.set_protocol_version(kProtocolVersion);
   hello.set_session_id(ImportSessionId(recording.content_digest, options_.rank));
+  // A re-import of the same file resumes (and dedups into) the same session, so its resume token
+  // comes from the content too: who holds the file and may write to the job resumes it. Across
+  // users the job's owner check is the guard (docs/architecture.md, "Access model").
+  hello.set_resume_token(
+      absl::StrFormat("import-%016x-%d", recording.content_digest, options_.rank));
   hello.set_job_id(options_.job_id);
   hello.set_rank(options_.rank);
   hello.set_local_rank(0);

@@ -12,6 +12,7 @@
 #include "absl/time/clock.h"
 #include "common/endpoint.h"
 #include "common/job_id.h"
+#include "common/tls/grpc_credentials.h"
 #include "importer/batch_stream.h"
 #include "importer/collector_sender.h"
 #include "importer/import_assembler.h"
@@ -45,9 +46,10 @@ struct SendResult {
 };
 
 // Sends one plan as one session, skipping the batches the daemon already committed.
-absl::StatusOr<SendResult> Send(const ImportPlan& plan, const std::string& target) {
+absl::StatusOr<SendResult> Send(const ImportPlan& plan, const std::string& target,
+                                const std::optional<tls::TlsPem>& tls) {
   absl::StatusOr<std::unique_ptr<CollectorSender>> sender =
-      CollectorSender::Connect(target, plan.hello, kStreamTimeout);
+      CollectorSender::Connect(target, tls::ClientCredentials(tls), plan.hello, kStreamTimeout);
   if (!sender.ok()) return sender.status();
   SendResult result;
   const uint64_t committed = (*sender)->committed_seq();
@@ -146,7 +148,7 @@ absl::Status RunImport(const ImportOptions& options, std::ostream& out) {
   const std::string target =
       GrpcTarget(options.socket.empty() ? DefaultSocketPath() : options.socket);
   for (size_t i = 0; i < plans.size(); ++i) {
-    absl::StatusOr<SendResult> sent = Send(plans[i], target);
+    absl::StatusOr<SendResult> sent = Send(plans[i], target, options.tls);
     if (!sent.ok()) return SendError(options.files, i, sent.status());
     out << SummaryLine(options.files[i], job, (*ranks)[i], plans[i], *sent) << "\n";
     plans[i] = ImportPlan();  // free its records before the next file is sent

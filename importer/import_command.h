@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "common/tls/tls_files.h"
 
 namespace flopscope::importer {
 
@@ -15,7 +16,8 @@ struct ImportOptions {
   std::string job;          // empty: "import-<first file's name>"
   std::optional<int> rank;  // rank of the first file (the next files follow); else the traces'
   std::string socket;       // empty: flopscope::DefaultSocketPath(); a gRPC target also works
-  bool progress = true;     // draw a progress bar on stderr, when it is a terminal
+  std::optional<tls::TlsPem> tls;  // mutual TLS to a --server (client/daemon_address.h)
+  bool progress = true;            // draw a progress bar on stderr, when it is a terminal
 };
 
 // Imports Kineto / PyTorch-profiler traces (.json, .json.gz) and Nsight Systems SQLite exports

@@ -1,7 +1,10 @@
 // The only symbols libflopscope_inject.so exports (exports.map): the CUDA and NVTX injection
-// entry points and the test-only stats hook. Everything else is hidden.
+// entry points, the test-only stats hook, and the wrappers of the ways out of a process that skip
+// atexit (_exit, _Exit, the exec family). Everything else is hidden.
 
 #include <dlfcn.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -65,6 +68,70 @@ FLOPSCOPE_EXPORT int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_expor
   // 0 makes this NVTX instance a no-op (e.g. in a forked child, where the injector is off).
   if (Session::StartOnce() == nullptr) return 0;
   return flopscope::injector::InstallNvtxCallbacks(get_export_table);
+}
+
+namespace flopscope::injector {
+namespace {
+
+// `_exit` (Python's os._exit, a child's error path) and exec end the process image without
+// running atexit handlers, so Session::OnProcessExit would never deliver what is already
+// recorded. Under LD_PRELOAD this library comes first, so these wrappers run that exit path
+// (final batch, bounded wait for acks, spool) and then call libc's own. Only in the session's
+// own process: a vfork child shares our memory and must not touch it (it has another pid; no
+// write happens before the check), a forked child has the injector off (Current() is null).
+// glibc's exit() and posix_spawn reach its _exit and execve internally, never through these.
+// A failed exec returns with the session stopped: what the process records afterwards is lost.
+void LeaveProcess() noexcept {
+  Session* session = Session::Current();
+  if (session == nullptr || session->identity().pid != static_cast<int64_t>(getpid())) return;
+  try {
+    Session::OnProcessExit();
+  } catch (...) {
+    // Leaving regardless: the job's exit must not depend on us.
+  }
+}
+
+template <typename Function>
+Function Next(const char* name) {
+  return reinterpret_cast<Function>(dlsym(RTLD_NEXT, name));
+}
+
+[[noreturn]] void ExitNow(const char* name, int status) {
+  LeaveProcess();
+  using ExitFunction = void (*)(int);
+  static const ExitFunction next = Next<ExitFunction>(name);
+  if (next != nullptr) next(status);
+  while (true) syscall(SYS_exit_group, status);
+}
+
+}  // namespace
+}  // namespace flopscope::injector
+
+FLOPSCOPE_EXPORT void _exit(int status) { flopscope::injector::ExitNow("_exit", status); }
+FLOPSCOPE_EXPORT void _Exit(int status) { flopscope::injector::ExitNow("_Exit", status); }
+
+FLOPSCOPE_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) {
+  flopscope::injector::LeaveProcess();
+  using Function = int (*)(const char*, char* const[], char* const[]);
+  static const Function next = flopscope::injector::Next<Function>("execve");
+  return next != nullptr ? next(path, argv, envp)
+                         : static_cast<int>(syscall(SYS_execve, path, argv, envp));
+}
+
+FLOPSCOPE_EXPORT int execv(const char* path, char* const argv[]) {
+  return execve(path, argv, environ);
+}
+
+FLOPSCOPE_EXPORT int execvpe(const char* file, char* const argv[], char* const envp[]) {
+  flopscope::injector::LeaveProcess();
+  using Function = int (*)(const char*, char* const[], char* const[]);
+  static const Function next = flopscope::injector::Next<Function>("execvpe");
+  if (next == nullptr) return -1;
+  return next(file, argv, envp);
+}
+
+FLOPSCOPE_EXPORT int execvp(const char* file, char* const argv[]) {
+  return execvpe(file, argv, environ);
 }
 
 FLOPSCOPE_EXPORT int flopscope_test_get_stats(flopscope_test_stats* out) {

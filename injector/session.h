@@ -37,6 +37,9 @@ class Session {
   // Starts the session on first use (reading the environment, starting the exporter thread);
   // null when the injector is disabled in this process or cannot start.
   static Session* StartOnce(StartReason reason = StartReason::kNvtx) noexcept;
+  // The process is ending: final batch, bounded wait for acks, spool (once; nothing in a forked
+  // child). The atexit handler, and the _exit / exec wrappers of entry_points.cc.
+  static void OnProcessExit();
 
   // InitializeInjection: attaches kernel tracing if the session's start did not already (the
   // session began at an earlier NVTX call). The outcome goes out as `gpu.status` metadata.
@@ -72,7 +75,6 @@ class Session {
                                      uint64_t control_id);
 
   static void WakeExporter(void* session);
-  static void OnProcessExit();
   // The atexit handler registered after kernel tracing attached (KernelTracing::FinishAtExit).
   static void OnTracingExit();
   static void OnForkChild();

@@ -1,10 +1,11 @@
 -- <data_dir>/catalog.sqlite: what the daemon holds, for listings (DESIGN: Storage). Applied on
--- every open, so every statement is idempotent; version 2 is this file. Upgrades are additive
+-- every open, so every statement is idempotent; version 3 is this file. Upgrades are additive
 -- and happen here, on open: version 2 added rank_rejections (a version 1 file gains the empty
--- table and its version becomes 2; a daemon that reads up to 2 reads either).
+-- table and its version becomes 2; a daemon that reads up to 2 reads either); version 3 added
+-- job_owners and session_tokens (the access model).
 
 CREATE TABLE IF NOT EXISTS schema_version(version INTEGER NOT NULL);
-INSERT INTO schema_version(version) SELECT 2 WHERE NOT EXISTS (SELECT 1 FROM schema_version);
+INSERT INTO schema_version(version) SELECT 3 WHERE NOT EXISTS (SELECT 1 FROM schema_version);
 
 CREATE TABLE IF NOT EXISTS jobs(
   job_id TEXT PRIMARY KEY,
@@ -56,4 +57,22 @@ CREATE TABLE IF NOT EXISTS rank_rejections(
   PRIMARY KEY(job_id, rank, session_id, rule)
 ) WITHOUT ROWID;
 
-UPDATE schema_version SET version = 2 WHERE version < 2;
+-- Who owns each job (docs/architecture.md, "Access model"): the uid of the peer whose stream
+-- created it, as the kernel reported it. A job with no row (listed before version 3) belongs to
+-- the daemon's own user. Version 3.
+CREATE TABLE IF NOT EXISTS job_owners(
+  job_id TEXT PRIMARY KEY,
+  uid INTEGER NOT NULL
+) WITHOUT ROWID;
+
+-- SHA-256 of each session's resume token (the one its first hello carried, or the daemon issued
+-- in its Welcome): a later hello of the session must present the same token. Version 3.
+CREATE TABLE IF NOT EXISTS session_tokens(
+  job_id TEXT NOT NULL,
+  rank INTEGER NOT NULL,
+  session_id TEXT NOT NULL,
+  digest BLOB NOT NULL,
+  PRIMARY KEY(job_id, rank, session_id)
+) WITHOUT ROWID;
+
+UPDATE schema_version SET version = 3 WHERE version < 3;

@@ -1,5 +1,6 @@
 -- One file per job and rank: <data_dir>/jobs/<job>/rank-<NNNNN>.sqlite (DESIGN: Storage).
--- Applied on every open, so every statement is idempotent; version 3 is this file. Files written
+-- Applied on every open, so every statement is idempotent; version 4 is this file (4 added the
+-- folded storage of old steps: kernel_folds, range_folds). Files written
 -- by versions 1 and 2 lack some columns, which CREATE TABLE IF NOT EXISTS cannot add: the daemon
 -- adds them (daemon/rank_schema.h) and then moves schema_version forward. Columns added since
 -- version 1 are marked "(v2)" or "(v3)" and carry a DEFAULT, as ALTER TABLE ... ADD COLUMN
@@ -10,7 +11,7 @@
 -- values above 2^63 read back negative in plain SQL; the daemon casts them back.
 
 CREATE TABLE IF NOT EXISTS schema_version(version INTEGER NOT NULL);
-INSERT INTO schema_version(version) SELECT 3 WHERE NOT EXISTS (SELECT 1 FROM schema_version);
+INSERT INTO schema_version(version) SELECT 4 WHERE NOT EXISTS (SELECT 1 FROM schema_version);
 
 -- Identity from the SessionHello, and how far the session got. last_seq is the highest batch
 -- sequence number committed; a batch at or below it is a duplicate.
@@ -234,3 +235,34 @@ CREATE TABLE IF NOT EXISTS instance_stats(
   busy_ns INTEGER NOT NULL,
   PRIMARY KEY(sid, instance_id)
 ) WITHOUT ROWID;
+
+-- (v4) Storage that lasts a week-long job (DESIGN: Storage, daemon/step_folding.h). Once a rank has
+-- more than --keep-raw-steps steps, the records of the older steps are folded, in one
+-- transaction, into the two tables below; every report figure stays exact.
+--   kernel_folds: the uncounted `kernels` rows that ended before a fold's horizon, grouped as
+--     `report --kernels` groups them (their rows are deleted). Counted kernels stay raw.
+--   range_folds: a commit-order prefix of range_events (each event with its instance_stats row,
+--     deleted from both tables) packed into `data` (daemon/range_fold_codec.h); reports decode
+--     the folds in rowid order before the raw events, so they see the same events in the same
+--     order. start_ns / end_ns: the time the folded events cover; horizon_ns: kernels that ended
+--     before it are only in kernel_folds (no raw kernel, so no trace, for that time).
+CREATE TABLE IF NOT EXISTS kernel_folds(
+  sid INTEGER NOT NULL,
+  path_id INTEGER NOT NULL,
+  kind INTEGER NOT NULL,
+  name_id INTEGER NOT NULL,
+  count INTEGER NOT NULL,
+  total_ns INTEGER NOT NULL,
+  min_ns INTEGER NOT NULL,
+  max_ns INTEGER NOT NULL,
+  bytes INTEGER NOT NULL,
+  PRIMARY KEY(sid, path_id, kind, name_id)
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS range_folds(
+  events INTEGER NOT NULL,
+  start_ns INTEGER NOT NULL,
+  end_ns INTEGER NOT NULL,
+  horizon_ns INTEGER NOT NULL,
+  data BLOB NOT NULL
+);

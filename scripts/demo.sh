@@ -9,6 +9,10 @@ set -euo pipefail
 
 readonly STEPS=${DEMO_STEPS:-3}
 readonly LAYERS=${DEMO_LAYERS:-2}
+# A model small enough that the CPU backend computes every product in full, so the FLOPs the
+# example announces from its shapes (labelled estimated) are the work it does and the FLOPS are
+# real. tests/integration/test_report_schema.py reads this line.
+readonly MODEL_FLAGS=(--batch 2 --seq 16 --hidden 32 --vocab 128)
 readonly JOB=demo
 
 if [[ -t 1 ]]; then BOLD=$'\033[1m' PLAIN=$'\033[0m'; else BOLD="" PLAIN=""; fi
@@ -76,7 +80,7 @@ RANK_PIDS=()
 for rank in 0 1; do
   RANK=$rank WORLD_SIZE=2 LOCAL_RANK=$rank \
     "$FLOPSCOPE" run --job "$JOB" --socket "$SOCKET" -- \
-    "$EXAMPLE" --steps "$STEPS" --layers "$LAYERS" >"$WORK_DIR/rank$rank.log" 2>&1 &
+    "$EXAMPLE" --steps "$STEPS" --layers "$LAYERS" "${MODEL_FLAGS[@]}" >"$WORK_DIR/rank$rank.log" 2>&1 &
   RANK_PIDS+=($!)
 done
 failed=0
@@ -103,4 +107,8 @@ for attempt in $(seq 50); do
   sleep 0.1
 done
 echo
+# The same report as one self-contained page of charts (README: "The HTML report").
+readonly HTML_REPORT=$BUILD_DIR/demo-report.html
+"$FLOPSCOPE" report "$JOB" --socket "$SOCKET" --format html -o "$HTML_REPORT"
+say "HTML report: $HTML_REPORT (open it in a browser: xdg-open $HTML_REPORT)"
 say "done (the JSON form: flopscope report $JOB --format json)"

@@ -6,7 +6,8 @@
 #
 # `build` is what building the tree and `make demo` need (about 60 MB of -dev packages);
 # `test` adds what only the tests use: Debian's torch and grpcio (about 1 GB with their
-# dependencies), clang for the thread-safety pass and the fuzzers, patchelf for `make dist`.
+# dependencies), clang for the thread-safety pass and the fuzzers, patchelf for `make dist`,
+# chromium for the HTML report's browser test and `make screenshot`.
 set -euo pipefail
 
 readonly SET=${1:-test}
@@ -16,15 +17,23 @@ BUILD_PACKAGES=(
   build-essential cmake ninja-build pkg-config clang-format
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libsqlite3-dev sqlite3 zlib1g-dev libcli11-dev libsimdjson-dev
+  libssl-dev  # flopscoped: SHA-256 of session resume tokens (also pulled in by libgrpc-dev)
   googletest libgtest-dev libgmock-dev libbenchmark-dev python3
+  libcivetweb-dev  # flopscoped --metrics: the HTTP server of /metrics
 )
 
 PACKAGES=("${BUILD_PACKAGES[@]}")
 [[ "$SET" == build ]] || PACKAGES+=(
   clang libclang-rt-dev  # the thread-safety pass; the fuzzers' libFuzzer/ASan runtimes
   python3-grpcio python3-protobuf python3-torch
+  python3-dev  # flopscope_torch._native, the torch hooks' fast paths (pure Python without it)
   python3-jsonschema  # tests: the report's JSON against docs/report.schema.json
   patchelf  # make dist: $ORIGIN RPATHs in the bundle
+  prometheus  # tests: a real Prometheus scrapes flopscoped --metrics
+  chromium  # tests: the HTML report opened in a real (headless) browser; make screenshot
+  slurmctld slurmd slurm-client munge  # tests: deploy/slurm on a real two-node Slurm
+  yamllint shellcheck systemd  # tests: deploy/'s manifests, scripts and units (systemd-analyze)
+  openssl  # tests: deploy/tls/make_test_ca.sh makes the mutual-TLS test certificates
 )
 
 missing=()

@@ -36,6 +36,25 @@ class FakeQueryServer::Service final : public flopscope::v1::Query::Service {
     return grpc::Status::OK;
   }
 
+  // Every requested rank (rank 0 when none is named) answers with the one canned report, as
+  // the daemon streams each rank's own report.
+  grpc::Status GetRankReports(grpc::ServerContext*, const flopscope::v1::ReportRequest* request,
+                              grpc::ServerWriter<flopscope::v1::RankReport>* writer) override {
+    if (request->job_id() != report_.job_id()) {
+      return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                          absl::StrCat("job '", request->job_id(), "' not found"));
+    }
+    std::vector<int> ranks(request->ranks().begin(), request->ranks().end());
+    if (ranks.empty()) ranks.push_back(0);
+    for (int rank : ranks) {
+      flopscope::v1::RankReport answer;
+      answer.set_rank(rank);
+      *answer.mutable_report() = report_;
+      writer->Write(answer);
+    }
+    return grpc::Status::OK;
+  }
+
   std::vector<int> last_ranks() const {
     absl::MutexLock lock(&mutex_);
     return last_ranks_;

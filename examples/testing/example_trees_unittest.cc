@@ -135,9 +135,14 @@ TEST(TransformerTreeTest, AnnouncesBatchSizeAndParamsOnce) {
       {"params TransformerLM/layers.0/self_attn=24", 1},
       {"params TransformerLM/layers.0/mlp=42", 1},
       {"params TransformerLM/head=6", 1}};
+  // The tree, class, extra_repr and estimate marks are checked in transformer_model_unittest.cc;
+  // here: the batch size and the params, and that every mark is announced exactly once.
   std::map<std::string, int> marks;
   for (const auto& [key, count] : r.counts) {
-    if (key.rfind("mark\tflopscope\t", 0) == 0) marks[key.substr(15)] = count;
+    if (key.rfind("mark\tflopscope\t", 0) != 0) continue;
+    const std::string mark = key.substr(15);
+    EXPECT_EQ(count, 1) << mark;
+    if (mark.rfind("batch_size=", 0) == 0 || mark.rfind("params ", 0) == 0) marks[mark] = count;
   }
   EXPECT_EQ(marks, expected_marks);
 }

@@ -27,6 +27,8 @@ class ComputeBackend {
   virtual void Synchronize() = 0;
   // "cpu" or "gpu:<device name>".
   virtual std::string Describe() const = 0;
+  // The multiply-adds Gemm(m, n, k) really performs: m·n·k unless the backend scales it down.
+  virtual int64_t MultiplyAdds(int64_t m, int64_t n, int64_t k) const { return m * n * k; }
 };
 
 // The GPU backend when this build has CUDA (FLOPSCOPE_EXAMPLE_CUDA), `force_cpu` is false and a

@@ -21,6 +21,10 @@ class CpuBackend final : public ComputeBackend {
   void Axpy(int64_t count) override;
   void Synchronize() override {}
   std::string Describe() const override { return "cpu"; }
+  int64_t MultiplyAdds(int64_t m, int64_t n, int64_t k) const override {
+    const Shape shape = Scaled(m, n, k);
+    return shape.m * shape.n * shape.k;
+  }
 
   struct Shape {
     int64_t m, n, k;

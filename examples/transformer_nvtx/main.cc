@@ -33,9 +33,13 @@
 //   TransformerLM range, backward the backward one, optimizer the AdamW range. The batch is taken
 //   from the loader inside step, before forward.
 // "flopscope" domain marks, once, before the first step and outside every range:
-//   batch_size=<B>, then "params <path>=<count>" for TransformerLM and every module path under it
-//   (3 + 3·L marks), depth-first (formulas in parameter_counts.h; e.g. H=256, V=8192, L=2:
-//   TransformerLM=5'771'776).
+//   batch_size=<B>, the module tree as print(model) has it (`module`, `class`, `extra_repr` marks
+//   of ModuleTree in parameter_counts.h: the layers in a ModuleList `TransformerLM/layers`), then
+//   "params <path>=<count>" for TransformerLM and every module path under it (3 + 3·L marks),
+//   depth-first (formulas in parameter_counts.h; e.g. H=256, V=8192, L=2: TransformerLM=5'771'776),
+//   then "estimated_macs <path>=<n>" and "estimated_flops <path>=<2n>" for the same paths (forward,
+//   per step, the work the backend does: ForwardMacs), so a report shows FLOPs, MACs and FLOPS
+//   labelled estimated without a GPU (docs/marks.md).
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <memory>
@@ -52,10 +56,34 @@
 namespace transformer_nvtx {
 namespace {
 
-void AnnounceModel(const ModelConfig& config) {
+// A mark value cannot hold '=' (the key ends at the last one): extra_repr escapes it.
+std::string MarkValue(const std::string& text) {
+  std::string out;
+  for (char c : text) out += c == '%' ? "%25" : c == '=' ? "%3D" : std::string(1, c);
+  return out;
+}
+
+void AnnounceModel(const ModelConfig& config, const ComputeBackend& backend) {
   AnnounceMetadata("batch_size=" + std::to_string(config.batch));
+  const std::vector<ModuleDescription> tree = ModuleTree(config);
+  for (size_t index = 0; index < tree.size(); ++index) {
+    const ModuleDescription& module = tree[index];
+    const std::string parent = module.parent.empty() ? "" : " " + module.parent;
+    AnnounceMetadata("module " + module.path + "=" + std::to_string(index) + parent);
+    AnnounceMetadata("class " + module.path + "=" + module.class_name);
+    if (!module.extra_repr.empty()) {
+      AnnounceMetadata("extra_repr " + module.path + "=" + MarkValue(module.extra_repr));
+    }
+  }
   for (const ModuleParams& module : ModuleParameterCounts(config)) {
     AnnounceMetadata("params " + module.path + "=" + std::to_string(module.count));
+  }
+  // FLOPs from the shapes, as DeepSpeed's profiler gets them (of the work the backend really
+  // does): the report labels them estimated.
+  for (const TransformerModel::ModuleMacs& module :
+       TransformerModel::ForwardMacs(config, backend)) {
+    AnnounceMetadata("estimated_macs " + module.path + "=" + std::to_string(module.macs));
+    AnnounceMetadata("estimated_flops " + module.path + "=" + std::to_string(2 * module.macs));
   }
 }
 
@@ -63,7 +91,7 @@ void Train(const ModelConfig& config, ComputeBackend& backend) {
   TransformerModel model(config, backend);
   std::optional<DataLoader> loader;
   if (config.loader_thread) loader.emplace(config.steps, config.tokens());
-  AnnounceModel(config);
+  AnnounceModel(config, backend);
   for (int step = 0; step < config.steps; ++step) {
     ScopedPhaseRange step_range("step");
     const Batch batch = loader ? loader->Next() : DataLoader::MakeBatch(step, config.tokens());

@@ -28,4 +28,23 @@ uint64_t TotalParameters(const ModelConfig& config) {
   return ModuleParameterCounts(config).front().count;
 }
 
+std::vector<ModuleDescription> ModuleTree(const ModelConfig& config) {
+  const std::string h = std::to_string(config.hidden);
+  const std::string v = std::to_string(config.vocab);
+  const std::string root = "TransformerLM";
+  const std::string list = root + "/layers";
+  std::vector<ModuleDescription> tree = {{root, "", "TransformerLM", ""},
+                                         {root + "/embedding", root, "Embedding", v + ", " + h},
+                                         {list, root, "ModuleList", ""}};
+  for (int i = 0; i < config.layers; ++i) {
+    const std::string layer = root + "/layers." + std::to_string(i);
+    tree.push_back({layer, list, "TransformerBlock", ""});
+    tree.push_back({layer + "/self_attn", layer, "SelfAttention", ""});
+    tree.push_back({layer + "/mlp", layer, "MLP", ""});
+  }
+  tree.push_back({root + "/head", root, "Linear",
+                  "in_features=" + h + ", out_features=" + v + ", bias=False"});
+  return tree;
+}
+
 }  // namespace transformer_nvtx

@@ -26,4 +26,16 @@ std::vector<ModuleParams> ModuleParameterCounts(const ModelConfig& config);
 // The parameters the optimizer updates: TransformerLM's count.
 uint64_t TotalParameters(const ModelConfig& config);
 
+// The model as `print(model)` would show it, for the `module` / `class` / `extra_repr` marks
+// (docs/marks.md): every module in model order, containers included. The layers sit in a
+// ModuleList, `TransformerLM/layers`, that adds no component to its children's paths (it runs no
+// forward of its own), so its children keep the range paths `TransformerLM/layers.<i>`.
+struct ModuleDescription {
+  std::string path;
+  std::string parent;  // "" for the root
+  std::string class_name;
+  std::string extra_repr;  // "" for none; written as torch's extra_repr() would be
+};
+std::vector<ModuleDescription> ModuleTree(const ModelConfig& config);
+
 }  // namespace transformer_nvtx

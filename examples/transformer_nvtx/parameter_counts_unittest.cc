@@ -55,5 +55,33 @@ TEST(ModuleParameterCountsTest, ParentsAreTheSumOfTheirChildren) {
   EXPECT_EQ(counts[0].count, top_level_children);
 }
 
+TEST(ModuleTreeTest, EveryModuleWithItsParentAndTheLayersInAModuleList) {
+  ModelConfig config;
+  config.layers = 2;
+  const std::vector<ModuleDescription> tree = ModuleTree(config);
+  std::vector<std::string> ranged;  // the modules that run: those with parameter counts
+  for (const ModuleDescription& module : tree) {
+    if (module.class_name != "ModuleList") ranged.push_back(module.path);
+  }
+  std::vector<std::string> counted;
+  for (const ModuleParams& module : ModuleParameterCounts(config)) counted.push_back(module.path);
+  EXPECT_EQ(ranged, counted);
+  EXPECT_EQ(tree[0].parent, "");
+  EXPECT_EQ(tree[2].path, "TransformerLM/layers");
+  for (const ModuleDescription& module : tree) {
+    if (module.path.rfind("TransformerLM/layers.", 0) == 0 &&
+        module.path.find('/', sizeof("TransformerLM/layers.")) == std::string::npos) {
+      EXPECT_EQ(module.parent, "TransformerLM/layers") << module.path;
+    }
+    // Parents come before their children, as named_modules() lists them.
+    bool parent_seen = module.parent.empty();
+    for (const ModuleDescription& earlier : tree) {
+      if (&earlier == &module) break;
+      parent_seen |= earlier.path == module.parent;
+    }
+    EXPECT_TRUE(parent_seen) << module.path;
+  }
+}
+
 }  // namespace
 }  // namespace transformer_nvtx

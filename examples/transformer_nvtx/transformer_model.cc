@@ -41,6 +41,34 @@ int64_t TransformerModel::LargestOperand(const ModelConfig& config) {
   return std::max(largest, static_cast<int64_t>(TotalParameters(config)));
 }
 
+namespace {
+
+int64_t MacsOf(const std::vector<TransformerModel::GemmShape>& gemms,
+               const ComputeBackend& backend) {
+  int64_t macs = 0;
+  for (const TransformerModel::GemmShape& g : gemms) macs += backend.MultiplyAdds(g.m, g.n, g.k);
+  return macs;
+}
+
+}  // namespace
+
+std::vector<TransformerModel::ModuleMacs> TransformerModel::ForwardMacs(
+    const ModelConfig& config, const ComputeBackend& backend) {
+  const int64_t attention = MacsOf(AttentionGemms(config), backend);
+  const int64_t mlp = MacsOf(MlpGemms(config), backend);
+  const int64_t head = MacsOf({HeadGemm(config)}, backend);
+  std::vector<ModuleMacs> macs = {{"TransformerLM", config.layers * (attention + mlp) + head},
+                                  {"TransformerLM/embedding", 0}};
+  for (int i = 0; i < config.layers; ++i) {
+    const std::string layer = "TransformerLM/layers." + std::to_string(i);
+    macs.push_back({layer, attention + mlp});
+    macs.push_back({layer + "/self_attn", attention});
+    macs.push_back({layer + "/mlp", mlp});
+  }
+  macs.push_back({"TransformerLM/head", head});
+  return macs;
+}
+
 void TransformerModel::RunForward(Precision precision, const std::vector<GemmShape>& gemms) {
   for (const GemmShape& g : gemms) backend_.Gemm(precision, g.m, g.n, g.k);
 }

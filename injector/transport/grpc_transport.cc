@@ -1,6 +1,8 @@
 #include "injector/transport/grpc_transport.h"
 
+#include <errno.h>
 #include <pthread.h>
+#include <sys/random.h>
 
 #include <algorithm>
 #include <chrono>
@@ -35,6 +37,29 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target, uint32_t i
   return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
 }
 
+// The session's resume token (collector.proto): 32 bytes of the kernel's CSPRNG as hex. Only
+// the process holding it (and its spool file, 0600 in the user's 0700 directory) can resume the
+// session. Empty only when getrandom fails (it blocks rather than fail once the kernel's pool is
+// seeded): the daemon then draws one for the first hello, and a reconnect of this session is
+// refused, so its batches wait in the spool for the user's next process.
+std::string NewResumeToken() {
+  unsigned char bytes[32];
+  size_t filled = 0;
+  while (filled < sizeof bytes) {
+    const ssize_t n = getrandom(bytes + filled, sizeof bytes - filled, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return std::string();
+    filled += static_cast<size_t>(n);
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string token;
+  for (unsigned char byte : bytes) {
+    token += kHex[byte >> 4];
+    token += kHex[byte & 15];
+  }
+  return token;
+}
+
 fs_control ControlFrom(const v1::Control& control) {
   fs_control out{};
   out.id = control.id();
@@ -59,6 +84,7 @@ std::unique_ptr<GrpcTransport> GrpcTransport::Create(const fs_transport_options&
   }
   v1::UpMessage hello_message;
   EncodeHello(hello, hello_message.mutable_hello());
+  hello_message.mutable_hello()->set_resume_token(NewResumeToken());
   const uint32_t initial =
       options.reconnect_initial_ms > 0 ? options.reconnect_initial_ms : kDefaultReconnectInitialMs;
   const uint32_t max = std::max(
@@ -157,6 +183,7 @@ void GrpcTransport::Submit(const fs_batch& batch) {
   std::shared_ptr<const v1::UpMessage> message = Encode(batch, seq, false, losses, &bytes);
   const uint64_t droppable = DroppableRecords(batch);
   MutexLock lock(&mutex_);
+  last_losses_ = message->batch().losses();
   PendingBatch pending;
   pending.seq = seq;
   if (!pending_.HasRoomFor(bytes)) {
@@ -190,6 +217,7 @@ void GrpcTransport::Submit(const fs_batch& batch) {
   }
   pending.message = std::move(message);
   pending.bytes = bytes;
+  records_queued_ += pending.records;
   pending_.Push(std::move(pending));
   ++stats_.batches_submitted;
   writer_wake_.Signal();
@@ -210,8 +238,39 @@ uint64_t GrpcTransport::SpoolPending(std::string* path) {
   pending_.SpoolInMemory([spool](const PendingBatch& batch, SpoolFile::Entry* entry) {
     return spool->Append(batch.seq, *batch.message, batch.records, entry);
   });
+  if (pending_.bytes() > 0) SpoolExitLossesLocked(spool);  // some stayed in memory
   *path = spool->path();
   return pending_.spooled_records();
+}
+
+void GrpcTransport::SpoolExitLossesLocked(SpoolFile* spool) {
+  const uint64_t lost = pending_.records() - pending_.spooled_records();
+  pending_.ForEachInMemory([spool](const PendingBatch& pending) {
+    const v1::Batch& batch = pending.message->batch();
+    if (batch.strings_size() == 0 && batch.paths_size() == 0) return;
+    v1::UpMessage definitions;
+    *definitions.mutable_batch()->mutable_strings() = batch.strings();
+    *definitions.mutable_batch()->mutable_paths() = batch.paths();
+    definitions.mutable_batch()->set_seq(pending.seq);
+    spool->AppendLast(pending.seq, definitions);
+  });
+  v1::UpMessage last;
+  v1::Batch* batch = last.mutable_batch();
+  batch->set_seq(next_seq_++);
+  batch->set_final(true);
+  *batch->mutable_losses() = last_losses_;
+  // Ours may have grown since that batch was encoded (a later batch's records dropped).
+  for (v1::LossCounter& loss : *batch->mutable_losses()) {
+    if (loss.cause() == v1::LOSS_CAUSE_DAEMON_UNREACHABLE) {
+      loss.set_records(losses_.daemon_unreachable);
+    } else if (loss.cause() == v1::LOSS_CAUSE_REJECTED) {
+      loss.set_records(losses_.rejected);
+    }
+  }
+  v1::LossCounter* undelivered = batch->add_losses();
+  undelivered->set_cause(v1::LOSS_CAUSE_EXIT_UNDELIVERED);
+  undelivered->set_records(lost);
+  spool->AppendLast(batch->seq(), last);  // if even this fails, the exit line alone says it
 }
 
 bool GrpcTransport::Flush(int64_t timeout_ms) {
@@ -421,6 +480,7 @@ void GrpcTransport::ApplyWelcome(const v1::Welcome& welcome) {
     stats_.batches_acked += pending_.AckThrough(welcome.committed_seq());
     if (pending_.empty() && spool_ != nullptr) spool_->Reset();
     last_sent_seq_ = welcome.committed_seq();
+    records_announced_ = 0;  // a new stream: the daemon's tally starts again
     stream_ended_ = false;
     stats_.connected = 1;
     ++welcomes_;
@@ -482,12 +542,26 @@ void GrpcTransport::WriteLoop(Stream* stream) {
       if (!spool_->Read(next->spooled, loaded.get())) return;  // the stream is retried later
       message = std::move(loaded);
     }
+    const std::optional<v1::UpMessage> progress = ProgressBeforeLocked(seq);
     mutex_.Unlock();
-    const bool written = stream->Write(*message);  // a network call: unlocked
+    // Network calls: unlocked.
+    const bool written = (!progress || stream->Write(*progress)) && stream->Write(*message);
     mutex_.Lock();
     if (!written) return;
     last_sent_seq_ = std::max(last_sent_seq_, seq);
   }
+}
+
+std::optional<v1::UpMessage> GrpcTransport::ProgressBeforeLocked(uint64_t seq) {
+  // Only while batches queue up behind this one: a daemon that keeps up hears of every record
+  // in the batches themselves, and a stream that ends then has nothing waiting to lose.
+  if (pending_.NextAfter(seq) == nullptr || records_queued_ <= records_announced_) {
+    return std::nullopt;
+  }
+  records_announced_ = records_queued_;
+  v1::UpMessage progress;
+  progress.mutable_progress()->set_records_queued(records_queued_);
+  return progress;
 }
 
 void GrpcTransport::ReadLoop(grpc::ClientReaderWriter<v1::UpMessage, v1::DownMessage>* stream) {
@@ -525,6 +599,7 @@ bool GrpcTransport::HandleRejection(const grpc::Status& status,
   ++stats_.batches_rejected;
   stats_.records_dropped += rejected->records;
   stats_.dropped_rejected += rejected->records;
+  records_queued_ -= std::min(records_queued_, rejected->records);
   losses_.rejected += rejected->records;
   std::shared_ptr<const v1::UpMessage> original = rejected->message;
   if (original == nullptr) {  // spooled: read back for its definitions

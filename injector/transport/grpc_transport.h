@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -61,6 +62,10 @@ class GrpcTransport {
                                                      bool drop_records,
                                                      const TransportLosses& losses,
                                                      uint64_t* memory);
+  // At exit, for batches the spool could not take: their definitions alone under their own seqs
+  // (the spooled batches after them use those paths and strings), then one last batch, final,
+  // carrying the loss counters with their records as EXIT_UNDELIVERED: the store counts them.
+  void SpoolExitLossesLocked(SpoolFile* spool) FS_REQUIRES(mutex_);
   // The session's spool file, created on first use; null when there is no spool.
   SpoolFile* SpoolLocked() FS_REQUIRES(mutex_);
   // Delivers the spool files that ended processes of this user left. Runs once per process, on
@@ -99,6 +104,9 @@ class GrpcTransport {
   // *flag.
   bool WaitUntilLocked(CondVar* cv, const bool* flag,
                        std::chrono::steady_clock::time_point deadline) FS_REQUIRES(mutex_);
+  // A Progress to write before batch `seq` when more batches wait behind it and it announces
+  // records the daemon has not heard of (collector.proto); empty otherwise.
+  std::optional<v1::UpMessage> ProgressBeforeLocked(uint64_t seq) FS_REQUIRES(mutex_);
   // Whether WriteLoop has something to do (or must return).
   bool WriterHasWorkLocked() FS_REQUIRES(mutex_);
 
@@ -127,6 +135,13 @@ class GrpcTransport {
   uint64_t next_seq_ FS_GUARDED_BY(mutex_) = 1;
   uint64_t last_sent_seq_ FS_GUARDED_BY(mutex_) = 0;  // on the current stream
   TransportLosses losses_ FS_GUARDED_BY(mutex_);
+  // The loss counters of the latest batch submitted (the core's cumulative figures and ours),
+  // for the batch SpoolPending writes last when batches are left in memory.
+  google::protobuf::RepeatedPtrField<v1::LossCounter> last_losses_ FS_GUARDED_BY(mutex_);
+  // Every record that entered the queue this session, less those the daemon rejected; and how
+  // many of them the current stream announced (UpMessage.progress).
+  uint64_t records_queued_ FS_GUARDED_BY(mutex_) = 0;
+  uint64_t records_announced_ FS_GUARDED_BY(mutex_) = 0;
   fs_transport_stats stats_ FS_GUARDED_BY(mutex_) = {};
   uint64_t welcomes_ FS_GUARDED_BY(mutex_) = 0;
   bool stopping_ FS_GUARDED_BY(mutex_) = false;

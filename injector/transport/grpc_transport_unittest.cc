@@ -237,6 +237,39 @@ TEST_F(GrpcTransportTest, WithoutRoomInTheSpoolRecordsAreDroppedAndCountedOnce) 
   EXPECT_EQ(stats.records_spooled, 0u);
 }
 
+TEST_F(GrpcTransportTest, WhatAFullSpoolCannotTakeAtExitIsCountedInItsLastBatch) {
+  std::string path;
+  {
+    auto ended = Connect(/*max_pending_bytes=*/0, /*spool=*/true, "host-9-1");
+    TestBatch a(1, 1, 2), big(2, 1, 100000);  // megabytes encoded: over the 1 MiB spool
+    ended->Submit(a.view());
+    ended->Submit(big.view(/*final=*/true));
+    EXPECT_FALSE(ended->Flush(50));
+    EXPECT_EQ(ended->SpoolPending(&path), 2u);  // a only
+  }
+  std::string error;
+  std::unique_ptr<SpoolFile> file = SpoolFile::OpenOrphan(path, &error);
+  ASSERT_NE(file, nullptr) << error;
+  // a; big's definition alone under its own seq (later batches may use its path); the last.
+  ASSERT_EQ(file->entries().size(), 3u);
+  EXPECT_EQ(file->entries()[0].seq, 1u);
+  v1::UpMessage definitions;
+  ASSERT_TRUE(file->Read(file->entries()[1], &definitions));
+  EXPECT_EQ(definitions.batch().seq(), 2u);
+  EXPECT_EQ(definitions.batch().paths_size(), 1);
+  EXPECT_EQ(definitions.batch().ranges_size(), 0);
+  v1::UpMessage last;
+  ASSERT_TRUE(file->Read(file->entries()[2], &last));
+  EXPECT_EQ(last.batch().seq(), 3u);  // after big's, which is lost
+  EXPECT_TRUE(last.batch().final());
+  EXPECT_EQ(last.batch().ranges_size(), 0);
+  uint64_t undelivered = 0;
+  for (const v1::LossCounter& loss : last.batch().losses()) {
+    if (loss.cause() == v1::LOSS_CAUSE_EXIT_UNDELIVERED) undelivered = loss.records();
+  }
+  EXPECT_EQ(undelivered, 100000u);
+}
+
 TEST_F(GrpcTransportTest, AnOrphanedSpoolIsDeliveredByTheNextProcessOnce) {
   {
     auto ended = Connect(/*max_pending_bytes=*/0, /*spool=*/true, "host-7-1");

@@ -45,6 +45,14 @@ class PendingQueue {
   // The first batch with seq > after, or null.
   const PendingBatch* NextAfter(uint64_t after) const;
 
+  // Calls visit(batch) for each batch still in memory (not spooled), oldest first.
+  template <typename VisitFn>
+  void ForEachInMemory(VisitFn visit) const {
+    for (const PendingBatch& batch : queue_) {
+      if (!batch.in_spool) visit(batch);
+    }
+  }
+
   // Calls spool(batch) for each batch still in memory, oldest first; a batch it returns true for
   // is marked spooled at *entry and its memory freed. Stops at the first false.
   template <typename SpoolFn>

@@ -116,6 +116,17 @@ std::unique_ptr<SpoolFile> SpoolFile::Create(const std::string& dir, const v1::U
 }
 
 std::unique_ptr<SpoolFile> SpoolFile::OpenOrphan(const std::string& path, std::string* error) {
+  uid_t owner = 0;
+  std::unique_ptr<SpoolFile> file = OpenOrphanOfAnyOwner(path, &owner, error);
+  if (file != nullptr && owner != geteuid()) {
+    *error = path + " is not a spool file of uid " + std::to_string(geteuid());
+    return nullptr;
+  }
+  return file;
+}
+
+std::unique_ptr<SpoolFile> SpoolFile::OpenOrphanOfAnyOwner(const std::string& path, uid_t* owner,
+                                                           std::string* error) {
   error->clear();
   const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) {
@@ -128,10 +139,11 @@ std::unique_ptr<SpoolFile> SpoolFile::OpenOrphan(const std::string& path, std::s
   }
   struct stat st;
   std::unique_ptr<SpoolFile> file(new SpoolFile(fd, path, 0));
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
-    *error = path + " is not a spool file of uid " + std::to_string(geteuid());
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    *error = path + " is not a regular file";
     return nullptr;
   }
+  *owner = st.st_uid;
   if (!file->Scan(error)) return nullptr;
   return file;
 }
@@ -183,6 +195,16 @@ bool SpoolFile::Append(uint64_t seq, const v1::UpMessage& batch, uint64_t record
   if (!WriteFrame(seq, records, payload, entry)) {
     // Hazard: a half-written frame must not stay before later ones; cut it off.
     if (ftruncate(fd_, static_cast<off_t>(end_)) != 0) end_ = max_bytes_;  // stop appending
+    return false;
+  }
+  return true;
+}
+
+bool SpoolFile::AppendLast(uint64_t seq, const v1::UpMessage& batch) {
+  const std::string payload = batch.SerializeAsString();
+  if (end_ + kFrameHeader + payload.size() > max_bytes_ + kExitSlack) return false;
+  if (!WriteFrame(seq, 0, payload, nullptr)) {
+    if (ftruncate(fd_, static_cast<off_t>(end_)) != 0) end_ = max_bytes_ + kExitSlack;
     return false;
   }
   return true;

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -39,6 +41,10 @@ class SpoolFile {
   // Opens a file left by an ended process: null when its owner still holds it, or when it is
   // not a spool file of ours (*error says which; empty for "still owned").
   static std::unique_ptr<SpoolFile> OpenOrphan(const std::string& path, std::string* error);
+  // The same for flopscoped's collector of orphaned spools (daemon/spool_collector.h): a file
+  // of any owner, whose uid is returned in *owner for the daemon's access check.
+  static std::unique_ptr<SpoolFile> OpenOrphanOfAnyOwner(const std::string& path, uid_t* owner,
+                                                         std::string* error);
   // Spool files in `dir`, sorted by name.
   static std::vector<std::string> List(const std::string& dir);
 
@@ -49,6 +55,11 @@ class SpoolFile {
   // Appends one batch; false (nothing written) when it would take the file over max_bytes or the
   // write failed.
   bool Append(uint64_t seq, const v1::UpMessage& batch, uint64_t records, Entry* entry);
+  // The same for the small batches a process writes last (definitions, loss figures): they may
+  // take the file up to kExitSlack bytes over max_bytes, so that a full spool still records what
+  // was lost and what its other batches need.
+  static constexpr uint64_t kExitSlack = 1 << 20;
+  bool AppendLast(uint64_t seq, const v1::UpMessage& batch);
   bool Read(const Entry& entry, v1::UpMessage* out) const;
   // Forgets every batch (all acknowledged): the file shrinks back to its hello.
   void Reset();

@@ -17,6 +17,13 @@ A GradEvents goes straight into the tensor's hook dict (`_backward_hooks`, regis
 grad_fn once), as Tensor.register_hook does it but without its handle object, which costs several
 times more; torch versions without `_register_hook_dict` get Tensor.register_hook.
 
+The hooks run twice per module call, and their usual path costs more than PyTorch's own hook
+dispatch; flopscope_torch._native (native/fast_hooks.cc) runs that path (the pre and post hooks'
+usual case and the gradient hook) in C++ and hands every other case to the Python methods here.
+Without it (not built for this Python, FLOPSCOPE_TORCH_NATIVE=0) _fast_hooks and on_gradient do
+the same in Python. A backward Entry is made once per forward Entry and parent and reused
+(Entry.back), as forward entries are.
+
 Gradient hooks run on the autograd engine's thread for the tensor's device; ThreadRanges keeps
 each range on the thread that opened it. Hooks never raise into PyTorch: an internal error turns
 the package off with one message (see Profiler.fail).
@@ -27,11 +34,15 @@ import threading
 
 import torch
 
-from .thread_ranges import Entry, ThreadRanges
+from .module_registry import ModuleInfo
+from .nvtx_backend import load_native
+from .thread_ranges import Entry, ThreadRanges, ThreadState, backward_entry
 
 _MAX_TENSORS = 16  # looked at per input / output structure: bounds the cost of huge tuples
 # Looked up once: these run twice per module call.
-_tracing = torch._C._get_tracing_state  # pylint: disable=protected-access
+# Whether the JIT is tracing: _is_tracing where torch has it (half the cost of the state).
+# pylint: disable-next=protected-access
+_tracing = getattr(torch._C, "_is_tracing", None) or torch._C._get_tracing_state
 _grad_enabled = torch.is_grad_enabled
 
 
@@ -80,7 +91,8 @@ class ModuleHooks:
     Entry is made once and reused (ModuleInfo.site), the registry's dict and the thread's state
     are read directly, and a tensor's gradient hook goes straight into its hook dict."""
 
-    def __init__(self, backend, registry, phases, announcer, fail, batch=None, estimate=None):
+    def __init__(self, backend, registry, phases, announcer, fail, batch=None, estimate=None,
+                 native=True):
         self._backend = backend
         self._registry = registry
         self._infos = registry.infos  # read directly on every call
@@ -93,15 +105,43 @@ class ModuleHooks:
         self._handles = []
         self._hook_key = f"flopscope_torch:{id(self)}"
         self.active = False
+        self._use_native = native  # False: the pure-Python paths even where _native exists
+        self.native = None  # the _native.Hooks object while installed with it
+        self._events_type = GradEvents  # what _add_events registers, and its owner
+        self._events_owner = self
 
     def install(self):
         module_api = torch.nn.modules.module
         if self.estimate is not None:
             self.estimate.install()
-        pre, post = self._fast_hooks()
+        native = load_native() if self._use_native else None
+        if native is not None:
+            pre, post = self._native_hooks(native)
+        else:
+            pre, post = self._fast_hooks()
         self._handles = [module_api.register_module_forward_pre_hook(pre),
                          module_api.register_module_forward_hook(post)]
         self.active = True
+        if self.native is not None:
+            self.native.active = True
+
+    def _native_hooks(self, native):
+        """The C++ hooks (fast_hooks.cc), given what their fast paths read and the Python
+        methods they hand the other cases to."""
+        self.native = native.Hooks({
+            "local": self.ranges.local, "infos": self._infos,
+            "key": self._hook_key, "push": self._backend.push, "pop": self._backend.pop,
+            "tracing": _tracing, "grad_enabled": _grad_enabled, "tensor_type": torch.Tensor,
+            "containers": (torch.Tensor, tuple, list, dict),
+            "ordered_dict": collections.OrderedDict, "entry_type": Entry,
+            "info_type": ModuleInfo, "state_type": ThreadState,
+            "slow_pre": self._forward_pre, "slow_post": self._forward_post,
+            "close_on": self._close_on, "open_on": self._open_on, "events_of": self._events,
+            "queue_end": self._queue_end_of_backward,
+            "push_backward": self.ranges.push_backward,
+            "pop_backward": self.ranges.pop_backward, "fail": self._fail})
+        self._events_type, self._events_owner = native.GradEvents, self.native
+        return self.native.pre, self.native.post
 
     def _fast_hooks(self):
         """The hooks PyTorch calls: closures over what they read (cheaper than attributes of
@@ -112,7 +152,7 @@ class ModuleHooks:
         local = self.ranges.local
         infos_get = self._infos.get
         push, pop = self._backend.push, self._backend.pop
-        events_of = self._events
+        events_of, close_on, open_on = self._events, self._close_on, self._open_on
         key = self._hook_key
         slow_pre, slow_post, fail = self._forward_pre, self._forward_post, self._fail
         tensor_type, ordered_dict = torch.Tensor, collections.OrderedDict
@@ -145,10 +185,7 @@ class ModuleHooks:
                                 if not closes or closes[-1] is not site:
                                     closes.append(site)
                         elif isinstance(value, (tensor_type, tuple, list, dict)):
-                            for tensor in hooks._grad_tensors(value):
-                                closes = events_of(tensor).closes
-                                if not closes or closes[-1] is not site:
-                                    closes.append(site)
+                            close_on(value, site)
             except Exception as error:  # pylint: disable=broad-except
                 fail(error)
             return None
@@ -170,8 +207,7 @@ class ModuleHooks:
                 if not _grad_enabled():
                     return None
                 if type(output) is not tensor_type:
-                    for tensor in hooks._grad_tensors(output):
-                        events_of(tensor).opens.append(entry)
+                    open_on(output, entry)
                     return None
                 # pylint: disable-next=protected-access
                 if output._backward_hooks is None and output.requires_grad:
@@ -199,6 +235,8 @@ class ModuleHooks:
 
     def uninstall(self):
         self.active = False
+        if self.native is not None:
+            self.native.active = False
         for handle in self._handles:
             handle.remove()
         self._handles = []
@@ -247,10 +285,7 @@ class ModuleHooks:
                             if not closes or closes[-1] is not site:  # the same tensor twice
                                 closes.append(site)
                     elif isinstance(value, (torch.Tensor, tuple, list, dict)):
-                        for tensor in self._grad_tensors(value):
-                            closes = events_of(tensor).closes
-                            if not closes or closes[-1] is not site:
-                                closes.append(site)
+                        self._close_on(value, site)
         except Exception as error:  # pylint: disable=broad-except
             self._fail(error)
         return None
@@ -297,13 +332,26 @@ class ModuleHooks:
                     if events is not None:
                         events.opens.append(entry)
                 else:
-                    for tensor in self._grad_tensors(output):
-                        self._events(tensor).opens.append(entry)
+                    self._open_on(output, entry)
             if entry.parent is None:
                 self._phases.root_forward_end()
         except Exception as error:  # pylint: disable=broad-except
             self._fail(error)
         return None
+
+    def _close_on(self, value, site):
+        """The gradient hooks of the tensors in `value` (a forward's input other than a plain
+        tensor) close `site`'s backward range."""
+        for tensor in self._grad_tensors(value):
+            closes = self._events(tensor).closes
+            if not closes or closes[-1] is not site:  # the same tensor twice
+                closes.append(site)
+
+    def _open_on(self, value, entry):
+        """The gradient hooks of the tensors in `value` (a forward's output other than a plain
+        tensor) open `entry`'s backward range."""
+        for tensor in self._grad_tensors(value):
+            self._events(tensor).opens.append(entry)
 
     @staticmethod
     def _grad_tensors(value):
@@ -336,9 +384,9 @@ class ModuleHooks:
         Tensor.register_hook where torch lacks _register_hook_dict."""
         if hooks is not None:
             for hook in hooks.values():  # registered through Tensor.register_hook before
-                if type(hook) is GradEvents and hook.hooks is self:
+                if type(hook) is self._events_type and hook.hooks is self._events_owner:
                     return hook
-        events = GradEvents(self)
+        events = self._events_type(self._events_owner)
         if hooks is None:
             register = getattr(grad_fn, "_register_hook_dict", None)
             if register is None:
@@ -375,7 +423,7 @@ class ModuleHooks:
                 if (top is not None and top.backward and entry.parent is not None
                         and top.source is entry.parent and not state.stale):
                     backend.push(entry.encoded)  # the usual case, inline (push_backward)
-                    entries.append(Entry(entry.info, entry.path, entry.encoded, top, True, entry))
+                    entries.append(backward_entry(entry, top))
                 else:
                     ranges.push_backward(entry)
         except Exception as error:  # pylint: disable=broad-except

@@ -1,11 +1,13 @@
 """Where flopscope_torch's NVTX calls go.
 
-Module ranges go to NVTX's default domain: through PyTorch's own NVTX binding on CUDA builds
-(torch.cuda.nvtx's C functions, the cheapest call from Python), otherwise through
-libflopscope_torch_nvtx.so, a tiny library the project builds on NVTX's headers. Steps, phases and
-metadata marks go to the `flopscope` domain, which only that library offers (torch.cuda.nvtx has no
-domains). Both are NVTX instances that read NVTX_INJECTION64_PATH on their first call, so the
-injector (or Nsight Systems) sees every call; without a tool each call is an NVTX no-op.
+Module ranges go to NVTX's default domain: through the package's native module
+(flopscope_torch._native, which also runs the hooks' hot paths; the cheapest call from Python)
+when it was built for this Python, else PyTorch's own NVTX binding on CUDA builds
+(torch.cuda.nvtx), otherwise through libflopscope_torch_nvtx.so, a tiny library the project
+builds on NVTX's headers. Steps, phases and metadata marks go to the `flopscope` domain, which
+only that library offers (torch.cuda.nvtx has no domains). All are NVTX instances that read
+NVTX_INJECTION64_PATH on their first call, so the injector (or Nsight Systems) sees every call;
+without a tool each call is an NVTX no-op.
 """
 
 import ctypes
@@ -15,6 +17,8 @@ from pathlib import Path
 SHIM_ENV = "FLOPSCOPE_TORCH_NVTX_LIB"
 SHIM_NAME = "libflopscope_torch_nvtx.so"
 SHIM_ABI_VERSION = 1
+NATIVE_ENV = "FLOPSCOPE_TORCH_NATIVE"
+NATIVE_ABI_VERSION = 1
 # Set by the injector's constructor under LD_PRELOAD (and by Nsight Systems): an NVTX tool is
 # listening. Without one, recording ranges would only cost time.
 TOOL_ENV = "NVTX_INJECTION64_PATH"
@@ -97,6 +101,18 @@ def load_shim(environ=os.environ):
     raise NvtxUnavailable(f"no usable {SHIM_NAME} ({'; '.join(problems)}); set {SHIM_ENV}")
 
 
+def load_native(environ=os.environ):
+    """flopscope_torch._native (native/fast_hooks.cc), or None: not built for this Python, another
+    ABI version, or switched off with FLOPSCOPE_TORCH_NATIVE=0 (the pure-Python paths then run)."""
+    if environ.get(NATIVE_ENV, "1") == "0":
+        return None
+    try:
+        from . import _native  # pylint: disable=import-outside-toplevel
+    except ImportError:
+        return None
+    return _native if getattr(_native, "ABI_VERSION", None) == NATIVE_ABI_VERSION else None
+
+
 def torch_nvtx():
     """PyTorch's NVTX binding on CUDA builds, else None (CPU builds have none)."""
     try:
@@ -108,20 +124,24 @@ def torch_nvtx():
 
 
 def load_backend(environ=os.environ, prefer_torch=True):
-    """The backend for this process. Module ranges use PyTorch's NVTX when `prefer_torch` and
-    PyTorch was built with CUDA, else the shim; the `flopscope` domain always needs the shim and
-    becomes a no-op (described in `description`) when there is none. Raises NvtxUnavailable when
-    neither exists."""
+    """The backend for this process. Module ranges use the native module when there is one,
+    else PyTorch's NVTX when `prefer_torch` and PyTorch was built with CUDA, else the shim; the
+    `flopscope` domain always needs the shim and becomes a no-op (described in `description`)
+    when there is none. Raises NvtxUnavailable when no module-range path exists."""
     try:
         shim, shim_path = load_shim(environ)
         shim_problem = None
     except NvtxUnavailable as error:
         shim, shim_path, shim_problem = None, None, str(error)
-    native = torch_nvtx() if prefer_torch else None
-    if native is None and shim is None:
+    own = load_native(environ)
+    native = torch_nvtx() if prefer_torch and own is None else None
+    if own is None and native is None and shim is None:
         raise NvtxUnavailable(f"PyTorch has no NVTX (CPU build) and {shim_problem}")
 
-    if native is not None:
+    if own is not None:
+        push, pop, encode = own.nvtx_push, own.nvtx_pop, _utf8
+        modules = "flopscope_torch._native"
+    elif native is not None:
         push, pop, encode, modules = native.rangePushA, native.rangePop, str, "torch.cuda.nvtx"
     else:
         push, pop, encode = shim.flopscope_torch_push, shim.flopscope_torch_pop, _utf8

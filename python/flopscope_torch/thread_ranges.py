@@ -18,11 +18,12 @@ import threading
 class Entry:
     """One open range: the module, its range path, the encoded name pushed, the entry that was
     open around it (forward ancestry) and whether it is a backward range. A forward Entry is
-    made once per module and parent and reused by every later call (ModuleInfo.site); `flops`
-    and `macs` collect the estimate of its calls until the step's flush (flop_estimate)."""
+    made once per module and parent and reused by every later call (ModuleInfo.site), and so is
+    its backward Entry under a given parent (`back`, made by the gradient hooks); `flops` and
+    `macs` collect the estimate of its calls until the step's flush (flop_estimate)."""
 
     __slots__ = ("info", "path", "encoded", "parent", "backward", "source", "announced", "flops",
-                 "macs")
+                 "macs", "back")
 
     def __init__(self, info, path, encoded, parent, backward=False, source=None):
         self.info = info
@@ -34,6 +35,17 @@ class Entry:
         self.announced = False  # the announcer has seen this forward site
         self.flops = 0
         self.macs = 0
+        self.back = None  # the backward Entry last made for this forward one (module_hooks)
+
+
+def backward_entry(forward_entry, parent):
+    """The backward Entry of `forward_entry` under `parent`: the one made last time when it was
+    made under the same parent (the usual case, every step), else a new one, kept for next time."""
+    back = forward_entry.back
+    if back is None or back.parent is not parent:
+        back = forward_entry.back = Entry(forward_entry.info, forward_entry.path,
+                                          forward_entry.encoded, parent, True, forward_entry)
+    return back
 
 
 class ThreadState:
@@ -172,8 +184,7 @@ class ThreadRanges:
     def _push_backward_entry(self, entries, forward_entry):
         parent = entries[-1] if entries else None
         self._backend.push(forward_entry.encoded)
-        entries.append(Entry(forward_entry.info, forward_entry.path, forward_entry.encoded, parent,
-                             True, forward_entry))
+        entries.append(backward_entry(forward_entry, parent))
 
     def _pop_to(self, entries, size):
         pop = self._backend.pop

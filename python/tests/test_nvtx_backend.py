@@ -52,7 +52,8 @@ class NvtxBackendTest(unittest.TestCase):
         result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                                 env=env, check=False)
         self.assertEqual(result.returncode, 0, result.stderr)
-        self.assertEqual(result.stdout.split(), ["False", "True" if SHIM else "False"])
+        usable = SHIM or nvtx_backend.load_native()  # either carries the module ranges
+        self.assertEqual(result.stdout.split(), ["False", "True" if usable else "False"])
 
 
 if __name__ == "__main__":

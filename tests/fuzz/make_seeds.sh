@@ -164,4 +164,31 @@ CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY(start INTEGER NOT NULL, end INTEGER NOT 
 INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES (90, 95, 0, 1, 7, 10, 4096);
 VACUUM;
 SQL
+# ---- spool_file: a session's spool as the transport writes it (injector/transport/spool_file.h):
+# magic, then {u32 length, u64 seq, u64 records, payload} frames, the hello first.
+up() {  # up FILE: a text-format v1::UpMessage on stdin, encoded into FILE
+  protoc --proto_path="$ROOT/proto" --encode=flopscope.v1.UpMessage \
+    "$ROOT/proto/flopscope/v1/collector.proto" >"$1"
+}
+spool_dir=$(mktemp -d)
+up "$spool_dir/hello" <<'PB'
+hello { protocol_version: 1 session_id: "node-1-100-1" job_id: "job-1" rank: 0 world_size: 1
+        host: "node-1" pid: 100 start_time_ns: 1764000000000000000 }
+PB
+up "$spool_dir/batch" <<'PB'
+batch { seq: 1 paths { id: 1 name: "work" }
+        ranges { path_id: 1 instance_id: 1 thread_id: 1 start_ns: 1764000000000000000
+                 end_ns: 1764000000000001000 kind: RANGE_KIND_PUSH_POP }
+        final: true }
+PB
+python3 - "$spool_dir/hello" "$spool_dir/batch" <<'PY' | seed spool_file hello_and_final_batch
+import struct, sys
+out = sys.stdout.buffer
+out.write(b"FSSPOOL1")
+for seq, records, path in ((0, 0, sys.argv[1]), (1, 1, sys.argv[2])):
+    payload = open(path, "rb").read()
+    out.write(struct.pack("<IQQ", len(payload), seq, records) + payload)
+PY
+rm -rf "$spool_dir"
+
 echo "seeds: $(find "$CORPUS" -type f | wc -l) files, $(du -sk "$CORPUS" | cut -f1) KiB in $CORPUS"

@@ -39,11 +39,15 @@ class Daemon:
         self.data_dir = root / "data"
         self.log_path = root / "flopscoped.log"
         self.process = None
+        # Test daemons leave the user's real spool directories alone (the injector's next
+        # process delivers the tests' orphans); test_orphan_spools points this at its own.
+        self.args = ["--collect-spools"]
 
-    def start(self, timeout=20.0):
+    def start(self, timeout=20.0, extra_args=()):
         self._log = open(self.log_path, "wb")
         self.process = subprocess.Popen(
-            [tool("flopscoped"), "--socket", str(self.socket), "--data-dir", str(self.data_dir)],
+            [tool("flopscoped"), "--socket", str(self.socket), "--data-dir", str(self.data_dir),
+             *self.args, *extra_args],
             stdout=self._log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -79,12 +83,13 @@ def client(args, timeout=60, **kwargs):
                           timeout=timeout, **kwargs)
 
 
-def run_job(daemon_socket, job, command, env=None, timeout=120):
-    """Runs `command` under `flopscope run`; returns the CompletedProcess."""
+def run_job(daemon_socket, job, command, env=None, timeout=120, run_args=()):
+    """Runs `command` under `flopscope run [run_args]`; returns the CompletedProcess."""
     full_env = dict(os.environ)
     full_env.update(env or {})
     return subprocess.run(
-        [tool("flopscope"), "run", "--job", job, "--socket", str(daemon_socket), "--", *command],
+        [tool("flopscope"), "run", "--job", job, "--socket", str(daemon_socket), *run_args, "--",
+         *command],
         capture_output=True, text=True, env=full_env, timeout=timeout)
 
 

@@ -199,8 +199,9 @@ class DamagedFileTest(DaemonTestCase):
 
         # New data for that rank goes into a fresh file, never into the damaged one.
         damaged_size = (Path(f"{bad}.damaged")).stat().st_size
+        # --append: the rank re-runs into the finished job itself (not a new run dmg.run2).
         result = run_job(self.daemon.socket, "dmg", [test_program("nvtx_phases"), "--before", "7"],
-                         env=private_spool(self, rank_env(1, 2)))
+                         env=private_spool(self, rank_env(1, 2)), run_args=["--append"])
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertEqual(stored(bad)[0], 14)
         self.assertEqual(Path(f"{bad}.damaged").stat().st_size, damaged_size)

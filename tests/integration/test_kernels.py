@@ -63,13 +63,16 @@ class KernelsTest(DaemonTestCase):
         rep = report(self.daemon.socket, "gpu")
         modules = {m["path"]: m for m in rep["modules"]}
         attn, mlp, model = modules["Model/attn"], modules["Model/mlp"], modules["Model"]
-        self.assertEqual((attn["kernels"], attn["gpu_time_ns"], attn["gpu_span_ns"]), (1, 300, 300))
+        ns = lambda seconds: round(seconds * 1e9)  # the JSON's durations are seconds (schema 3)
+        self.assertEqual((attn["kernels"], ns(attn["gpu_time_s"]), ns(attn["gpu_span_s"])),
+                         (1, 300, 300))
         self.assertEqual(mlp["kernels"], 2)
-        self.assertEqual(mlp["gpu_time_ns"], 500)   # durations summed
-        self.assertEqual(mlp["gpu_span_ns"], 400)   # first start to last end
-        self.assertEqual(mlp["gpu_busy_ns"], 400)   # the overlap counted once
-        self.assertEqual(mlp["memcpy"], {"count": 1, "time_ns": 50, "bytes": 1 << 20})
-        self.assertEqual((model["kernels"], model["gpu_span_ns"], model["gpu_busy_ns"]),
+        self.assertEqual(ns(mlp["gpu_time_s"]), 500)   # durations summed
+        self.assertEqual(ns(mlp["gpu_span_s"]), 400)   # first start to last end
+        self.assertEqual(ns(mlp["gpu_busy_s"]), 400)   # the overlap counted once
+        memcpy = mlp["memcpy"]
+        self.assertEqual((memcpy["count"], ns(memcpy["time_s"]), memcpy["bytes"]), (1, 50, 1 << 20))
+        self.assertEqual((model["kernels"], ns(model["gpu_span_s"]), ns(model["gpu_busy_s"])),
                          (3, 800, 700))
         self.assertEqual(modules["<unattributed>"]["memset"]["count"], 1)
         self.assertEqual(modules["<unattributed>"]["kernels"], 0)

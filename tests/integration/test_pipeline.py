@@ -22,10 +22,10 @@ class PipelineTest(DaemonTestCase):
                          {"before": 6, "before/work": 6, "after": 4, "after/work": 4})
         modules = {m["path"]: m for m in rep["modules"]}
         for path in ("before", "after"):
-            self.assertGreater(modules[path]["cpu_time_ns"], 0)
-            self.assertGreaterEqual(modules[path]["cpu_time_ns"], modules[path + "/work"]["cpu_time_ns"])
+            self.assertGreater(modules[path]["cpu_time_s"], 0)
+            self.assertGreaterEqual(modules[path]["cpu_time_s"], modules[path + "/work"]["cpu_time_s"])
         for module in rep["modules"]:  # no GPU here: GPU figures unknown, not zero
-            self.assertIsNone(module["gpu_time_ns"])
+            self.assertIsNone(module["gpu_time_s"])
             self.assertIsNone(module["flops"])
             self.assertIsNone(module["params"])
             self.assertEqual(module["kernels"], 0)
@@ -74,7 +74,8 @@ class PipelineTest(DaemonTestCase):
     def test_socket_mode_and_clean_sigterm(self):
         self.daemon.start()
         mode = stat.S_IMODE(os.stat(self.daemon.socket).st_mode)
-        self.assertEqual(mode, 0o660, oct(mode))
+        # Every user's job reaches it; the daemon authorises each call by the peer's uid.
+        self.assertEqual(mode, 0o666, oct(mode))
         self.assertEqual(self.daemon.stop(), 0, self.daemon.log())
         self.assertFalse(self.daemon.socket.exists(), "socket left behind after SIGTERM")
 
@@ -92,4 +93,6 @@ class PipelineTest(DaemonTestCase):
                             text=True, check=True)
         exported = {line.split()[-1] for line in nm.stdout.splitlines() if line.strip()}
         exported = {name for name in exported if not name.startswith("flopscope_")}
-        self.assertEqual(exported, {"InitializeInjection", "InitializeInjectionNvtx2"})
+        # Plus the wrappers of the exits that skip atexit (injector/entry_points.cc).
+        self.assertEqual(exported, {"InitializeInjection", "InitializeInjectionNvtx2", "_exit",
+                                    "_Exit", "execve", "execv", "execvp", "execvpe"})

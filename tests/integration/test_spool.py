@@ -7,20 +7,41 @@ import re
 import signal
 import sqlite3
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
-from harness import DaemonTestCase, start_job, tool
+from harness import Daemon, DaemonTestCase, run_job, start_job, tool
 
-# transformer_nvtx (2 layers) records 25 ranges a step, plus 10 metadata marks a run.
-RANGES_PER_STEP = 25
-METADATA_PER_RUN = 10
 SMALL_MODEL = ["--hidden", "16", "--batch", "1", "--seq", "8", "--vocab", "64"]
 MIB = 1 << 20
+# These tests count raw rows in the rank file: the daemon's step folding (which packs old steps'
+# range events into range_folds) is switched off for them.
+NO_FOLDING = ["--keep-raw-steps", "0"]
+
+_reference = None
 
 
 def produced(steps):
-    return RANGES_PER_STEP * steps + METADATA_PER_RUN
+    """The records `transformer(steps)` produces: measured once, from one- and two-step runs
+    stored by a daemon of their own (ranges per step, plus what a run records once: marks and
+    the ranges outside steps)."""
+    global _reference
+    if _reference is None:
+        with tempfile.TemporaryDirectory(prefix="flopscope-ref-") as tmp:
+            daemon = Daemon(Path(tmp))
+            daemon.args += NO_FOLDING
+            daemon.start()
+            try:
+                for n in (1, 2):
+                    done = run_job(daemon.socket, f"ref{n}", transformer(n))
+                    assert done.returncode == 0, done.stderr
+                one, two = StoredJob(daemon, "ref1"), StoredJob(daemon, "ref2")
+            finally:
+                daemon.stop()
+        _reference = (two.records - one.records, one.records)
+    per_step, first = _reference
+    return first + per_step * (steps - 1)
 
 
 def transformer(steps):
@@ -95,6 +116,10 @@ class StoredJob:
 
 
 class SpoolTest(DaemonTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.daemon.args += NO_FOLDING
 
     def spool_files(self):
         spool = self.root / "spool"
