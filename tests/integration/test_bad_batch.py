@@ -34,6 +34,14 @@ class Producer:
         self.outbox.put(None)
         self.channel.close()
 
+    def finish(self):
+        """Half-closes the stream, as a process's end does, and waits until the daemon ends it
+        (the session's end is recorded then)."""
+        self.outbox.put(None)
+        for _ in self.responses:
+            pass
+        self.channel.close()
+
 
 def hello(session, job="bad", rank=0):
     return records_pb2.SessionHello(protocol_version=1, session_id=session, job_id=job, rank=rank,

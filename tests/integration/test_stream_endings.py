@@ -5,7 +5,6 @@ and what it had announced but never sent is counted (not_arrived) in jobs, ranks
 
 import json
 import os
-import queue
 import signal
 import subprocess
 import time
@@ -14,6 +13,7 @@ import grpc
 
 from flopscope.v1 import collector_pb2, records_pb2
 from harness import TEST_BIN_DIR, DaemonTestCase, client, report, run_job, start_job
+from test_bad_batch import Producer
 
 STREAM = "/flopscope.v1.Collector/Stream"
 
@@ -54,30 +54,6 @@ def ranges_batch(seq, count, final=False):
         batch.ranges.add(path_id=1, instance_id=seq * 1000 + i, thread_id=1, start_ns=now,
                          end_ns=now + 1000, kind=records_pb2.RANGE_KIND_PUSH_POP)
     return batch
-
-
-class Producer:
-    """A hand-driven Collector stream; close() half-closes it, as a process's end does."""
-
-    def __init__(self, socket):
-        self.channel = grpc.insecure_channel(f"unix:{socket}")
-        self.outbox = queue.Queue()
-        call = self.channel.stream_stream(
-            STREAM, request_serializer=collector_pb2.UpMessage.SerializeToString,
-            response_deserializer=collector_pb2.DownMessage.FromString)
-        self.responses = call(iter(self.outbox.get, None), timeout=20)
-
-    def send(self, **fields):
-        self.outbox.put(collector_pb2.UpMessage(**fields))
-
-    def next(self):
-        return next(self.responses)
-
-    def close(self):
-        self.outbox.put(None)
-        for _ in self.responses:  # until the daemon ends the stream: its end is recorded then
-            pass
-        self.channel.close()
 
 
 def raw_stream(socket, messages):
@@ -172,7 +148,7 @@ class StreamEndingsTest(DaemonTestCase):
         producer.send(progress=collector_pb2.Progress(records_queued=10))
         producer.send(batch=ranges_batch(1, 3))
         self.assertEqual(producer.next().ack.committed_seq, 1)
-        producer.close()
+        producer.finish()
         rep = report(self.daemon.socket, "announced")
         self.assertEqual(rep["losses"].get("not_arrived"), 10 - 3)
         self.assertEqual(rep["sessions_without_final"], 1)
@@ -182,7 +158,7 @@ class StreamEndingsTest(DaemonTestCase):
         self.assertEqual(replay.next().welcome.committed_seq, 1)
         replay.send(batch=ranges_batch(2, 4))
         self.assertEqual(replay.next().ack.committed_seq, 2)
-        replay.close()
+        replay.finish()
         rep = report(self.daemon.socket, "announced")
         self.assertEqual(rep["losses"].get("not_arrived"), 10 - 3 - 4)
         self.assertEqual(rep["sessions_without_final"], 1)
@@ -194,7 +170,7 @@ class StreamEndingsTest(DaemonTestCase):
         self.assertEqual(last.next().welcome.committed_seq, 2)
         last.send(batch=ranges_batch(3, 3, final=True))
         self.assertEqual(last.next().ack.committed_seq, 3)
-        last.close()
+        last.finish()
         rep = report(self.daemon.socket, "announced")
         self.assertNotIn("not_arrived", rep["losses"])
         self.assertEqual(rep["sessions_without_final"], 0)
