@@ -50,7 +50,12 @@ std::string GrpcTarget(const std::string& socket_or_target) {
     if (StartsWith(socket_or_target, scheme)) return socket_or_target;
   }
   if (!socket_or_target.empty() && socket_or_target[0] == '/') return "unix:" + socket_or_target;
-  if (StartsWith(socket_or_target, "./") || StartsWith(socket_or_target, "../")) {
+  // A relative socket path: "./x", "../x", or any name without a colon (which cannot be a
+  // HOST:PORT). gRPC would resolve a bare "fs.sock" as a DNS name.
+  const bool relative_path =
+      StartsWith(socket_or_target, "./") || StartsWith(socket_or_target, "../") ||
+      (!socket_or_target.empty() && socket_or_target.find(':') == std::string::npos);
+  if (relative_path) {
     char cwd[4096];
     if (getcwd(cwd, sizeof cwd) != nullptr)
       return "unix:" + std::string(cwd) + "/" + socket_or_target;

@@ -27,8 +27,10 @@ std::string ChooseSocketPath(const SocketPathFacts& facts);
 // without configuration (DESIGN: Transport): ChooseSocketPath over this process's facts.
 std::string DefaultSocketPath();
 
-// "unix:/abs/path" for a socket path, or the string unchanged when it already names a scheme
-// ("unix:", "unix-abstract:", "dns:", "ipv4:", "ipv6:"); a bare "host:port" is left as is.
+// "unix:/abs/path" for a socket path (a relative one, "./x", "../x" or any name without a colon,
+// is made absolute against the working directory), or the string unchanged when it already
+// names a scheme ("unix:", "unix-abstract:", "dns:", "ipv4:", "ipv6:"); a bare "host:port" is
+// left as is.
 std::string GrpcTarget(const std::string& socket_or_target);
 
 }  // namespace flopscope

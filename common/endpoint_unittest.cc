@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <unistd.h>
+
+#include <string>
 
 namespace flopscope {
 namespace {
@@ -50,6 +53,15 @@ TEST(EndpointTest, GrpcTargetAddsUnixScheme) {
   EXPECT_EQ(GrpcTarget("unix:/a.sock"), "unix:/a.sock");
   EXPECT_EQ(GrpcTarget("ipv4:127.0.0.1:7070"), "ipv4:127.0.0.1:7070");
   EXPECT_EQ(GrpcTarget("localhost:7070"), "localhost:7070");
+}
+
+TEST(EndpointTest, GrpcTargetMakesARelativeSocketPathAbsolute) {
+  char cwd[4096];
+  ASSERT_NE(getcwd(cwd, sizeof cwd), nullptr);
+  // A bare name has no colon, so it is a socket in the working directory, never a DNS name.
+  EXPECT_EQ(GrpcTarget("fs.sock"), std::string("unix:") + cwd + "/fs.sock");
+  EXPECT_EQ(GrpcTarget("run/fs.sock"), std::string("unix:") + cwd + "/run/fs.sock");
+  EXPECT_EQ(GrpcTarget("./fs.sock"), std::string("unix:") + cwd + "/./fs.sock");
 }
 
 }  // namespace
