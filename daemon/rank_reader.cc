@@ -145,7 +145,8 @@ void AddRangeEvent(const RangeRow& row, bool with_spans, const PathRoles& roles,
   steps.AddModule(row.sid, row.path_id, occurrence);
 }
 
-// The folded range events (step_folding.h), oldest fold first: they precede every raw event.
+}  // namespace
+
 absl::Status ForEachFoldedRange(SqliteDb& db,
                                 const std::function<void(const FoldedRange&)>& on_event) {
   absl::Status decoded = absl::OkStatus();
@@ -156,6 +157,8 @@ absl::Status ForEachFoldedRange(SqliteDb& db,
   if (!status.ok()) return status;
   return decoded;
 }
+
+namespace {
 
 // The kernels of every occurrence (folded ones too) first, then one pass over the range events
 // in commit order: the folded ones, then the raw ones.

@@ -1,11 +1,13 @@
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "common/sqlite/sqlite_db.h"
+#include "daemon/range_fold_codec.h"
 #include "daemon/rank_snapshot.h"
 
 namespace flopscope::daemon {
@@ -31,5 +33,10 @@ class RankReader {
   static absl::StatusOr<std::unique_ptr<SqliteDb>> Open(const std::string& path);
   static absl::StatusOr<RankSnapshot> Read(SqliteDb& db, const RankReadOptions& options = {});
 };
+
+// Calls `on_event` for each folded range event of the file (range_folds, step_folding.h), oldest
+// fold first: in commit order they precede every raw event.
+absl::Status ForEachFoldedRange(SqliteDb& db,
+                                const std::function<void(const FoldedRange&)>& on_event);
 
 }  // namespace flopscope::daemon

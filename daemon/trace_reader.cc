@@ -8,7 +8,9 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "daemon/rank_reader.h"
 #include "daemon/report_builder.h"
 
 namespace flopscope::daemon {
@@ -258,6 +260,36 @@ absl::Status SendActivities(SqliteDb& db, int64_t sid, const TraceWindow& window
 
 }  // namespace
 
+namespace {
+
+// The `step` ranges that step folding packed into range_folds (none in files without the table).
+absl::StatusOr<std::vector<StepSpan>> FoldedStepSpans(SqliteDb& db) {
+  std::vector<StepSpan> spans;
+  absl::StatusOr<absl::flat_hash_set<std::string>> tables = db.TableNames();
+  if (!tables.ok()) return tables.status();
+  if (!tables->contains("range_folds")) return spans;
+  absl::flat_hash_set<std::pair<int64_t, uint64_t>> step_paths;  // (sid, path id)
+  absl::StatusOr<Statement> stmt =
+      db.Prepare("SELECT sid, id FROM range_paths WHERE domain = ?1 AND name = ?2");
+  if (!stmt.ok()) return stmt.status();
+  (*stmt)->BindText(1, kFlopscopeDomain);
+  (*stmt)->BindText(2, kStepRange);
+  absl::Status status = EachRow(**stmt, [&](SqliteStatement& row) {
+    step_paths.insert({row.ColumnInt(0), static_cast<uint64_t>(row.ColumnInt(1))});
+  });
+  if (!status.ok()) return status;
+  if (step_paths.empty()) return spans;
+  status = ForEachFoldedRange(db, [&](const FoldedRange& event) {
+    if (step_paths.contains({event.sid, event.path_id})) {
+      spans.push_back({event.start_ns, event.end_ns});
+    }
+  });
+  if (!status.ok()) return status;
+  return spans;
+}
+
+}  // namespace
+
 absl::StatusOr<std::optional<TraceWindow>> StepTimeWindow(SqliteDb& db,
                                                           const StepWindowRequest& steps) {
   std::vector<StepSpan> spans;
@@ -271,6 +303,10 @@ absl::StatusOr<std::optional<TraceWindow>> StepTimeWindow(SqliteDb& db,
     spans.push_back({row.ColumnInt(0), row.ColumnInt(1)});
   });
   if (!status.ok()) return status;
+  // Steps that folding packed still count: step N is the rank's N-th step, as reports number it.
+  absl::StatusOr<std::vector<StepSpan>> folded = FoldedStepSpans(db);
+  if (!folded.ok()) return folded.status();
+  spans.insert(spans.end(), folded->begin(), folded->end());
   const StepIndex index(std::move(spans));
   if (steps.first >= index.size()) return std::nullopt;
   const int64_t last = std::min(steps.last.value_or(index.size() - 1), index.size() - 1);
@@ -295,6 +331,29 @@ absl::Status ReadSessionTrace(SqliteDb& db, int64_t sid, const TraceWindow& wind
   sender.chunk().set_flows_left_out(flows_left_out);
   sender.Flush();
   return absl::OkStatus();
+}
+
+// What step folding took out of the window (range_folds, schema/rank.sql): the events it packed
+// and the end of the newest of them. Files from before folding have no such table.
+struct FoldedSpan {
+  uint64_t events = 0;
+  int64_t until_ns = 0;
+};
+
+absl::StatusOr<FoldedSpan> FoldedInWindow(SqliteDb& db, const TraceWindow& window) {
+  absl::StatusOr<Statement> stmt = db.Prepare(
+      "SELECT COALESCE(SUM(events), 0), COALESCE(MAX(end_ns), 0) FROM range_folds "
+      "WHERE end_ns >= ?1 AND start_ns <= ?2");
+  if (!stmt.ok()) return stmt.status();
+  (*stmt)->BindInt(1, window.first_ns);
+  (*stmt)->BindInt(2, window.last_ns);
+  FoldedSpan span;
+  absl::Status status = EachRow(**stmt, [&](SqliteStatement& row) {
+    span.events = static_cast<uint64_t>(row.ColumnInt(0));
+    span.until_ns = row.ColumnInt(1);
+  });
+  if (!status.ok()) return status;
+  return span;
 }
 
 }  // namespace
@@ -323,12 +382,22 @@ absl::Status ReadRankTrace(SqliteDb& db, int32_t rank, const TraceWindow& window
       head.set_world_size(static_cast<int32_t>(row.ColumnInt(6)));
     });
   }
+  FoldedSpan folded;
+  if (status.ok() && tables->contains("range_folds")) {
+    absl::StatusOr<FoldedSpan> span = FoldedInWindow(db, window);
+    status = span.status();
+    if (span.ok()) folded = *span;
+  }
   bool stopped = false;
   for (auto& [sid, head] : sessions) {
     if (!status.ok() || stopped) break;
     ChunkSender sender(rank, sid, emit);
     *sender.chunk().mutable_session() = std::move(*head.mutable_session());
     sender.chunk().set_world_size(head.world_size());
+    if (sid == sessions.front().first) {  // the rank's first chunk says what folding took
+      sender.chunk().set_folded_range_events(folded.events);
+      sender.chunk().set_folded_until_ns(folded.until_ns);
+    }
     status = ReadSessionTrace(db, sid, window, has_kernels, sender);
     stopped = sender.stopped();
   }

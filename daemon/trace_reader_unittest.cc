@@ -10,6 +10,7 @@
 
 #include "daemon/rank_reader.h"
 #include "daemon/rank_store.h"
+#include "daemon/step_folding.h"
 #include "daemon/test_batches.h"
 #include "daemon/test_temp_dir.h"
 
@@ -151,6 +152,41 @@ TEST_F(TraceReaderTest, AStepWindowKeepsWhatOverlapsItsSteps) {
   }
   EXPECT_EQ(starts, (std::set<int64_t>{BaseNs() + 2000, inside.start_ns()}));
   EXPECT_EQ(activities, 1u);
+}
+
+TEST_F(TraceReaderTest, FoldedStepsKeepTheirNumbersAndTheTraceSaysWhatFoldingTook) {
+  constexpr int kSteps = 4;
+  for (int step = 0; step < kSteps; ++step) {
+    AddRange(batch_, 3, step * 2000, 1000);
+    Launch(&*AddRange(batch_, 1, step * 2000 + 100, 500), 1, step * 2000 + 200);
+  }
+  ASSERT_TRUE(store_->Commit(sid_, batch_).ok());
+  batch_.Clear();
+  batch_.set_seq(2);
+  absl::StatusOr<std::unique_ptr<SqliteDb>> db = RankReader::Open(path_);
+  ASSERT_TRUE(db.ok()) << db.status();
+  absl::StatusOr<FoldOutcome> fold = StepFolder::Fold(**db, FoldPolicy{/*keep_raw_steps=*/1});
+  ASSERT_TRUE(fold.ok()) << fold.status();
+  ASSERT_GT(fold->horizon_ns, 0);
+  uint64_t folded_events = 0;
+  ASSERT_TRUE(ForEachFoldedRange(**db, [&](const FoldedRange&) { ++folded_events; }).ok());
+  ASSERT_GT(folded_events, 0u);
+  // Step 3 is still step 3 (the newest, kept raw), not step 0 of what is left raw.
+  absl::StatusOr<std::optional<TraceWindow>> last = StepTimeWindow(**db, {kSteps - 1, kSteps - 1});
+  ASSERT_TRUE(last.ok() && last->has_value()) << last.status();
+  EXPECT_EQ((*last)->first_ns, BaseNs() + (kSteps - 1) * 2000);
+  // A window over folded steps: their events are counted as folded, none comes out raw.
+  absl::StatusOr<std::optional<TraceWindow>> first = StepTimeWindow(**db, {0, 1});
+  ASSERT_TRUE(first.ok() && first->has_value()) << first.status();
+  const std::vector<v1::TraceChunk> chunks = Read(**first);
+  ASSERT_FALSE(chunks.empty());
+  EXPECT_EQ(chunks[0].folded_range_events(), folded_events);
+  for (const v1::TraceChunk& chunk : chunks) EXPECT_EQ(chunk.ranges_size(), 0);
+  // The whole file: folded events counted once, on the rank's first chunk only.
+  batch_.set_seq(3);
+  const std::vector<v1::TraceChunk> all = Read();
+  EXPECT_EQ(all[0].folded_range_events(), folded_events);
+  for (size_t i = 1; i < all.size(); ++i) EXPECT_EQ(all[i].folded_range_events(), 0u);
 }
 
 TEST_F(TraceReaderTest, CountedFlopsRideOnTheirKernelAndAStopIsCancelled) {

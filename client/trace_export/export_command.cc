@@ -32,7 +32,9 @@ absl::StatusOr<std::unique_ptr<TraceSink>> SinkFor(const std::string& format, Tr
       absl::StrCat("unknown export format '", format, "' (use perfetto or chrome)"));
 }
 
-void Count(const v1::TraceChunk& chunk, ExportSummary& summary) {
+}  // namespace
+
+void AddToSummary(const v1::TraceChunk& chunk, ExportSummary& summary) {
   if (!chunk.problem().empty()) {
     summary.problems.push_back(absl::StrCat("rank ", chunk.rank(), ": ", chunk.problem()));
     return;
@@ -42,6 +44,21 @@ void Count(const v1::TraceChunk& chunk, ExportSummary& summary) {
   summary.activities += chunk.activities_size();
   for (const v1::TraceRange& range : chunk.ranges()) summary.flows += range.flows();
   summary.flows_left_out += chunk.flows_left_out();
+  if (chunk.folded_range_events() > 0) {
+    summary.folded_range_events += chunk.folded_range_events();
+    ++summary.folded_ranks;
+  }
+}
+
+namespace {
+
+// Says what step folding kept out of the file, and how to keep it next time.
+void PrintFolded(const ExportSummary& summary, std::ostream& out) {
+  if (summary.folded_range_events == 0) return;
+  out << "left out " << summary.folded_range_events << " range events of " << summary.folded_ranks
+      << " rank(s), and the kernels they launched: those steps are folded into per-module "
+         "rollups (flopscoped --keep-raw-steps keeps the newest steps raw); `flopscope report "
+         "--steps` still covers them\n";
 }
 
 }  // namespace
@@ -59,7 +76,7 @@ absl::StatusOr<ExportSummary> ExportTrace(const DaemonClient& daemon,
   if (absl::Status s = file.Open(options.output); !s.ok()) return s;
   ExportSummary summary;
   absl::Status status = daemon.GetTrace(*request, [&](const v1::TraceChunk& chunk) {
-    Count(chunk, summary);
+    AddToSummary(chunk, summary);
     return (*sink)->Add(chunk);
   });
   if (status.ok()) status = (*sink)->Finish();
@@ -69,22 +86,27 @@ absl::StatusOr<ExportSummary> ExportTrace(const DaemonClient& daemon,
   return summary;
 }
 
-absl::Status ExportCommand(const ExportOptions& options, std::ostream& out) {
-  const DaemonClient daemon(options.socket, options.tls);
-  absl::StatusOr<ExportSummary> summary = ExportTrace(daemon, options);
-  if (!summary.ok()) return summary.status();
-  for (const std::string& problem : summary->problems) out << "left out " << problem << "\n";
-  out << "wrote " << summary->ranges << " ranges and " << summary->activities
-      << " GPU activities of " << summary->sessions << " process(es) to " << options.output << " ("
-      << summary->bytes << " bytes)";
-  if (summary->flows_left_out > 0) {
-    out << "; " << summary->flows_left_out
+void PrintSummary(const ExportSummary& summary, const ExportOptions& options, std::ostream& out) {
+  for (const std::string& problem : summary.problems) out << "left out " << problem << "\n";
+  PrintFolded(summary, out);
+  out << "wrote " << summary.ranges << " ranges and " << summary.activities << " GPU activities of "
+      << summary.sessions << " process(es) to " << options.output << " (" << summary.bytes
+      << " bytes)";
+  if (summary.flows_left_out > 0) {
+    out << "; " << summary.flows_left_out
         << " launches drawn without a flow (a range launched more than 4096 activities)";
   }
   out << "\n";
   out << (options.format == "chrome" ? "open it in chrome://tracing (Load) or at "
                                        "https://ui.perfetto.dev (Open trace file)\n"
                                      : "open it at https://ui.perfetto.dev (Open trace file)\n");
+}
+
+absl::Status ExportCommand(const ExportOptions& options, std::ostream& out) {
+  const DaemonClient daemon(options.socket, options.tls);
+  absl::StatusOr<ExportSummary> summary = ExportTrace(daemon, options);
+  if (!summary.ok()) return summary.status();
+  PrintSummary(*summary, options, out);
   return absl::OkStatus();
 }
 

@@ -32,9 +32,20 @@ struct ExportSummary {
   uint64_t activities = 0;
   uint64_t flows = 0;
   uint64_t flows_left_out = 0;  // activities of ranges with more than the daemon lists
+  // Range events in the window that step folding packed (no timeline for them), and on how many
+  // ranks.
+  uint64_t folded_range_events = 0;
+  uint64_t folded_ranks = 0;
   uint64_t bytes = 0;
   std::vector<std::string> problems;  // ranks whose file could not be read
 };
+
+// Adds what `chunk` holds to `summary` (a rank's unreadable file, records, folded events).
+void AddToSummary(const v1::TraceChunk& chunk, ExportSummary& summary);
+
+// The lines the command prints after an export: problems, what folding left out, what was
+// written, and how to open it.
+void PrintSummary(const ExportSummary& summary, const ExportOptions& options, std::ostream& out);
 
 // Exports through `daemon`. INVALID_ARGUMENT for a bad format or step window; the daemon's own
 // errors (unknown job or rank) pass through.
