@@ -2,11 +2,12 @@
 # Slurm Epilog: stops this job's flopscoped on this node once the job has ended.
 # slurm.conf: Epilog=/etc/slurm/epilog.sh.
 #
-# SIGTERM lets the daemon drain open streams and checkpoint every SQLite file; it is killed only
-# after stop_timeout_s. The socket directory goes; the data stays in
-# $data_root/<node>/job-<job id>/ (read it with `flopscoped --data-dir DIR --socket S &` and
-# `flopscope report JOB.STEP --socket S`; the aggregator of issue 17 item 1 will hold the whole
-# job instead). Always exits 0: a failing Epilog drains the node.
+# SIGTERM lets the daemon drain open streams, forward what still waits for the aggregator (for up
+# to forward_timeout_s, when `upstream` is set) and checkpoint every SQLite file; it is killed
+# only after stop_timeout_s. The socket directory goes (with the certificate copies the prolog put
+# there); the data stays in $data_root/<node>/job-<job id>/ (read it with `flopscoped --data-dir
+# DIR --socket S &` and `flopscope report JOB.STEP --socket S`, or ask the aggregator for the
+# whole job). Always exits 0: a failing Epilog drains the node.
 set -u
 here=$(dirname "$(readlink -f "$0")")
 # shellcheck source=flopscope-slurm.conf

@@ -3,9 +3,12 @@ what a deployment needs. The socket directory is one volume shared by the daemon
 training container (the same hostPath in the DaemonSet variant, one emptyDir in the sidecar
 variant), the training container gets the injector and the FLOPSCOPE_* environment, every
 flopscope container runs one image of this version, non-root, with limits and probes, and the
-aggregator has its volume, Service and TLS Secret. What can run here runs: every daemon command
-line and probe of the manifests is executed against the build's flopscoped (paths moved into a
-temp dir).
+aggregator has its volume, Service, TLS Secret and users; the node daemons forward to the
+Service's name with a certificate of their own (a node's in the DaemonSet, a person's in the
+sidecar, whose Secret lives in the training namespace). What can run here runs: every daemon
+command line and probe of the manifests is executed against the build's flopscoped (each volume
+a temp dir, each TLS Secret a throw-away CA's certificates, the upstream the aggregator started
+from its own manifest), and a job on each node daemon reaches the aggregator.
 
 This is a mock-free validation of the files, NOT a cluster: nothing here starts a kubelet or
 pulls an image. tests/integration/test_pod_namespaces.py runs the pod's shape (daemon and job in
@@ -14,24 +17,25 @@ separate namespaces sharing only the socket directory) for real."""
 import posixpath
 import re
 import shutil
-import signal
 import subprocess
-import sys
 import tempfile
 import time
 import unittest
 from pathlib import Path
 
 import yaml
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
-from harness import BUILD_DIR, client, tool  # noqa: E402
+from deploy_tls import PERSON, StartedDaemon, forwarded_ranks, make_test_ca, run_tiny_job
+from harness import BUILD_DIR, client, tool  # on the path through deploy_tls
 
 REPO = Path(__file__).resolve().parents[2]
 MANIFESTS = REPO / "deploy" / "kubernetes"
 BUNDLE_ROOT = "/opt/flopscope"  # where deploy/kubernetes/Dockerfile unpacks the bundle
 IMAGE_REPOSITORY = "registry.example.com/flopscope"
 WORKLOADS = ("DaemonSet", "StatefulSet", "Job")
+# Which make_test_ca.sh certificate stands in for each TLS Secret when the daemons run here.
+SECRET_CERTIFICATES = {"flopscope-aggregator-tls": "daemon", "flopscope-node-tls": "node",
+                       "flopscope-user-tls": f"person-{PERSON}"}
+TLS_FILES = {"tls.crt": ".pem", "tls.key": ".key"}  # ca.crt: the CA's ca.pem
 
 
 def load_objects():
@@ -247,47 +251,175 @@ class KubernetesManifestsTest(unittest.TestCase):
         port_names = {p["name"] for p in daemon["ports"]}
         for port in service["spec"]["ports"]:
             self.assertIn(port["targetPort"], port_names)
-        tls = next(v for v in spec["volumes"] if "secret" in v)
+        # The TLS port: the container port the Service's targetPort names, the Service's port.
+        argv = daemon["command"] + daemon.get("args", [])
+        tcp_port = int(option(argv, "--tcp").rsplit(":", 1)[1])
+        [service_port] = service["spec"]["ports"]
+        target = next(p for p in daemon["ports"] if p["name"] == service_port["targetPort"])
+        self.assertEqual((target["containerPort"], service_port["port"]), (tcp_port, tcp_port))
+        self.assert_tls_secret(spec, daemon, argv)
+        self.assert_users_of_person_certificates(spec, daemon)
+
+    def assert_tls_secret(self, spec, daemon, argv):
+        """--tls-* name the three files of a Secret (placeholders) mounted read-only; returns the
+        Secret's name."""
+        volumes = {mount_of(daemon, option(argv, flag)) for flag in
+                   ("--tls-cert", "--tls-key", "--tls-ca")}
+        self.assertEqual({inside for _, inside in volumes}, {"tls.crt", "tls.key", "ca.crt"})
+        [name] = {name for name, _ in volumes}
+        tls = volume(spec, name)
         secret = next(s for s in self.of_kind("Secret")
                       if s["metadata"]["name"] == tls["secret"]["secretName"])
         self.assertEqual(set(secret["stringData"]), {"tls.crt", "tls.key", "ca.crt"})
         self.assertTrue(all(v.startswith("REPLACE") for v in secret["stringData"].values()),
                         "placeholders only: never a real key in the repository")
-        self.assertTrue(next(m for m in daemon["volumeMounts"]
-                             if m["name"] == tls["name"])["readOnly"])
+        self.assertTrue(next(m for m in daemon["volumeMounts"] if m["name"] == name)["readOnly"])
+        self.assertIn(secret["metadata"]["name"], SECRET_CERTIFICATES)
+        return secret
+
+    def assert_users_of_person_certificates(self, spec, daemon):
+        """The aggregator's /etc/passwd and /etc/group come from its users ConfigMap, which knows
+        the daemon's own user and the sidecar's training uid (the person its certificate names),
+        and gives nobody but the daemon the admin group."""
+        files = {}
+        for mount in daemon["volumeMounts"]:
+            if mount["mountPath"] in ("/etc/passwd", "/etc/group"):
+                config = next(c for c in self.of_kind("ConfigMap") if c["metadata"]["name"] ==
+                              volume(spec, mount["name"])["configMap"]["name"])
+                files[mount["mountPath"]] = config["data"][mount["subPath"]]
+        self.assertEqual(set(files), {"/etc/passwd", "/etc/group"})
+        users = {fields[2]: fields[0] for fields in
+                 (line.split(":") for line in files["/etc/passwd"].splitlines())}
+        groups = {fields[0]: fields for fields in
+                  (line.split(":") for line in files["/etc/group"].splitlines())}
+        runs_as = {**spec.get("securityContext", {}), **daemon.get("securityContext", {})}
+        self.assertEqual(users[str(runs_as["runAsUser"])], "flopscope")
+        self.assertEqual(groups["flopscope"][3], "", "no member of the admin group but its own")
+        sidecar_job = self.sidecar_job()
+        train = next(filter(is_training, pod_spec(sidecar_job)["containers"]))
+        self.assertIn(str(train["securityContext"]["runAsUser"]), users,
+                      "the sidecar's person is a user of the aggregator")
+
+    def sidecar_job(self):
+        return next(o for o in self.of_kind("Job") if any(
+            c.get("restartPolicy") == "Always" for c in pod_spec(o).get("initContainers", [])))
+
+    def aggregator_address(self):
+        """HOST:PORT node daemons dial: the Service's DNS name in its namespace, its port."""
+        stateful = self.of_kind("StatefulSet")[0]
+        service = next(s for s in self.of_kind("Service")
+                       if s["metadata"]["name"] == stateful["spec"]["serviceName"])
+        return (f"{service['metadata']['name']}.{service['metadata']['namespace']}.svc:"
+                f"{service['spec']['ports'][0]['port']}")
+
+    def test_node_daemons_forward_to_the_aggregator_with_their_own_certificates(self):
+        daemonset = self.of_kind("DaemonSet")[0]
+        sidecar_job = self.sidecar_job()
+        secrets = {}
+        for obj in (daemonset, sidecar_job):
+            spec = pod_spec(obj)
+            daemon = next(filter(is_daemon, all_containers(spec)))
+            argv = daemon["command"] + daemon.get("args", [])
+            self.assertEqual(option(argv, "--upstream"), self.aggregator_address())
+            secrets[obj["kind"]] = self.assert_tls_secret(spec, daemon, argv)
+        # The sidecar's key is in its pod: the training container must not mount its volume.
+        spec = pod_spec(sidecar_job)
+        sidecar = next(filter(is_daemon, spec["initContainers"]))
+        argv = sidecar["command"] + sidecar["args"]
+        key_volume, _ = mount_of(sidecar, option(argv, "--tls-key"))
+        for train in filter(is_training, spec["containers"]):
+            self.assertNotIn(key_volume, [m["name"] for m in train["volumeMounts"]])
+        # The node certificate stays in the operators' namespace; the sidecar's Secret lives
+        # with the Job in the training namespace, so it holds a person's certificate.
+        self.assertEqual(secrets["DaemonSet"]["metadata"]["namespace"], "flopscope")
+        self.assertEqual(SECRET_CERTIFICATES[secrets["DaemonSet"]["metadata"]["name"]], "node")
+        self.assertNotIn("namespace", secrets["Job"]["metadata"])
+        self.assertTrue(SECRET_CERTIFICATES[secrets["Job"]["metadata"]["name"]].startswith(
+            "person-"))
+        # The sidecar's data dir is an emptyDir: it drains its outbox before the pod is gone.
+        self.assertIn("emptyDir", volume(spec, mount_of(sidecar, option(argv, "--data-dir"))[0]))
+        drain = float(option(argv, "--upstream-drain-s"))
+        self.assertGreater(drain, 0)
+        self.assertLess(drain, spec["terminationGracePeriodSeconds"], "within the grace period")
 
     def test_daemon_commands_and_probes_run_against_the_build(self):
-        for obj in self.workloads:
-            for container in filter(is_daemon, all_containers(pod_spec(obj))):
-                with self.subTest(f"{obj['metadata']['name']}/{container['name']}"):
-                    self.run_daemon_and_probes(container)
-
-    def run_daemon_and_probes(self, container):
         with tempfile.TemporaryDirectory(prefix="flopscope-k8s-") as tmp:
-            argv = container["command"] + container.get("args", [])
-            socket, data = option(argv, "--socket"), option(argv, "--data-dir")
-            moved = {socket: f"{tmp}/run/flopscope.sock", data: f"{tmp}/data"}
-            Path(tmp, "run").mkdir()
-            local = [local_binary(argv[0])] + [moved.get(a, a) for a in argv[1:]]
-            with open(f"{tmp}/log", "wb") as log:
-                daemon = subprocess.Popen(local, stdout=log, stderr=subprocess.STDOUT)
+            root = Path(tmp)
+            certs = make_test_ca(root / "certs")
+            stateful = self.of_kind("StatefulSet")[0]
+            container = next(filter(is_daemon, pod_spec(stateful)["containers"]))
+            aggregator, probe = self.start_daemon(stateful, container, root / "aggregator", certs)
             try:
-                probe = container["startupProbe"]["exec"]["command"]
-                local_probe = [local_binary(probe[0])] + [moved.get(a, a) for a in probe[1:]]
-                deadline = time.monotonic() + 20
-                while subprocess.run(local_probe, capture_output=True).returncode != 0:
-                    self.assertIsNone(daemon.poll(), Path(tmp, "log").read_text())
-                    self.assertLess(time.monotonic(), deadline, Path(tmp, "log").read_text())
-                    time.sleep(0.1)
-                for name in ("livenessProbe", "readinessProbe"):
-                    command = container[name]["exec"]["command"]
-                    result = client([moved.get(a, a) for a in command[1:]])
-                    self.assertEqual(result.returncode, 0, result.stderr)
+                server = aggregator.tls_address()
+                self.run_probes(container, probe)
+                for obj in self.workloads:
+                    if obj is stateful:
+                        continue
+                    for container in filter(is_daemon, all_containers(pod_spec(obj))):
+                        name = f"{obj['metadata']['name']}/{container['name']}"
+                        with self.subTest(name):
+                            self.run_node_daemon(obj, container, root / name, certs, server)
             finally:
-                daemon.send_signal(signal.SIGTERM)
-                self.assertEqual(daemon.wait(30), 0)
-            # With the daemon gone the probe fails, as a liveness probe must.
-            self.assertNotEqual(subprocess.run(local_probe, capture_output=True).returncode, 0)
+                self.assertEqual(aggregator.stop(), 0, aggregator.log())
+            self.assertNotEqual(subprocess.run(probe, capture_output=True).returncode, 0,
+                                "the aggregator's probe fails once it is gone")
+
+    def run_node_daemon(self, obj, container, root, certs, server):
+        node, probe = self.start_daemon(obj, container, root, certs, server)
+        try:
+            self.run_probes(container, probe)
+            job = f"k8s-{obj['kind'].lower()}"
+            run_tiny_job(node.socket, job, root / "spool")
+            self.assertEqual(forwarded_ranks(server, certs, job), [0], node.log())
+        finally:
+            self.assertEqual(node.stop(), 0, node.log())
+        # With the daemon gone the probe fails, as a liveness probe must.
+        self.assertNotEqual(subprocess.run(probe, capture_output=True).returncode, 0)
+
+    def start_daemon(self, obj, container, root, certs, server=None):
+        """The container's command and args run here: each volume it mounts a directory under
+        `root` (a TLS Secret's holding the make_test_ca.sh files that stand in for it), --tcp on
+        a free loopback port, --upstream the aggregator's real address. Returns the daemon and
+        its startup probe's command, localized the same way, once that probe passes."""
+        spec = pod_spec(obj)
+        for mount in container["volumeMounts"]:
+            directory = root / mount["name"]
+            directory.mkdir(parents=True, exist_ok=True)
+            secret = next((v["secret"] for v in spec.get("volumes", [])
+                           if v["name"] == mount["name"] and "secret" in v), None)
+            if secret is not None:
+                made = SECRET_CERTIFICATES[secret["secretName"]]
+                for key, suffix in TLS_FILES.items():
+                    shutil.copy(certs / f"{made}{suffix}", directory / key)
+                shutil.copy(certs / "ca.pem", directory / "ca.crt")
+
+        def local(argv):
+            words = [local_binary(argv[0])]
+            for word in argv[1:]:
+                inside = mount_of(container, word) if word.startswith("/") else None
+                words.append(str(root.joinpath(*inside)) if inside else word)
+            return words
+
+        argv = local(container["command"] + container.get("args", []))
+        if "--tcp" in argv:
+            argv[argv.index("--tcp") + 1] = "127.0.0.1:0"
+        if "--upstream" in argv:
+            argv[argv.index("--upstream") + 1] = server
+        argv.insert(1, "--collect-spools")  # orphaned spools here are not the test's to take
+        daemon = StartedDaemon(argv, option(argv, "--socket"), root / "flopscoped.log")
+        probe = local(container["startupProbe"]["exec"]["command"])
+        deadline = time.monotonic() + 20
+        while subprocess.run(probe, capture_output=True).returncode != 0:
+            self.assertLess(time.monotonic(), deadline, daemon.log())
+            time.sleep(0.1)
+        return daemon, probe
+
+    def run_probes(self, container, startup):
+        for name in ("livenessProbe", "readinessProbe"):
+            command = container[name]["exec"]["command"]
+            self.assertEqual(command, container["startupProbe"]["exec"]["command"], name)
+            result = client(startup[1:])
+            self.assertEqual(result.returncode, 0, result.stderr)
 
 
 if __name__ == "__main__":

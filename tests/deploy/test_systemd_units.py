@@ -1,7 +1,11 @@
 """deploy/systemd: the node daemon's and the aggregator's units say what they must (socket and
-data directories, hardening), systemd's own `systemd-analyze verify` and `security --offline`
-accept them, and their ExecStart runs: every flag is in `flopscoped --help`, and the build's
-flopscoped started with exactly those arguments (paths moved into a temp dir) serves.
+data directories, hardening, the aggregator's TLS key through LoadCredential=, the node's
+optional arguments from /etc/default/flopscoped), systemd's own `systemd-analyze verify` and
+`security --offline` accept them, and their ExecStart runs: every flag is in `flopscoped
+--help`, and the build's flopscoped started with exactly those arguments (paths moved into a temp
+dir, /etc/flopscope/tls holding a throw-away CA's certificates, %d a credentials directory the
+test fills as LoadCredential= would) serves: the aggregator over mutual TLS, the node daemon
+standalone and, with the forwarding example of flopscoped.default, forwarding a job to it.
 
 No systemd runs here (a container): systemd-analyze reads the files offline, nothing is started
 by systemd. The checks that need systemd-analyze skip with a message where it is absent."""
@@ -10,20 +14,22 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import stat
 import subprocess
-import sys
 import tempfile
-import time
 import unittest
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
-from harness import client, tool  # noqa: E402
+from deploy_tls import StartedDaemon, forwarded_ranks, make_test_ca, person_tls, run_tiny_job
+from harness import client, tool  # on the path through deploy_tls
 
 UNITS_DIR = Path(__file__).resolve().parents[2] / "deploy" / "systemd"
 UNITS = ["flopscoped.service", "flopscoped-aggregator.service"]
+TLS_DIR = "/etc/flopscope/tls"
+ENVIRONMENT_FILE = "/etc/default/flopscoped"
+# What the units' comments say to install into /etc/flopscope/tls, from make_test_ca.sh's files.
+INSTALLED_AS = {"ca.pem": "ca.pem", "aggregator.pem": "daemon.pem", "aggregator.key": "daemon.key",
+                "node.pem": "node.pem", "node.key": "node.key"}
 
 # What every unit must hold: option -> expected value (the whole value, as systemd reads it).
 HARDENING = {
@@ -74,8 +80,31 @@ def daemon_flags():
     return set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", text))
 
 
-def exec_arguments(service):
-    argv = shlex.split(last(service, "ExecStart"))
+def environment_file_values(text):
+    """{KEY: value} of an EnvironmentFile's assignments, and the commented-out examples
+    (`#KEY=value`) as {KEY: [value, ...]}."""
+    values, examples = {}, {}
+    for line in text.splitlines():
+        assigned = re.fullmatch(r"(#?)([A-Z_][A-Z0-9_]*)=(.*)", line.strip())
+        if assigned and assigned.group(1):
+            examples.setdefault(assigned.group(2), []).append(assigned.group(3))
+        elif assigned:
+            values[assigned.group(2)] = assigned.group(3)
+    return values, examples
+
+
+def expand(word, environment, credentials):
+    """One ExecStart word as systemd expands it: an unquoted $VAR or ${VAR} alone becomes the
+    variable's words (none when unset), %d the credentials directory."""
+    variable = re.fullmatch(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?", word)
+    if variable:
+        return environment.get(variable.group(1), "").split()
+    return [word.replace("%d", credentials)]
+
+
+def exec_arguments(service, environment=None, credentials="%d"):
+    argv = [expanded for word in shlex.split(last(service, "ExecStart"))
+            for expanded in expand(word, environment or {}, credentials)]
     options, i = {}, 1
     while i < len(argv):
         flag = argv[i]
@@ -130,37 +159,98 @@ class SystemdUnitsTest(unittest.TestCase):
             self.assertIn(last(service, "User"), users, name)
             self.assertEqual(last(service, "Group"), last(service, "User"), name)
 
-    def test_exec_start_flags_exist_and_the_daemon_serves_with_them(self):
+    def test_exec_start_flags_exist(self):
         flags = daemon_flags()
+        _, default_file = self.node_environment()
         for name in UNITS:
             _, options = exec_arguments(self.service(name))
             self.assertLessEqual(set(options), flags, f"{name}: flags flopscoped lacks")
-            with tempfile.TemporaryDirectory(prefix="flopscope-unit-") as tmp:
-                moved = dict(options)
-                moved["--socket"] = f"{tmp}/run/flopscope.sock"
-                moved["--data-dir"] = f"{tmp}/data"
-                os.mkdir(f"{tmp}/run", 0o755)
-                self.assert_serves(name, moved, Path(moved["--socket"]))
+        _, forwarding = exec_arguments(self.service("flopscoped.service"), default_file)
+        self.assertLessEqual(set(forwarding), flags, "flopscoped.default's example")
 
-    def assert_serves(self, name, options, socket):
-        argv = [tool("flopscoped")]
+    def node_environment(self):
+        """The node unit's EnvironmentFile, optional, is deploy's flopscoped.default: (its
+        values, its values with the commented forwarding example in force)."""
+        service = self.service("flopscoped.service")
+        self.assertEqual(last(service, "EnvironmentFile"), f"-{ENVIRONMENT_FILE}")
+        self.assertIn("$FLOPSCOPED_ARGS", last(service, "ExecStart"))
+        values, examples = environment_file_values((UNITS_DIR / "flopscoped.default").read_text())
+        self.assertEqual(values, {"FLOPSCOPED_ARGS": ""}, "standalone unless the operator says")
+        self.assertEqual(len(examples["FLOPSCOPED_ARGS"]), 1)
+        return values, {"FLOPSCOPED_ARGS": examples["FLOPSCOPED_ARGS"][0]}
+
+    def test_aggregator_serves_mutual_tls_with_its_key_as_a_credential(self):
+        service = self.service("flopscoped-aggregator.service")
+        unit = parse_unit(UNITS_DIR / "flopscoped-aggregator.service")["Unit"]
+        self.assertIn("network-online.target", last(unit, "After").split())
+        self.assertEqual(last(unit, "Wants"), "network-online.target")
+        credential, source = last(service, "LoadCredential").split(":", 1)
+        _, options = exec_arguments(service)
+        self.assertEqual(options["--tls-key"], f"%d/{credential}")
+        self.assertEqual(source, f"{TLS_DIR}/{credential}")
+        for flag in ("--tls-cert", "--tls-ca"):
+            self.assertIn(Path(options[flag]).name, INSTALLED_AS, flag)
+            self.assertEqual(str(Path(options[flag]).parent), TLS_DIR, flag)
+        self.assertRegex(options["--tcp"], r"^0\.0\.0\.0:[0-9]+$", "every interface")
+
+    def test_exec_start_runs_the_aggregator_and_a_node_forwarding_to_it(self):
+        default, forwarding = self.node_environment()
+        with tempfile.TemporaryDirectory(prefix="flopscope-unit-") as tmp:
+            root = Path(tmp)
+            certs = make_test_ca(root / "certs")
+            tls = root / "etc-tls"
+            tls.mkdir()
+            for installed, made in INSTALLED_AS.items():
+                shutil.copy(certs / made, tls / installed)
+            aggregator_name = "flopscoped-aggregator.service"
+            aggregator = self.start_unit(aggregator_name, root / "aggregator", tls)
+            try:
+                server = aggregator.tls_address()
+                listing = client(["jobs", "--server", server, *person_tls(certs)])
+                self.assertEqual(listing.returncode, 0, listing.stderr)
+                self.assertNotEqual(client(["jobs", "--server", server]).returncode, 0,
+                                    "no client certificate, no answer")
+                node = self.start_unit("flopscoped.service", root / "standalone", tls, default)
+                self.assertEqual(node.stop(), 0, node.log())
+                # The forwarding example, its aggregator's host:port swapped for the one here.
+                _, port = exec_arguments(self.service(aggregator_name))[1]["--tcp"].split(":")
+                example = forwarding["FLOPSCOPED_ARGS"].split()
+                upstream = example.index("--upstream") + 1
+                self.assertEqual(example[upstream].rsplit(":", 1)[1], port, "the aggregator's")
+                example[upstream] = server
+                node = self.start_unit("flopscoped.service", root / "node", tls,
+                                       {"FLOPSCOPED_ARGS": " ".join(example)})
+                try:
+                    run_tiny_job(node.socket, "unit-job", root / "spool")
+                    self.assertEqual(forwarded_ranks(server, certs, "unit-job"), [0],
+                                     node.log() + aggregator.log())
+                finally:
+                    self.assertEqual(node.stop(), 0, node.log())
+            finally:
+                self.assertEqual(aggregator.stop(), 0, aggregator.log())
+
+    def start_unit(self, name, root, tls, environment=None):
+        """The unit's ExecStart with the build's flopscoped: its directories under `root`, its
+        TLS files in `tls`, LoadCredential= copied into a credentials directory, --tcp on a free
+        loopback port. Orphaned spools are not collected (not the test's to take)."""
+        service = self.service(name)
+        credentials = root / "credentials"
+        credentials.mkdir(parents=True, mode=0o700)
+        for entry in (v for k, v in service if k == "LoadCredential"):
+            credential, source = entry.split(":", 1)
+            shutil.copy(source.replace(TLS_DIR, str(tls)), credentials / credential)
+        _, options = exec_arguments(service, environment, str(credentials))
+        options["--socket"] = str(root / "run" / "flopscope.sock")
+        options["--data-dir"] = str(root / "data")
+        if "--tcp" in options:
+            options["--tcp"] = "127.0.0.1:0"
+        os.mkdir(root / "run", 0o755)
+        argv = [tool("flopscoped"), "--collect-spools"]
         for flag, value in options.items():
-            argv += [flag] if value is None else [flag, value]
-        log_path = socket.parent.parent / "flopscoped.log"
-        with open(log_path, "wb") as log:
-            daemon = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
-        try:
-            deadline = time.monotonic() + 20
-            served = False
-            while not served and time.monotonic() < deadline and daemon.poll() is None:
-                served = (socket.exists() and
-                          client(["jobs", "--socket", str(socket)]).returncode == 0)
-                time.sleep(0 if served else 0.05)
-            self.assertTrue(served, f"{name}: {log_path.read_text(errors='replace')}")
-            self.assertTrue(stat.S_ISSOCK(socket.stat().st_mode), name)
-        finally:
-            daemon.send_signal(signal.SIGTERM)
-            self.assertEqual(daemon.wait(30), 0, name)
+            argv += [flag] if value is None else [flag, value.replace(TLS_DIR, str(tls))]
+        daemon = StartedDaemon(argv, options["--socket"], root / "flopscoped.log")
+        self.assertTrue(stat.S_ISSOCK(os.stat(options["--socket"]).st_mode), name)
+        return daemon
 
     def units_for_analyze(self, tmp):
         """The units with ExecStart pointing at the build's flopscoped (verify checks the path)."""
