@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "absl/time/clock.h"
+#include "bench/report_bench_jobs.h"
 #include "daemon/daemon_server.h"
 #include "importer/batch_stream.h"
 #include "importer/byte_source.h"
@@ -197,11 +198,7 @@ int Run(const std::string& path) {
 
   char dir_template[] = "/tmp/flopscope-bench-XXXXXX";
   const std::string dir = mkdtemp(dir_template);
-  daemon::DaemonOptions options;
-  options.data_dir = dir + "/data";
-  options.socket_path = dir + "/fs.sock";
-  options.log_level = daemon::LogLevel::kWarning;
-  auto server = daemon::DaemonServer::Start(options);
+  auto server = bench::StartBenchDaemon(dir);
   if (!server.ok()) {
     std::cerr << server.status() << "\n";
     return 1;
@@ -209,7 +206,7 @@ int Run(const std::string& path) {
   ImportOptions import;
   import.files = {path};
   import.job = "bench";
-  import.socket = options.socket_path;
+  import.socket = (*server)->options().socket_path;
   import.progress = false;
   std::ostringstream summary;
   const auto import_start = std::chrono::steady_clock::now();

@@ -1,3 +1,4 @@
+// Builds and sends the bench jobs, and starts the benches' in-process daemon (report_bench_jobs.h).
 #include "bench/report_bench_jobs.h"
 
 #include <grpcpp/grpcpp.h>
@@ -5,12 +6,15 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/time/clock.h"
 #include "common/version.h"
+#include "daemon/logger.h"
 #include "flopscope/v1/collector.grpc.pb.h"
 
 namespace flopscope::bench {
@@ -24,7 +28,7 @@ constexpr int64_t kStepGapNs = 1'000'000;
 constexpr const char* kPhases[] = {"step", "forward", "backward", "optimizer"};
 
 [[noreturn]] void Die(const std::string& what) {
-  std::fprintf(stderr, "report_benchmark: %s\n", what.c_str());
+  std::fprintf(stderr, "bench: %s\n", what.c_str());
   std::exit(1);
 }
 
@@ -239,7 +243,7 @@ v1::SessionHello HelloFor(const RankShape& shape) {
   hello.set_job_id(shape.job);
   hello.set_rank(shape.rank);
   hello.set_world_size(shape.world_size);
-  hello.set_host("bench-node-" + std::to_string(shape.rank / 8));
+  hello.set_host(shape.host.empty() ? "bench-node-" + std::to_string(shape.rank / 8) : shape.host);
   hello.set_pid(10000 + shape.rank);
   hello.set_command("python train.py");
   hello.set_injector_version(flopscope::kVersion);
@@ -254,14 +258,14 @@ void Produce(v1::Collector::Stub& collector, const RankShape& shape) {
   auto stream = collector.Stream(&context);
   v1::UpMessage up;
   v1::DownMessage down;
-  *up.mutable_hello() = HelloFor(shape);
+  RankBatches batches(shape);
+  *up.mutable_hello() = batches.hello();
   if (!stream->Write(up) || !stream->Read(&down) || !down.has_welcome()) {
     Die("no Welcome for " + shape.job + " rank " + std::to_string(shape.rank) + ": " +
         stream->Finish().error_message());
   }
-  StepBatchBuilder builder(shape, absl::GetCurrentTimeNanos() - 3'000'000'000'000LL);
   for (int step = 0; step < shape.steps; ++step) {
-    *up.mutable_batch() = builder.Build(step);
+    *up.mutable_batch() = batches.Step(step);
     if (!stream->Write(up) || !stream->Read(&down) || !down.has_ack()) {
       stream->WritesDone();
       Die("batch refused for rank " + std::to_string(shape.rank) + ": " +
@@ -275,6 +279,21 @@ void Produce(v1::Collector::Stub& collector, const RankShape& shape) {
 }
 
 }  // namespace
+
+class RankBatches::Builder : public StepBatchBuilder {
+ public:
+  using StepBatchBuilder::StepBatchBuilder;
+};
+
+RankBatches::RankBatches(const RankShape& shape)
+    : shape_(shape),
+      hello_(HelloFor(shape_)),
+      builder_(
+          std::make_unique<Builder>(shape_, absl::GetCurrentTimeNanos() - 3'000'000'000'000LL)) {}
+
+RankBatches::~RankBatches() = default;
+
+v1::Batch RankBatches::Step(int step) { return builder_->Build(step); }
 
 std::string OpModulePath(const RankShape& shape, int op_index) {
   return "model/layer." + std::to_string(op_index / shape.ops_per_layer) + "/op." +
@@ -304,6 +323,20 @@ void FillJob(const std::string& target, const RankShape& shape, int ranks, int t
   std::vector<std::thread> workers;
   for (int i = 0; i < threads; ++i) workers.emplace_back(work);
   for (std::thread& worker : workers) worker.join();
+}
+
+absl::StatusOr<std::unique_ptr<daemon::DaemonServer>> StartBenchDaemon(
+    const std::filesystem::path& dir) {
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  if (error) return absl::InternalError("cannot create " + dir.string() + ": " + error.message());
+  daemon::DaemonOptions options;
+  options.data_dir = (dir / "data").string();
+  options.socket_path = (dir / "fs.sock").string();
+  options.log_level = daemon::LogLevel::kWarning;
+  daemon::SetLogLevel(options.log_level);
+  options.drain_timeout = absl::Milliseconds(200);
+  return daemon::DaemonServer::Start(options);
 }
 
 }  // namespace flopscope::bench

@@ -31,7 +31,6 @@
 #include "client/daemon_client.h"
 #include "client/ranks_command.h"
 #include "daemon/daemon_server.h"
-#include "daemon/logger.h"
 
 namespace {
 
@@ -197,16 +196,9 @@ int main(int argc, char** argv) {
 
   const fs::path dir =
       fs::temp_directory_path() / ("flopscope-report-bench-" + std::to_string(getpid()));
-  fs::create_directories(dir);
-  flopscope::daemon::DaemonOptions options;
-  options.data_dir = (dir / "data").string();
-  options.socket_path = (dir / "fs.sock").string();
-  options.log_level = flopscope::daemon::LogLevel::kWarning;
-  // The daemon logs every connect and disconnect at info: 1032 of them would bury the figures.
-  flopscope::daemon::SetLogLevel(options.log_level);
-  options.drain_timeout = absl::Milliseconds(200);
-  auto server = flopscope::daemon::DaemonServer::Start(options);
+  auto server = flopscope::bench::StartBenchDaemon(dir);
   if (!server.ok()) Die(server.status().ToString());
+  const flopscope::daemon::DaemonOptions& options = (*server)->options();
   const std::string target = (*server)->target();
 
   constexpr int kSteps = 100;

@@ -14,15 +14,15 @@ modes:
   python     as injector, with the pure-Python hooks (FLOPSCOPE_TORCH_NATIVE=0: what a Python
              without the package's native module gets)
   injector   hooks on under the real injector (LD_PRELOAD), records exported to a flopscoped,
-             in the configuration `flopscope run --torch` starts by default (estimate off)
-  estimate   as injector, with the FLOPs estimate switched on (FLOPSCOPE_TORCH_ESTIMATE=1)
-  baseline   with --baseline-python DIR only: as injector, with the flopscope_torch package
-             found in DIR (another revision's python/ folder), for a before/after in one run
+             with the FLOPs estimate off (FLOPSCOPE_TORCH_ESTIMATE=0)
+  estimate   as injector, with the estimate on: what `flopscope run --torch` starts by default
+  baseline   with --baseline-python DIR only: as injector (estimate off), with the
+             flopscope_torch package found in DIR (another revision's python/ folder, imported
+             as flopscope_torch_baseline), alternated with the other modes for a before/after
 
-Three worker processes (hooks and the injector are per process): one without a tool (plain,
-enable, no_tool), one under the injector (plain, floor, floor_grad, python, injector, estimate)
-and, with --baseline-python, one under the injector with that package (plain, baseline). A
-worker turns its modes on and off in turn, round after round (a warm-up iteration after each
+Two worker processes (hooks and the injector are per process): one without a tool (plain,
+enable, no_tool) and one under the injector (plain, floor, floor_grad, python, injector,
+estimate, and baseline with --baseline-python). A worker turns its modes on and off in turn, round after round (a warm-up iteration after each
 switch), and keeps each mode's fastest round: load on a shared machine then falls on every mode
 alike, and only ever adds time. The clock is the training thread's CPU time (what the job's
 thread pays), which on the CPU includes backward (the autograd engine runs on the caller); wall
@@ -37,6 +37,7 @@ estimate=Z estimate_cost=E [baseline=B]` (on one line), E being estimate - injec
 import argparse
 import collections
 import gc
+import importlib.util
 import json
 import os
 import signal
@@ -49,7 +50,6 @@ from pathlib import Path
 WORKERS = {  # worker -> its modes, plain first
     "no_tool": ("plain", "enable", "no_tool"),
     "injector": ("plain", "floor", "floor_grad", "python", "injector", "estimate"),
-    "baseline": ("plain", "baseline"),
 }
 SHOWN = ("floor", "floor_grad", "enable", "no_tool", "python", "injector", "estimate",
          "baseline")
@@ -89,7 +89,7 @@ def install_floor(with_gradients):
     def post(_module, _inputs, output):
         # pylint: disable-next=protected-access
         if with_gradients and output.requires_grad and output._backward_hooks is None:
-            table = collections.OrderedDict()
+            table = {}  # as module_hooks makes it (Tensor.register_hook: an OrderedDict)
             output._backward_hooks = table  # pylint: disable=protected-access
             output.grad_fn._register_hook_dict(output)  # pylint: disable=protected-access
             table["floor"] = _ignore_gradient
@@ -99,10 +99,25 @@ def install_floor(with_gradients):
     return lambda: [handle.remove() for handle in handles]
 
 
-def enable_package(mode):
-    """Turns flopscope_torch on as `mode` wants it, checks it is so; returns what turns it off."""
+def import_baseline(folder):
+    """The flopscope_torch package in `folder`, imported as flopscope_torch_baseline (its own
+    imports are relative), so both packages live in one worker."""
+    package = Path(folder) / "flopscope_torch"
+    spec = importlib.util.spec_from_file_location(
+        "flopscope_torch_baseline", package / "__init__.py",
+        submodule_search_locations=[str(package)])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def enable_package(mode, baseline=None):
+    """Turns flopscope_torch (`baseline` in mode baseline) on as `mode` wants it, checks it is so;
+    returns what turns it off."""
     import flopscope_torch  # pylint: disable=import-outside-toplevel
-    profiler = flopscope_torch._PROFILER  # pylint: disable=protected-access
+    package = baseline if mode == "baseline" else flopscope_torch
+    profiler = package._PROFILER  # pylint: disable=protected-access
     environ = dict(os.environ)
     environ["FLOPSCOPE_TORCH_ESTIMATE"] = "1" if mode == "estimate" else "0"
     saved = os.environ.get("FLOPSCOPE_TORCH_NATIVE")
@@ -125,18 +140,19 @@ def enable_package(mode):
     return profiler.disable, native
 
 
-def switch_on(mode):
+def switch_on(mode, baseline):
     """(what turns `mode` off, whether the native hooks run)."""
     if mode == "plain":
         return (lambda: None), False
     if mode in ("floor", "floor_grad"):
         return install_floor(mode == "floor_grad"), False
-    return enable_package(mode)
+    return enable_package(mode, baseline)
 
 
-def worker(modes, blocks, width, rounds, iterations):
+def worker(modes, blocks, width, rounds, iterations, baseline_dir):
     import torch  # pylint: disable=import-outside-toplevel
     torch.set_num_threads(1)
+    baseline = import_baseline(baseline_dir) if "baseline" in modes else None
     model = build_model(blocks, width)
     modules_per_forward = sum(1 for _ in model.modules())
     x = torch.randn(4, width)
@@ -150,7 +166,7 @@ def worker(modes, blocks, width, rounds, iterations):
     native = {}
     for index in range(rounds):
         for mode in modes[index % len(modes):] + modes[:index % len(modes)]:  # rotated
-            switch_off, native[mode] = switch_on(mode)
+            switch_off, native[mode] = switch_on(mode, baseline)
             try:
                 iteration()  # warm-up: first calls take the slow paths and announce the model
                 gc.collect()  # the previous mode's garbage is not this one's to collect
@@ -187,7 +203,7 @@ class Daemon:
 
 def run_worker(name, args, build_dir, daemon):
     env = dict(os.environ)
-    package_dir = args.baseline_python if name == "baseline" else build_dir / "python"
+    package_dir = build_dir / "python"
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(package_dir), env.get("PYTHONPATH")]))
     env["FLOPSCOPE_TORCH_NVTX_LIB"] = str(build_dir / "lib" / "libflopscope_torch_nvtx.so")
     env["OMP_NUM_THREADS"] = "1"
@@ -199,16 +215,16 @@ def run_worker(name, args, build_dir, daemon):
         env["FLOPSCOPE_SOCKET"] = str(daemon.socket)
         env["FLOPSCOPE_JOB_ID"] = "bench-torch-hooks"
     modes = WORKERS[name]
-    command = [sys.executable, __file__, "--worker", ",".join(modes), "--blocks",
-               str(args.blocks), "--width", str(args.width), "--rounds", str(args.rounds),
-               "--iterations", str(args.iterations)]
+    command = [sys.executable, __file__, "--blocks", str(args.blocks), "--width",
+               str(args.width), "--rounds", str(args.rounds), "--iterations", str(args.iterations)]
+    if name == "injector" and args.baseline_python:
+        modes = (*modes, "baseline")
+        command += ["--baseline-python", str(args.baseline_python.resolve())]
+    command += ["--worker", ",".join(modes)]
     result = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
     if result.returncode != 0:
         raise SystemExit(f"torch_hooks: worker {name} failed:\n{result.stderr}")
-    results = json.loads(result.stdout.strip().splitlines()[-1])
-    if name == "baseline":  # the other package in the injector's configuration
-        results["baseline"] = results.pop("baseline")
-    return results
+    return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 def report(workers, args):
@@ -225,15 +241,17 @@ def report(workers, args):
                 continue
             per_module[mode] = (result["cpu_ns"] - plain["cpu_ns"]) / calls / 1000
             note = ("  [pure Python: flopscope_torch._native not built (python3-dev)]"
-                    if mode in ("injector", "estimate") and not result["native"] else "")
+                    if mode in ("injector", "estimate", "baseline") and not result["native"]
+                    else "")
             print(f"  {mode:10s} {result['cpu_ns'] / 1e6:8.3f} ms/iteration cpu "
                   f"({result['wall_ns'] / 1e6:8.3f} wall)  +{per_module[mode]:6.2f} us per "
                   f"module (forward + backward){note}")
     per_module["estimate_cost"] = per_module["estimate"] - per_module["injector"]
-    print(f"  under the injector the hooks cost {per_module['injector']:.2f} us per module call: "
-          f"{per_module['floor']:.2f} is PyTorch's empty-hook floor, "
-          f"{per_module['floor_grad']:.2f} with an empty gradient hook per module; "
-          f"the estimate adds {per_module['estimate_cost']:.2f} us")
+    print(f"  under the injector the hooks cost {per_module['injector']:.2f} us per module call "
+          f"with the estimate off, {per_module['estimate']:.2f} with it on (the default): the "
+          f"estimate adds {per_module['estimate_cost']:.2f} us; PyTorch's empty-hook floor is "
+          f"{per_module['floor']:.2f}, {per_module['floor_grad']:.2f} with an empty gradient hook "
+          "per module")
     print("torch_hooks: per_module_call_us " + " ".join(
         f"{mode}={per_module[mode]:.2f}" for mode in (*SHOWN, "estimate_cost")
         if mode in per_module))
@@ -252,10 +270,11 @@ def main():
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        worker(args.worker.split(","), args.blocks, args.width, args.rounds, args.iterations)
+        worker(args.worker.split(","), args.blocks, args.width, args.rounds, args.iterations,
+               args.baseline_python)
         return
 
-    names = [name for name in WORKERS if name != "baseline" or args.baseline_python]
+    names = list(WORKERS)
     with tempfile.TemporaryDirectory(prefix="flopscope-bench-") as tmp:
         daemon = Daemon(args.build_dir, Path(tmp))
         try:

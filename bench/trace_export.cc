@@ -21,7 +21,6 @@
 #include "client/daemon_client.h"
 #include "client/trace_export/export_command.h"
 #include "daemon/daemon_server.h"
-#include "daemon/logger.h"
 
 namespace {
 
@@ -102,14 +101,7 @@ int main(int argc, char** argv) {
 
   const fs::path dir =
       fs::temp_directory_path() / ("flopscope-export-bench-" + std::to_string(getpid()));
-  fs::create_directories(dir);
-  flopscope::daemon::DaemonOptions options;
-  options.data_dir = (dir / "data").string();
-  options.socket_path = (dir / "fs.sock").string();
-  options.log_level = flopscope::daemon::LogLevel::kWarning;
-  flopscope::daemon::SetLogLevel(options.log_level);
-  options.drain_timeout = absl::Milliseconds(200);
-  auto server = flopscope::daemon::DaemonServer::Start(options);
+  auto server = flopscope::bench::StartBenchDaemon(dir);
   if (!server.ok()) Die(server.status().ToString());
 
   constexpr int kSteps = 100;
@@ -125,7 +117,7 @@ int main(int argc, char** argv) {
   std::printf("filled job 'big': 1 rank x %d kernels in %.1f s\n", big.kernels_per_step * kSteps,
               std::chrono::duration<double>(Clock::now() - start).count());
 
-  const flopscope::client::DaemonClient daemon(options.socket_path);
+  const flopscope::client::DaemonClient daemon((*server)->options().socket_path);
   const Run perfetto = Export(daemon, "perfetto", dir / "big.pftrace");
   const Run chrome = Export(daemon, "chrome", dir / "big.json");
   std::printf(
