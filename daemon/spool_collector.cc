@@ -78,6 +78,10 @@ void SpoolCollector::Loop(absl::Duration period) {
 SpoolCollector::Outcome SpoolCollector::CollectOnce() {
   Outcome outcome;
   for (const std::string& dir : MatchingDirectories(patterns_)) {
+    struct stat st;
+    if (lstat(dir.c_str(), &st) == 0 && PrivateTo(dir, st.st_uid)) {
+      SpoolFile::RemoveAbandonedCopies(dir);  // what a compaction left when SIGKILL cut it short
+    }
     for (const std::string& path : SpoolFile::List(dir)) {
       uid_t owner = 0;
       std::string error;

@@ -24,6 +24,12 @@ uint64_t RecordCount(const v1::Batch& batch) {
          batch.kernel_flops_size() + batch.windows_size();
 }
 
+// A batch with no record, no definition and no end: only cumulative loss counters.
+bool OnlyLosses(const v1::Batch& batch) {
+  return RecordCount(batch) == 0 && batch.strings_size() == 0 && batch.paths_size() == 0 &&
+         !batch.final();
+}
+
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target, uint32_t initial_ms,
                                            uint32_t max_ms) {
   grpc::ChannelArguments args;
@@ -184,36 +190,30 @@ void GrpcTransport::Submit(const fs_batch& batch) {
   const uint64_t droppable = DroppableRecords(batch);
   MutexLock lock(&mutex_);
   last_losses_ = message->batch().losses();
+  // Nothing but losses, which are cumulative: the next batch carries them. Queueing it would let
+  // a long outage grow the queue without bound. (The daemon takes a gap in seqs.)
+  if (OnlyLosses(message->batch())) return;
   PendingBatch pending;
   pending.seq = seq;
-  if (!pending_.HasRoomFor(bytes)) {
-    // Over the memory bound: to the spool file, where the writer reads it back when its turn
-    // comes. Hazard: disk I/O under mutex_ (a write of one batch, at most a few MB).
-    SpoolFile* spool = SpoolLocked();
-    if (spool != nullptr &&
-        spool->Append(seq, *message, RecordCount(message->batch()), &pending.spooled)) {
+  pending.records = RecordCount(message->batch());
+  const bool room = pending_.HasRoomFor(bytes);
+  // Hazard: disk I/O under mutex_ (a write of one batch, at most a few MB, to the page cache).
+  if (LogLocked(*message, &pending)) {
+    if (!room) {  // over the memory bound: the writer reads it back when its turn comes
       pending.in_spool = true;
-      pending.records = RecordCount(message->batch());
       message.reset();
       bytes = 0;
-    } else if (droppable > 0) {
-      // No room on disk either: keep what the daemon needs to make sense of later batches
-      // (definitions, metadata, losses), drop the records and say so in this very batch.
-      losses_.daemon_unreachable += droppable;
-      stats_.records_dropped += droppable;
-      stats_.dropped_unreachable += droppable;
-      message = Encode(batch, seq, /*drop_records=*/true, losses_, &bytes);
     }
-  }
-  if (message != nullptr) {
-    const v1::Batch& kept = message->batch();
-    pending.records = RecordCount(kept);
-    if (pending.records == 0 && kept.strings_size() == 0 && kept.paths_size() == 0 &&
-        !kept.final()) {
-      // Nothing left but losses, which are cumulative: the next batch carries them. Queueing it
-      // would let a long outage grow the queue without bound. (The daemon takes a gap in seqs.)
-      return;
-    }
+  } else if (!room && droppable > 0) {
+    // No room on disk either: keep what the daemon needs to make sense of later batches
+    // (definitions, metadata, losses), drop the records and say so in this very batch.
+    losses_.daemon_unreachable += droppable;
+    stats_.records_dropped += droppable;
+    stats_.dropped_unreachable += droppable;
+    message = Encode(batch, seq, /*drop_records=*/true, losses_, &bytes);
+    if (OnlyLosses(message->batch())) return;
+    pending.records = RecordCount(message->batch());
+    LogLocked(*message, &pending);  // a small batch: it may still fit
   }
   pending.message = std::move(message);
   pending.bytes = bytes;
@@ -221,6 +221,33 @@ void GrpcTransport::Submit(const fs_batch& batch) {
   pending_.Push(std::move(pending));
   ++stats_.batches_submitted;
   writer_wake_.Signal();
+}
+
+bool GrpcTransport::LogLocked(const v1::UpMessage& message, PendingBatch* pending) {
+  SpoolFile* spool = SpoolLocked();
+  if (spool == nullptr) return false;
+  CompactLocked(spool, SpoolFile::FrameBytes(static_cast<uint32_t>(message.ByteSizeLong())));
+  if (!spool->Append(pending->seq, message, pending->records, &pending->spooled)) return false;
+  pending->logged = true;
+  return true;
+}
+
+bool GrpcTransport::ShouldCompact(uint64_t bytes, uint64_t empty, uint64_t live, uint64_t next,
+                                  uint64_t max_bytes) {
+  const bool fits = bytes + next <= max_bytes;
+  if (fits && bytes < kCompactAtBytes) return false;
+  const uint64_t dead = bytes - std::min(bytes, empty + live);
+  return dead > 0 && (!fits || dead >= live);
+}
+
+void GrpcTransport::CompactLocked(SpoolFile* spool, uint64_t next_frame_bytes) {
+  uint64_t live_bytes = 0;
+  const std::vector<SpoolFile::Entry*> live = pending_.LoggedEntries(&live_bytes);
+  if (!ShouldCompact(spool->bytes(), spool->empty_bytes(), live_bytes, next_frame_bytes,
+                     max_spool_bytes_)) {
+    return;
+  }
+  if (spool->Compact(live)) ++compactions_;
 }
 
 SpoolFile* GrpcTransport::SpoolLocked() {
@@ -236,6 +263,10 @@ uint64_t GrpcTransport::SpoolPending(std::string* path) {
   SpoolFile* spool = SpoolLocked();
   if (spool == nullptr) return 0;
   pending_.SpoolInMemory([spool](const PendingBatch& batch, SpoolFile::Entry* entry) {
+    if (batch.logged) {  // written ahead already: only its memory goes
+      *entry = batch.spooled;
+      return true;
+    }
     return spool->Append(batch.seq, *batch.message, batch.records, entry);
   });
   if (pending_.bytes() > 0) SpoolExitLossesLocked(spool);  // some stayed in memory
@@ -380,6 +411,7 @@ void GrpcTransport::NoteRefusal(const grpc::Status& status, const grpc::ClientCo
 
 void GrpcTransport::ReplayOrphans() {
   if (spool_dir_.empty()) return;
+  SpoolFile::RemoveAbandonedCopies(spool_dir_);
   std::string own_path;
   {
     MutexLock lock(&mutex_);
@@ -536,8 +568,9 @@ void GrpcTransport::WriteLoop(Stream* stream) {
     std::shared_ptr<const v1::UpMessage> message = next->message;
     const uint64_t seq = next->seq;
     if (message == nullptr) {
-      // Spooled. Hazard: a disk read under mutex_ (one batch); the entry stays valid because the
-      // file is only cut back once nothing is pending.
+      // Spooled. Hazard: a disk read under mutex_ (one batch); the entry is valid while we hold
+      // it: the file is cut back only once nothing is pending, and a compaction (under mutex_
+      // too) moves the entries with the frames.
       auto loaded = std::make_shared<v1::UpMessage>();
       if (!spool_->Read(next->spooled, loaded.get())) return;  // the stream is retried later
       message = std::move(loaded);
@@ -622,6 +655,8 @@ bool GrpcTransport::HandleRejection(const grpc::Status& status,
     replacement.bytes = salvage->SpaceUsedLong();
     replacement.message = std::move(salvage);
     replacement.salvage = true;
+    // Logged after the rejected frame: a reader keeps the later frame of a seq.
+    LogLocked(*replacement.message, &replacement);
     pending_.Replace(std::move(replacement));
     last_sent_seq_ = std::min(last_sent_seq_, seq - 1);
   } else {

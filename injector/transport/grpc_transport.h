@@ -25,6 +25,13 @@ namespace flopscope::transport {
 // what the Welcome says is committed, resends the unacknowledged batches in order, then streams
 // new ones. A reader thread per stream applies Acks and queues Controls. All public methods are
 // thread-safe and never wait on the network (except Flush, by design).
+//
+// With a spool, Submit writes every batch into the session's spool file before queueing it (a
+// write-ahead log; no fsync: the page cache outlives the process, not the machine), so a process
+// killed by SIGKILL leaves every batch the daemon had not acknowledged in an orphaned file that
+// the user's next process or flopscoped's collector delivers, deduplicated by (session, seq).
+// The file is cut back to its hello whenever the queue empties, and compacted (CompactLocked)
+// when acknowledged frames pile up behind a queue that never empties.
 class GrpcTransport {
  public:
   static constexpr uint64_t kDefaultMaxPendingBytes = 256ull << 20;
@@ -34,6 +41,9 @@ class GrpcTransport {
   static constexpr const char* kRefusalReasonKey = "flopscope-refusal-reason";
   // How long stopping waits for the daemon to end a stream before cancelling it.
   static constexpr int kGracefulCloseMs = 500;
+  // Below this, acknowledged frames stay in the spool file until the queue empties (which cuts
+  // the file back to its hello) or room runs out.
+  static constexpr uint64_t kCompactAtBytes = 4ull << 20;
 
   // Null, with the reason in *error, when the options are unusable. A transport returned with a
   // non-empty *error works without a spool (the directory is unusable): *error says why.
@@ -51,6 +61,17 @@ class GrpcTransport {
   // Writes the unacknowledged batches still in memory to the spool file; returns the records
   // waiting there and its path. 0 when there is no spool (or no room in it).
   uint64_t SpoolPending(std::string* path) FS_EXCLUDES(mutex_);
+  // Whether a spool file of `bytes` (`empty` of them its hello) whose unacknowledged frames take
+  // `live` should drop its acknowledged ones before a frame of `next` bytes is appended: when
+  // they take as much as the live ones (past kCompactAtBytes), so that copying costs at most
+  // what it frees, or when the next frame would not fit otherwise.
+  static bool ShouldCompact(uint64_t bytes, uint64_t empty, uint64_t live, uint64_t next,
+                            uint64_t max_bytes);
+  // How often the spool file was compacted (for tests).
+  uint64_t compactions() FS_EXCLUDES(mutex_) {
+    MutexLock lock(&mutex_);
+    return compactions_;
+  }
 
  private:
   GrpcTransport(std::string target, uint64_t max_pending_bytes, uint32_t initial_backoff_ms,
@@ -68,6 +89,11 @@ class GrpcTransport {
   void SpoolExitLossesLocked(SpoolFile* spool) FS_REQUIRES(mutex_);
   // The session's spool file, created on first use; null when there is no spool.
   SpoolFile* SpoolLocked() FS_REQUIRES(mutex_);
+  // Writes `message` ahead into the spool file as *pending's frame (pending->logged); false when
+  // there is no spool or no room in it.
+  bool LogLocked(const v1::UpMessage& message, PendingBatch* pending) FS_REQUIRES(mutex_);
+  // Drops the acknowledged frames from the spool file when ShouldCompact says so.
+  void CompactLocked(SpoolFile* spool, uint64_t next_frame_bytes) FS_REQUIRES(mutex_);
   // Delivers the spool files that ended processes of this user left. Runs once per process, on
   // replay_thread_, so that our own stream is not held up by it.
   void ReplayOrphans() FS_EXCLUDES(mutex_);
@@ -155,6 +181,7 @@ class GrpcTransport {
   const uint64_t max_spool_bytes_;
   std::unique_ptr<SpoolFile> spool_ FS_GUARDED_BY(mutex_);
   bool spool_failed_ FS_GUARDED_BY(mutex_) = false;  // the file could not be created
+  uint64_t compactions_ FS_GUARDED_BY(mutex_) = 0;   // for tests
   bool orphans_checked_ = false;                     // connection thread only
   grpc::ClientContext* replay_context_ FS_GUARDED_BY(mutex_) = nullptr;  // for TryCancel on stop
   std::thread replay_thread_;  // started by the connection thread, joined by the destructor

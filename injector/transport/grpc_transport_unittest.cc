@@ -225,6 +225,55 @@ TEST_F(GrpcTransportTest, OverTheMemoryBoundBatchesWaitInTheSpoolAndArriveWhole)
   EXPECT_TRUE(SpoolFiles().empty());  // all acknowledged: nothing left for anyone
 }
 
+// What SIGKILL leaves: the spool file as it is while the process lives (a copy of it, since the
+// live file is locked) holds every batch not acknowledged yet, memory-resident ones included.
+TEST_F(GrpcTransportTest, EveryBatchIsWrittenAheadAndAcknowledgedOnesAreCutFromTheFile) {
+  auto transport = Connect(/*max_pending_bytes=*/0, /*spool=*/true, "host-6-1");
+  TestBatch a(1, 1, 2), b(2, 1, 3);
+  transport->Submit(a.view());
+  transport->Submit(b.view());
+  EXPECT_EQ(transport->Stats().records_spooled, 0u);  // both in memory as well
+  ASSERT_EQ(SpoolFiles().size(), 1u);
+  const std::string live = SpoolFiles()[0];
+  auto orphan_copy = [&](const std::string& name) {
+    const std::string copy = dir_.path() + "/" + name;
+    std::filesystem::copy_file(live, copy);
+    std::string error;
+    std::unique_ptr<SpoolFile> file = SpoolFile::OpenOrphan(copy, &error);
+    EXPECT_NE(file, nullptr) << error;
+    return file;
+  };
+  std::unique_ptr<SpoolFile> killed = orphan_copy("killed.spool");
+  ASSERT_NE(killed, nullptr);
+  EXPECT_EQ(killed->hello().hello().session_id(), "host-6-1");
+  ASSERT_EQ(killed->entries().size(), 2u);
+  EXPECT_EQ(killed->entries()[0].records + killed->entries()[1].records, 5u);
+
+  FakeCollector collector(socket());
+  ASSERT_TRUE(transport->Flush(kLongWaitMs));
+  std::unique_ptr<SpoolFile> acked = orphan_copy("acked.spool");
+  ASSERT_NE(acked, nullptr);
+  EXPECT_TRUE(acked->entries().empty());  // cut back to the hello once all was acknowledged
+  EXPECT_EQ(acked->bytes(), acked->empty_bytes());
+  transport.reset();
+  EXPECT_TRUE(SpoolFiles().empty());  // a clean end removes it
+}
+
+TEST(SpoolCompactionTest, CopiesNoMoreThanItFreesUnlessRoomRunsOut) {
+  constexpr uint64_t kMiB = 1 << 20, kMax = 64 * kMiB, kHello = 100;
+  const uint64_t at = GrpcTransport::kCompactAtBytes;
+  // Small files are left alone: the queue emptying cuts them back.
+  EXPECT_FALSE(GrpcTransport::ShouldCompact(at - 1, kHello, /*live=*/0, kMiB, kMax));
+  // Past the threshold: only when the dead frames take at least as much as the live ones.
+  EXPECT_TRUE(GrpcTransport::ShouldCompact(at, kHello, (at - kHello) / 2, kMiB, kMax));
+  EXPECT_FALSE(GrpcTransport::ShouldCompact(at, kHello, (at - kHello) / 2 + 1, kMiB, kMax));
+  // Nothing dead: nothing to gain.
+  EXPECT_FALSE(GrpcTransport::ShouldCompact(at, kHello, at - kHello, kMiB, kMax));
+  // The next frame does not fit: any dead frame is worth dropping, whatever the size.
+  EXPECT_TRUE(GrpcTransport::ShouldCompact(kMiB, kHello, kMiB - kHello - 1, 1, kMiB));
+  EXPECT_FALSE(GrpcTransport::ShouldCompact(kMiB, kHello, kMiB - kHello, 1, kMiB));
+}
+
 TEST_F(GrpcTransportTest, WithoutRoomInTheSpoolRecordsAreDroppedAndCountedOnce) {
   auto transport = Connect(/*max_pending_bytes=*/1, /*spool=*/true);
   TestBatch a(1, 1, 2), big(2, 1, 100000);  // megabytes encoded: over the 1 MiB spool

@@ -4,6 +4,7 @@
 #include <deque>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "flopscope/v1/collector.pb.h"
 #include "injector/transport/spool_file.h"
@@ -11,15 +12,17 @@
 namespace flopscope::transport {
 
 // One encoded batch waiting for its acknowledgement. The message is shared so the writer can
-// send it without copying while an ack may remove it from the queue. A spooled batch has no
-// message in memory: it lies in the spool file at `spooled`.
+// send it without copying while an ack may remove it from the queue. A logged batch has a copy
+// in the spool file at `spooled` (the write-ahead log); a spooled one has only that copy, no
+// message in memory.
 struct PendingBatch {
   uint64_t seq = 0;
   std::shared_ptr<const v1::UpMessage> message;  // null when spooled
-  uint64_t records = 0;  // ranges + kernels + metadata (what a rejection loses)
-  uint64_t bytes = 0;    // memory held (its protobuf arena); 0 when spooled
-  bool salvage = false;  // already rejected once and cut down to its definitions
-  bool in_spool = false;
+  uint64_t records = 0;   // ranges + kernels + metadata (what a rejection loses)
+  uint64_t bytes = 0;     // memory held (its protobuf arena); 0 when spooled
+  bool salvage = false;   // already rejected once and cut down to its definitions
+  bool logged = false;    // a copy is in the spool file
+  bool in_spool = false;  // only in the spool file (implies logged)
   SpoolFile::Entry spooled;
 };
 
@@ -53,15 +56,30 @@ class PendingQueue {
     }
   }
 
+  // The spool-file copies of the logged batches, oldest first (for SpoolFile::Compact), and the
+  // bytes their frames take.
+  std::vector<SpoolFile::Entry*> LoggedEntries(uint64_t* frame_bytes) {
+    std::vector<SpoolFile::Entry*> entries;
+    *frame_bytes = 0;
+    for (PendingBatch& batch : queue_) {
+      if (!batch.logged) continue;
+      entries.push_back(&batch.spooled);
+      *frame_bytes += SpoolFile::FrameBytes(batch.spooled.length);
+    }
+    return entries;
+  }
+
   // Calls spool(batch) for each batch still in memory, oldest first; a batch it returns true for
-  // is marked spooled at *entry and its memory freed. Stops at the first false.
+  // is marked spooled at *entry and its memory freed. One it refuses stays in memory, and the
+  // later ones are still offered: a batch written ahead earlier only needs marking.
   template <typename SpoolFn>
   void SpoolInMemory(SpoolFn spool) {
     for (PendingBatch& batch : queue_) {
       if (batch.in_spool) continue;
       SpoolFile::Entry entry;
-      if (!spool(batch, &entry)) return;
+      if (!spool(batch, &entry)) continue;
       Account(batch, -1);
+      batch.logged = true;
       batch.in_spool = true;
       batch.spooled = entry;
       batch.message.reset();

@@ -68,13 +68,17 @@ TEST(PendingQueueTest, SpoolingMovesBatchesOutOfMemoryAndKeepsTheirRecords) {
   queue.Push(Batch(1, 10, 4));
   queue.Push(Batch(2, 20, 6));
   queue.Push(Batch(3, 30, 1));
+  queue.Push(Batch(4, 40, 2));
   uint64_t next_offset = 0;
-  // Room for two batches only: the third stays in memory.
+  // No room for the third: it stays in memory, and the fourth (written ahead, say) still goes.
   queue.SpoolInMemory([&next_offset](const PendingBatch& batch, SpoolFile::Entry* entry) {
     if (batch.seq == 3) return false;
     *entry = SpoolFile::Entry{batch.seq, next_offset++, 1, batch.records};
     return true;
   });
+  EXPECT_TRUE(queue.Find(4)->in_spool);
+  EXPECT_TRUE(queue.Find(4)->logged);
+  EXPECT_TRUE(queue.Remove(4).has_value());
   EXPECT_EQ(queue.records(), 11u);
   EXPECT_EQ(queue.spooled_records(), 10u);
   EXPECT_EQ(queue.bytes(), 30u);

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -16,6 +17,7 @@ namespace {
 
 constexpr char kMagic[8] = {'F', 'S', 'S', 'P', 'O', 'O', 'L', '1'};
 constexpr size_t kFrameHeader = 4 + 8 + 8;
+static_assert(SpoolFile::FrameBytes(0) == kFrameHeader);
 // A frame longer than this is corruption, not a batch (gRPC messages are capped well below).
 constexpr uint32_t kMaxFrame = 64u << 20;
 
@@ -44,6 +46,19 @@ bool PwriteAll(int fd, const void* data, size_t size, uint64_t offset) {
     offset += static_cast<uint64_t>(n);
   }
   return true;
+}
+
+void EncodeHeader(uint32_t length, uint64_t seq, uint64_t records, char* header) {
+  std::memcpy(header, &length, 4);
+  std::memcpy(header + 4, &seq, 8);
+  std::memcpy(header + 12, &records, 8);
+}
+
+// Whether `fd` is still the file `path` names: a compaction renames a new file over it.
+bool StillNamed(int fd, const std::string& path) {
+  struct stat held, named;
+  return fstat(fd, &held) == 0 && lstat(path.c_str(), &named) == 0 && held.st_ino == named.st_ino &&
+         held.st_dev == named.st_dev;
 }
 
 bool PreadAll(int fd, void* data, size_t size, uint64_t offset) {
@@ -106,7 +121,7 @@ std::unique_ptr<SpoolFile> SpoolFile::Create(const std::string& dir, const v1::U
   }
   file->end_ = sizeof kMagic;
   file->hello_ = hello;
-  if (!file->WriteFrame(0, 0, hello.SerializeAsString(), nullptr)) {
+  if (!file->WriteFrame(0, 0, hello, nullptr)) {
     *error = Errno("cannot write " + path);
     file->Remove();
     return nullptr;
@@ -134,6 +149,12 @@ std::unique_ptr<SpoolFile> SpoolFile::OpenOrphanOfAnyOwner(const std::string& pa
     return nullptr;
   }
   if (flock(fd, LOCK_EX | LOCK_NB) != 0) {  // its process still lives (or another replays it)
+    close(fd);
+    return nullptr;
+  }
+  // Hazard: a compaction may have renamed a new file over the path between our open and our
+  // lock; the inode we hold is then the old copy, and removing "it" would unlink the new one.
+  if (!StillNamed(fd, path)) {
     close(fd);
     return nullptr;
   }
@@ -165,6 +186,31 @@ std::vector<std::string> SpoolFile::List(const std::string& dir) {
   return paths;
 }
 
+size_t SpoolFile::RemoveAbandonedCopies(const std::string& dir) {
+  size_t removed = 0;
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return 0;
+  const std::string suffix = std::string(kSuffix) + kCopySuffix;
+  while (const dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.size() <= suffix.size() ||
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) {
+      continue;
+    }
+    const std::string path = dir + "/" + name;
+    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) continue;
+    // A copy being written is locked by its process; a locked one is left alone. (If we win
+    // the race before its writer locks it, the writer's rename fails and it keeps its file.)
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0 && StillNamed(fd, path) && unlink(path.c_str()) == 0) {
+      ++removed;
+    }
+    close(fd);
+  }
+  closedir(d);
+  return removed;
+}
+
 SpoolFile::SpoolFile(int fd, std::string path, uint64_t max_bytes)
     : fd_(fd), path_(std::move(path)), max_bytes_(max_bytes) {}
 
@@ -172,27 +218,31 @@ SpoolFile::~SpoolFile() {
   if (fd_ >= 0) close(fd_);
 }
 
-bool SpoolFile::WriteFrame(uint64_t seq, uint64_t records, const std::string& payload,
+bool SpoolFile::WriteFrame(uint64_t seq, uint64_t records, const v1::UpMessage& message,
                            Entry* entry) {
-  if (payload.size() > kMaxFrame) return false;
+  const size_t size = message.ByteSizeLong();
+  if (size > kMaxFrame) return false;
+  const uint32_t length = static_cast<uint32_t>(size);
   char header[kFrameHeader];
-  const uint32_t length = static_cast<uint32_t>(payload.size());
-  std::memcpy(header, &length, 4);
-  std::memcpy(header + 4, &seq, 8);
-  std::memcpy(header + 12, &records, 8);
-  if (!PwriteAll(fd_, header, sizeof header, end_) ||
-      !PwriteAll(fd_, payload.data(), payload.size(), end_ + sizeof header)) {
-    return false;
+  EncodeHeader(length, seq, records, header);
+  if (!PwriteAll(fd_, header, sizeof header, end_)) return false;
+  if (lseek(fd_, static_cast<off_t>(end_ + sizeof header), SEEK_SET) < 0) return false;
+  {
+    // Straight into the file through an 8 KiB buffer: a batch of megabytes is not copied.
+    google::protobuf::io::FileOutputStream out(fd_);
+    if (!message.SerializeToZeroCopyStream(&out) || !out.Flush() ||
+        static_cast<uint64_t>(out.ByteCount()) != size) {
+      return false;
+    }
   }
   if (entry != nullptr) *entry = Entry{seq, end_ + sizeof header, length, records};
-  end_ += sizeof header + payload.size();
+  end_ += sizeof header + size;
   return true;
 }
 
 bool SpoolFile::Append(uint64_t seq, const v1::UpMessage& batch, uint64_t records, Entry* entry) {
-  const std::string payload = batch.SerializeAsString();
-  if (end_ + kFrameHeader + payload.size() > max_bytes_) return false;
-  if (!WriteFrame(seq, records, payload, entry)) {
+  if (end_ + kFrameHeader + batch.ByteSizeLong() > max_bytes_) return false;
+  if (!WriteFrame(seq, records, batch, entry)) {
     // Hazard: a half-written frame must not stay before later ones; cut it off.
     if (ftruncate(fd_, static_cast<off_t>(end_)) != 0) end_ = max_bytes_;  // stop appending
     return false;
@@ -201,9 +251,8 @@ bool SpoolFile::Append(uint64_t seq, const v1::UpMessage& batch, uint64_t record
 }
 
 bool SpoolFile::AppendLast(uint64_t seq, const v1::UpMessage& batch) {
-  const std::string payload = batch.SerializeAsString();
-  if (end_ + kFrameHeader + payload.size() > max_bytes_ + kExitSlack) return false;
-  if (!WriteFrame(seq, 0, payload, nullptr)) {
+  if (end_ + kFrameHeader + batch.ByteSizeLong() > max_bytes_ + kExitSlack) return false;
+  if (!WriteFrame(seq, 0, batch, nullptr)) {
     if (ftruncate(fd_, static_cast<off_t>(end_)) != 0) end_ = max_bytes_ + kExitSlack;
     return false;
   }
@@ -219,6 +268,51 @@ bool SpoolFile::Read(const Entry& entry, v1::UpMessage* out) const {
 void SpoolFile::Reset() {
   if (end_ == hello_end_) return;
   if (ftruncate(fd_, static_cast<off_t>(hello_end_)) == 0) end_ = hello_end_;
+}
+
+bool SpoolFile::CopyFrames(int fd, const std::vector<Entry*>& live,
+                           std::vector<Entry>* moved) const {
+  std::string prefix(hello_end_, '\0');  // magic and hello, copied as they are
+  if (!PreadAll(fd_, prefix.data(), prefix.size(), 0) ||
+      !PwriteAll(fd, prefix.data(), prefix.size(), 0)) {
+    return false;
+  }
+  uint64_t offset = hello_end_;
+  std::string frame;
+  for (const Entry* entry : live) {
+    frame.resize(kFrameHeader + entry->length);
+    EncodeHeader(entry->length, entry->seq, entry->records, frame.data());
+    if (!PreadAll(fd_, frame.data() + kFrameHeader, entry->length, entry->offset) ||
+        !PwriteAll(fd, frame.data(), frame.size(), offset)) {
+      return false;
+    }
+    moved->push_back(Entry{entry->seq, offset + kFrameHeader, entry->length, entry->records});
+    offset += frame.size();
+  }
+  return true;
+}
+
+bool SpoolFile::Compact(const std::vector<Entry*>& live) {
+  const std::string copy = path_ + kCopySuffix;
+  unlink(copy.c_str());  // one our own earlier compaction left (it died with its process)
+  const int fd = open(copy.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return false;
+  // Locked before the rename, so that the path never names an unlocked file of a live session.
+  std::vector<Entry> moved;
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0 || !CopyFrames(fd, live, &moved) ||
+      rename(copy.c_str(), path_.c_str()) != 0) {
+    unlink(copy.c_str());
+    close(fd);
+    return false;
+  }
+  close(fd_);  // the old inode: unlinked by the rename, its lock goes with it
+  fd_ = fd;
+  end_ = hello_end_;
+  for (size_t i = 0; i < live.size(); ++i) {
+    *live[i] = moved[i];
+    end_ = moved[i].offset + moved[i].length;
+  }
+  return true;
 }
 
 void SpoolFile::Remove() {
@@ -248,6 +342,7 @@ bool SpoolFile::Scan(std::string* error) {
     if (!have_hello) {
       if (entry.seq != 0 || !Read(entry, &hello_) || !hello_.has_hello()) break;
       have_hello = true;
+      hello_end_ = entry.offset + entry.length;
     } else if (entry.seq != 0) {
       by_seq[entry.seq] = entry;  // a later frame of the same seq wins
     }

@@ -21,7 +21,12 @@ namespace flopscope::transport {
 // appear twice; the later frame wins). A frame cut short by a crash ends the file.
 //
 // The owner holds flock(LOCK_EX) on it for its whole life; a file whose lock can be taken is an
-// orphan. Not thread-safe: GrpcTransport guards it with its mutex.
+// orphan. The transport writes every batch here before sending it (a write-ahead log: the page
+// cache keeps it through SIGKILL), so the file may also hold batches the daemon acknowledged;
+// readers skip those by the daemon's committed seq. Compact() rewrites the unacknowledged frames
+// into `<file>.new` and renames it over the file; an opener that finds its inode replaced
+// after taking the lock gives it up (that inode is no longer the session's spool).
+// Not thread-safe: GrpcTransport guards it with its mutex.
 class SpoolFile {
  public:
   struct Entry {
@@ -47,6 +52,12 @@ class SpoolFile {
                                                          std::string* error);
   // Spool files in `dir`, sorted by name.
   static std::vector<std::string> List(const std::string& dir);
+  // Removes the `*.spool.new` copies in `dir` that a compaction left when its process died (a
+  // copy whose lock is free); returns how many. The file they were copied from is intact.
+  static size_t RemoveAbandonedCopies(const std::string& dir);
+  static constexpr const char* kCopySuffix = ".new";
+  // Bytes a frame of `payload_length` takes in the file.
+  static constexpr uint64_t FrameBytes(uint32_t payload_length) { return 20 + payload_length; }
 
   ~SpoolFile();  // closes (and so unlocks) the file; keeps it on disk unless Remove() was called
   SpoolFile(const SpoolFile&) = delete;
@@ -63,6 +74,10 @@ class SpoolFile {
   bool Read(const Entry& entry, v1::UpMessage* out) const;
   // Forgets every batch (all acknowledged): the file shrinks back to its hello.
   void Reset();
+  // Rewrites the file with its hello and the frames `live` points at (in that order), then
+  // updates their offsets; every other frame is dropped. Atomic for a reader: the copy is
+  // written beside the file and renamed over it. False (the file unchanged) when that fails.
+  bool Compact(const std::vector<Entry*>& live);
   // Deletes the file.
   void Remove();
 
@@ -71,10 +86,17 @@ class SpoolFile {
   const std::vector<Entry>& entries() const { return entries_; }
   const std::string& path() const { return path_; }
   uint64_t bytes() const { return end_; }
+  // What the file takes with no batch in it (magic and hello).
+  uint64_t empty_bytes() const { return hello_end_; }
 
  private:
   SpoolFile(int fd, std::string path, uint64_t max_bytes);
-  bool WriteFrame(uint64_t seq, uint64_t records, const std::string& payload, Entry* entry);
+  // Writes one frame at end_ and advances it; the message is serialised straight into the file
+  // (no copy of the batch in memory).
+  bool WriteFrame(uint64_t seq, uint64_t records, const v1::UpMessage& message, Entry* entry);
+  // Writes the magic, the hello and the frames `live` points at into the file `fd`, with their
+  // new places in *moved; false on any I/O failure.
+  bool CopyFrames(int fd, const std::vector<Entry*>& live, std::vector<Entry>* moved) const;
   // Reads the frames of an existing file into hello_ and entries_.
   bool Scan(std::string* error);
 

@@ -1,7 +1,8 @@
 // Fuzzes the spool file reader (SpoolFile::OpenOrphanOfAnyOwner and Read): flopscoped's
 // collector of orphaned spools (daemon/spool_collector.h) reads files other users wrote, so the
 // bytes are untrusted. Besides not crashing: every entry the scan lists lies inside the file,
-// entries come in increasing seq order, and each can be read back or is refused, never more.
+// entries come in increasing seq order, each can be read back or is refused, never more, and
+// the hello's end (where Reset and Compact cut back to) lies inside what the scan accepted.
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -27,6 +28,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::unique_ptr<flopscope::transport::SpoolFile> file =
       flopscope::transport::SpoolFile::OpenOrphanOfAnyOwner(path, &owner, &error);
   if (file == nullptr) return 0;
+  if (file->empty_bytes() > file->bytes() || file->bytes() > size) std::abort();
   uint64_t previous = 0;
   flopscope::v1::UpMessage message;
   for (const flopscope::transport::SpoolFile::Entry& entry : file->entries()) {

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -108,6 +109,78 @@ TEST_F(SpoolFileTest, TheBoundRefusesABatchAndResetKeepsTheHello) {
   ASSERT_EQ(stat(file->path().c_str(), &st), 0);
   EXPECT_EQ(static_cast<uint64_t>(st.st_size), empty);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
+}
+
+TEST_F(SpoolFileTest, CompactionKeepsTheLiveFramesWhereReadersFindThem) {
+  std::string path;
+  uint64_t empty = 0;
+  {
+    auto file = Create("host-9-4");
+    empty = file->bytes();
+    SpoolFile::Entry e1, e2, e3, e4;
+    ASSERT_TRUE(file->Append(1, Batch(1, 4), 4, &e1));
+    ASSERT_TRUE(file->Append(2, Batch(2, 3), 3, &e2));
+    ASSERT_TRUE(file->Append(3, Batch(3, 5), 5, &e3));
+    ASSERT_TRUE(file->Append(4, Batch(4, 2), 2, &e4));
+    const uint64_t before = file->bytes();
+    // 1 and 3 acknowledged: 2 and 4 stay, in their order.
+    ASSERT_TRUE(file->Compact({&e2, &e4}));
+    EXPECT_EQ(file->bytes(),
+              empty + SpoolFile::FrameBytes(e2.length) + SpoolFile::FrameBytes(e4.length));
+    EXPECT_LT(file->bytes(), before);
+    for (const SpoolFile::Entry* entry : {&e2, &e4}) {  // the caller's entries were moved
+      v1::UpMessage message;
+      ASSERT_TRUE(file->Read(*entry, &message));
+      EXPECT_EQ(message.batch().seq(), entry->seq);
+      EXPECT_EQ(static_cast<uint64_t>(message.batch().ranges_size()), entry->records);
+    }
+    SpoolFile::Entry e5;  // appends go on after the live frames
+    ASSERT_TRUE(file->Append(5, Batch(5, 1), 1, &e5));
+    path = file->path();
+    std::string error;
+    EXPECT_EQ(SpoolFile::OpenOrphan(path, &error), nullptr);  // still locked by its owner
+    EXPECT_EQ(error, "");
+  }
+  EXPECT_EQ(SpoolFile::List(dir()), (std::vector<std::string>{path}));  // no copy left
+  std::string error;
+  auto orphan = SpoolFile::OpenOrphan(path, &error);
+  ASSERT_NE(orphan, nullptr) << error;
+  EXPECT_EQ(orphan->hello().hello().session_id(), "host-9-4");
+  std::vector<uint64_t> seqs;
+  for (const SpoolFile::Entry& entry : orphan->entries()) seqs.push_back(entry.seq);
+  EXPECT_EQ(seqs, (std::vector<uint64_t>{2, 4, 5}));
+  struct stat st;
+  EXPECT_NE(stat((path + SpoolFile::kCopySuffix).c_str(), &st), 0);
+}
+
+TEST_F(SpoolFileTest, ABatchLargerThanTheWriteBufferReadsBackWhole) {
+  auto file = Create("host-9-5", /*max_bytes=*/8 << 20);
+  const v1::UpMessage big = Batch(1, 20000);  // a few hundred KiB: many 8 KiB writes
+  SpoolFile::Entry entry;
+  ASSERT_TRUE(file->Append(1, big, 20000, &entry));
+  EXPECT_EQ(entry.length, big.ByteSizeLong());
+  EXPECT_EQ(file->bytes(), file->empty_bytes() + SpoolFile::FrameBytes(entry.length));
+  v1::UpMessage back;
+  ASSERT_TRUE(file->Read(entry, &back));
+  EXPECT_EQ(back.SerializeAsString(), big.SerializeAsString());
+}
+
+TEST_F(SpoolFileTest, AnAbandonedCompactionCopyIsRemovedAndALiveOneKept) {
+  std::string error;
+  ASSERT_TRUE(SpoolFile::PrepareDirectory(dir(), &error)) << error;
+  const std::string abandoned = dir() + "/a.spool" + SpoolFile::kCopySuffix;
+  const std::string live = dir() + "/b.spool" + SpoolFile::kCopySuffix;
+  std::ofstream(abandoned) << "half a copy";
+  std::ofstream(live) << "being written";
+  const int fd = open(live.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(flock(fd, LOCK_EX | LOCK_NB), 0);  // its writer holds it
+  EXPECT_EQ(SpoolFile::RemoveAbandonedCopies(dir()), 1u);
+  struct stat st;
+  EXPECT_NE(stat(abandoned.c_str(), &st), 0);
+  EXPECT_EQ(stat(live.c_str(), &st), 0);
+  close(fd);
+  EXPECT_TRUE(SpoolFile::List(dir()).empty());  // copies are never taken for spool files
 }
 
 TEST_F(SpoolFileTest, OnlyAPrivateDirectoryIsUsed) {
