@@ -1,7 +1,8 @@
 -- <data_dir>/outbox.sqlite: a node daemon's store-and-forward queue (flopscoped --upstream;
 -- docs/architecture.md, "Forwarding"). Holds every batch committed here that the aggregator has
 -- not acknowledged yet, and per session the watermark of what it has. Applied on every open, so
--- every statement is idempotent; version 1 is this file.
+-- every statement is idempotent; version 1 is this file (a file made before put_ns existed gets
+-- the column, and the index on it, from Outbox::Open).
 
 CREATE TABLE IF NOT EXISTS schema_version(version INTEGER NOT NULL);
 INSERT INTO schema_version(version) SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM schema_version);
@@ -26,6 +27,7 @@ CREATE TABLE IF NOT EXISTS outbox_sessions(
 CREATE TABLE IF NOT EXISTS outbox_batches(
   session INTEGER NOT NULL,  -- outbox_sessions.id
   seq INTEGER NOT NULL,
+  put_ns INTEGER NOT NULL DEFAULT 0,  -- when it was put here (unix ns): the forwarding lag
   batch BLOB NOT NULL,
   PRIMARY KEY(session, seq)
 ) WITHOUT ROWID;

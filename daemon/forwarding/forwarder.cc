@@ -1,37 +1,19 @@
-// The node daemon's forwarding thread: replays the Outbox to the aggregator's Collector.
+// The node daemon's forwarder: a SessionLink per forwarded session, started and reaped by one
+// supervisor thread; the upstream channel; the Collector's hook that fills the outbox.
 #include "daemon/forwarding/forwarder.h"
 
-#include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <optional>
+#include <utility>
 
-#include "absl/cleanup/cleanup.h"
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/tls/grpc_credentials.h"
 #include "daemon/logger.h"
+#include "daemon/metrics/forwarding_metrics.h"
 
 namespace flopscope::daemon::forwarding {
-namespace {
-
-// A stream that makes no progress for this long is given up (and retried).
-constexpr absl::Duration kStreamDeadline = absl::Seconds(60);
-
-using UpstreamStream = grpc::ClientReaderWriter<v1::UpMessage, v1::DownMessage>;
-
-absl::Status FromGrpc(const grpc::Status& status) {
-  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
-}
-
-std::string Describe(const v1::SessionHello& hello) {
-  return absl::StrCat("job ", hello.job_id(), " rank ", hello.rank(), " session ",
-                      hello.session_id());
-}
-
-}  // namespace
 
 absl::StatusOr<std::shared_ptr<grpc::Channel>> UpstreamChannel(const std::string& upstream,
                                                                const tls::TlsFilePaths& tls) {
@@ -55,12 +37,13 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> UpstreamChannel(const std::string
   return grpc::CreateCustomChannel(upstream, tls::ClientCredentials(*std::move(pem)), arguments);
 }
 
-Forwarder::Forwarder(Outbox* outbox, std::shared_ptr<grpc::Channel> channel,
+Forwarder::Forwarder(Outbox* outbox, std::shared_ptr<grpc::Channel> channel, SessionRegistry* local,
                      ForwarderOptions options)
     : outbox_(outbox),
       channel_(std::move(channel)),
       stub_(v1::Collector::NewStub(channel_)),
-      options_(options) {}
+      local_(local),
+      environment_{outbox, stub_.get(), local, &connected_, options} {}
 
 Forwarder::~Forwarder() { Stop(); }
 
@@ -74,130 +57,107 @@ void Forwarder::Stop() {
   {
     absl::MutexLock lock(&mu_);
     stop_ = true;
-    if (in_flight_ != nullptr) in_flight_->TryCancel();
   }
-  if (thread_.joinable()) thread_.join();
+  if (thread_.joinable()) thread_.join();  // no link is started after this
+  std::map<SessionKey, std::unique_ptr<SessionLink>> links;
+  {
+    absl::MutexLock lock(&mu_);
+    links.swap(links_);
+  }
+  for (auto& [key, link] : links) link->Stop();  // outside mu_: each joins its threads
 }
 
-void Forwarder::Wake() {
+void Forwarder::Wake(const v1::SessionHello& hello) {
   absl::MutexLock lock(&mu_);
-  woken_ = true;
-}
-
-bool Forwarder::Stopping() {
-  absl::MutexLock lock(&mu_);
-  return stop_;
+  const auto it = links_.find(SessionKey{hello.job_id(), hello.rank(), hello.session_id()});
+  if (it != links_.end() && !it->second->finished()) {
+    it->second->Wake();
+  } else {
+    woken_ = true;
+  }
 }
 
 void Forwarder::Run() {
-  absl::Duration backoff = options_.retry_min;
-  bool failing = false;
   while (true) {
-    const absl::Status status = Pass();
-    if (status.ok()) {
-      if (failing) LogInfo("forwarding: the aggregator takes batches again");
-      failing = false;
-      backoff = options_.retry_min;
-    } else if (!failing) {
-      LogWarning("forwarding: ", status.message(), " (retrying; batches wait in the outbox)");
-      failing = true;
-    }
+    Reconcile();
     absl::MutexLock lock(&mu_);
     const auto wake = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stop_ || woken_; };
-    // After a failure only Stop cuts the wait short: a put must not turn backoff into a spin.
-    if (failing) {
-      mu_.AwaitWithTimeout(absl::Condition(&stop_), backoff);
-      backoff = std::min(backoff * 2, options_.retry_max);
-    } else {
-      mu_.AwaitWithTimeout(absl::Condition(&wake), options_.idle_poll);
-    }
+    mu_.AwaitWithTimeout(absl::Condition(&wake), environment_.options.idle_poll);
     if (stop_) return;
     woken_ = false;
   }
 }
 
-absl::Status Forwarder::Pass() {
-  absl::StatusOr<std::vector<OutboxSession>> sessions = outbox_->SessionsWithWork();
-  if (!sessions.ok()) return sessions.status();
-  for (const OutboxSession& session : *sessions) {
-    if (Stopping()) return absl::OkStatus();
-    if (absl::Status s = ForwardSession(session); !s.ok()) {
-      return absl::Status(s.code(), absl::StrCat(Describe(session.hello), ": ", s.message()));
-    }
+std::vector<OutboxSession> Forwarder::Wanted() {
+  std::vector<OutboxSession> wanted;
+  absl::Status problem;
+  absl::StatusOr<std::vector<OutboxSession>> waiting = outbox_->SessionsWithWork();
+  if (waiting.ok()) {
+    wanted = *std::move(waiting);
+  } else {
+    problem = waiting.status();
   }
-  return absl::OkStatus();
-}
-
-absl::Status Forwarder::ForwardSession(const OutboxSession& session) {
-  grpc::ClientContext context;
-  context.AddMetadata(kForwardedOwnerKey, std::to_string(session.owner_uid));
-  context.set_deadline(std::chrono::system_clock::now() +
-                       absl::ToChronoMilliseconds(kStreamDeadline));
+  std::vector<SessionKey> unlinked;
   {
     absl::MutexLock lock(&mu_);
-    if (stop_) return absl::OkStatus();
-    in_flight_ = &context;
+    for (SessionKey& key : local_->Sessions()) {
+      if (!links_.contains(key)) unlinked.push_back(std::move(key));
+    }
   }
-  absl::Cleanup landed = [this] {
+  // A live session is kept open upstream (for Controls) once it has had a batch here.
+  for (const SessionKey& key : unlinked) {
+    absl::StatusOr<std::optional<OutboxSession>> found =
+        outbox_->Find(key.job_id, key.rank, key.session_id);
+    if (!found.ok()) {
+      problem = found.status();
+    } else if (found->has_value()) {
+      wanted.push_back(**std::move(found));
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  if (!problem.ok() && !failing_) LogError("forwarding: ", problem.message());
+  failing_ = !problem.ok();
+  return wanted;
+}
+
+void Forwarder::Reconcile() {
+  std::vector<OutboxSession> wanted = Wanted();
+  std::vector<std::unique_ptr<SessionLink>> ended;
+  {
     absl::MutexLock lock(&mu_);
-    in_flight_ = nullptr;
-  };
-  std::unique_ptr<UpstreamStream> stream = stub_->Stream(&context);
-  v1::UpMessage up;
-  *up.mutable_hello() = session.hello;
-  up.mutable_hello()->set_resume_token(session.upstream_token);
-  v1::DownMessage down;
-  if (!stream->Write(up) || !stream->Read(&down) || !down.has_welcome()) {
-    return Finish(session, &context, stream.get());
-  }
-  uint64_t acked = down.welcome().committed_seq();
-  if (absl::Status s = outbox_->Acknowledge(session.id, acked); !s.ok()) return s;
-  const absl::Status sent = SendRounds(session, &acked, stream.get());
-  if (!sent.ok() && !absl::IsUnavailable(sent)) return sent;
-  return Finish(session, &context, stream.get());
-}
-
-absl::Status Forwarder::SendRounds(const OutboxSession& session, uint64_t* acked,
-                                   UpstreamStream* stream) {
-  for (size_t round = 0; round < options_.rounds_per_stream && !Stopping(); ++round) {
-    absl::StatusOr<std::vector<v1::Batch>> batches =
-        outbox_->Pending(session.id, *acked, options_.batches_per_round);
-    if (!batches.ok()) return batches.status();
-    if (batches->empty()) return absl::OkStatus();
-    v1::UpMessage up;
-    for (v1::Batch& batch : *batches) {
-      *up.mutable_batch() = std::move(batch);
-      if (!stream->Write(up)) return absl::UnavailableError("the stream broke");
+    if (stop_) return;
+    for (auto it = links_.begin(); it != links_.end();) {
+      if (it->second->finished()) {
+        ended.push_back(std::move(it->second));
+        it = links_.erase(it);
+      } else {
+        ++it;
+      }
     }
-    const uint64_t last = up.batch().seq();
-    v1::DownMessage down;
-    while (*acked < last) {
-      if (!stream->Read(&down)) return absl::UnavailableError("the stream broke");
-      if (!down.has_ack()) continue;  // Controls are for producers: a forwarded session has none
-      *acked = std::max(*acked, down.ack().committed_seq());
-      if (absl::Status s = outbox_->Acknowledge(session.id, *acked); !s.ok()) return s;
+    for (OutboxSession& session : wanted) {
+      SessionKey key{session.hello.job_id(), session.hello.rank(), session.hello.session_id()};
+      if (links_.contains(key)) continue;
+      auto link = std::make_unique<SessionLink>(environment_, std::move(session));
+      link->Start();
+      links_.emplace(std::move(key), std::move(link));
     }
   }
-  return absl::OkStatus();
+  ended.clear();  // outside mu_: joins threads that have returned already
 }
 
-absl::Status Forwarder::Finish(const OutboxSession& session, grpc::ClientContext* context,
-                               UpstreamStream* stream) {
-  stream->WritesDone();
-  const grpc::Status status = stream->Finish();
-  if (status.ok()) return absl::OkStatus();
-  if (status.error_code() != grpc::StatusCode::INVALID_ARGUMENT) return FromGrpc(status);
-  // Refused for good: resending it would be refused again and hold up every later batch.
-  const auto& trailers = context->GetServerTrailingMetadata();
-  const auto it = trailers.find(kRejectedSeqKey);
-  uint64_t seq = 0;
-  if (it == trailers.end() ||
-      !absl::SimpleAtoi(absl::string_view(it->second.data(), it->second.size()), &seq)) {
-    return FromGrpc(status);
+std::string ForwardingMetricsText(Outbox* outbox, const Forwarder& forwarder) {
+  absl::StatusOr<OutboxTotals> totals = outbox->Totals();
+  if (!totals.ok()) {
+    LogWarning("metrics: forwarding outbox: ", totals.status().message());
+    return "";
   }
-  LogError("forwarding: the aggregator refused batch ", seq, " of ", Describe(session.hello), ": ",
-           status.error_message(), " (dropped from the outbox and counted)");
-  return outbox_->DropRefused(session.id, seq);
+  metrics::ForwardingFigures figures;
+  figures.outbox_batches = totals->pending_batches;
+  figures.outbox_bytes = totals->pending_bytes;
+  figures.dropped_batches = totals->dropped_batches;
+  figures.oldest_put_ns = totals->oldest_put_ns;
+  figures.streams_connected = forwarder.connected();
+  return metrics::ForwardingMetricsText(figures, absl::GetCurrentTimeNanos());
 }
 
 CollectorService::CommittedHook OutboxFiller(Outbox* outbox, Forwarder* forwarder, Catalog* catalog,
@@ -212,7 +172,7 @@ CollectorService::CommittedHook OutboxFiller(Outbox* outbox, Forwarder* forwarde
     const absl::Status put = outbox->Put(hello, batch, owner);
     if (!put.ok() && !failing->exchange(true)) LogError("forwarding: ", put.message());
     if (put.ok() && failing->exchange(false)) LogInfo("forwarding: the outbox takes batches again");
-    forwarder->Wake();
+    forwarder->Wake(hello);
   };
 }
 

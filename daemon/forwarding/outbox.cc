@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "daemon/resume_token.h"
 #include "schema/schema_sql.h"
 
@@ -14,6 +15,36 @@ namespace {
 std::string SessionKey(const v1::SessionHello& hello) {
   return absl::StrCat(hello.job_id(), std::string(1, '\0'), hello.rank(), std::string(1, '\0'),
                       hello.session_id());
+}
+
+// A file made before batches carried their put time gets the column (its waiting batches count
+// as put now: the lag is at least that old) and the index the lag reads.
+absl::Status AddPutTime(SqliteDb& db) {
+  absl::StatusOr<absl::flat_hash_set<std::string>> columns = db.ColumnNames("outbox_batches");
+  if (!columns.ok()) return columns.status();
+  if (!columns->contains("put_ns")) {
+    const std::string add = absl::StrCat(
+        "ALTER TABLE outbox_batches ADD COLUMN put_ns INTEGER NOT NULL DEFAULT 0; "
+        "UPDATE outbox_batches SET put_ns = ",
+        absl::GetCurrentTimeNanos(), ";");
+    if (absl::Status s = db.Exec(add.c_str()); !s.ok()) return s;
+  }
+  return db.Exec("CREATE INDEX IF NOT EXISTS outbox_batches_put ON outbox_batches(put_ns)");
+}
+
+OutboxSession SessionFromRow(const SqliteStatement& row, absl::Status* problem) {
+  OutboxSession session;
+  session.id = row.ColumnInt(0);
+  const absl::string_view hello = row.ColumnText(1);
+  if (!session.hello.ParseFromArray(hello.data(), static_cast<int>(hello.size()))) {
+    *problem = absl::DataLossError(
+        absl::StrCat("forwarding outbox: the hello of session row ", session.id,
+                     " does not parse; delete outbox.sqlite to start forwarding afresh"));
+  }
+  session.owner_uid = static_cast<uint32_t>(row.ColumnInt(2));
+  session.upstream_token = row.ColumnString(3);
+  session.acked_seq = row.ColumnUint(4);
+  return session;
 }
 
 }  // namespace
@@ -28,6 +59,7 @@ absl::StatusOr<std::unique_ptr<Outbox>> Outbox::Open(const std::string& path, in
     return absl::Status(db.status().code(),
                         absl::StrCat("forwarding outbox ", path, ": ", db.status().message()));
   }
+  if (absl::Status s = AddPutTime(**db); !s.ok()) return s;
   std::unique_ptr<Outbox> outbox(new Outbox(*std::move(db), max_bytes));
   absl::MutexLock lock(&outbox->mu_);
   if (absl::Status s = outbox->Prepare(); !s.ok()) return s;
@@ -48,11 +80,14 @@ absl::Status Outbox::Prepare() {
       {&find_session_,
        "SELECT id, acked_seq FROM outbox_sessions WHERE job_id = ? AND rank = ? AND "
        "session_id = ?"},
+      {&find_full_session_,
+       "SELECT id, hello, owner_uid, upstream_token, acked_seq FROM outbox_sessions WHERE "
+       "job_id = ? AND rank = ? AND session_id = ?"},
       {&insert_session_,
        "INSERT INTO outbox_sessions(job_id, rank, session_id, hello, owner_uid, upstream_token) "
        "VALUES (?, ?, ?, ?, ?, ?)"},
       {&insert_batch_,
-       "INSERT OR IGNORE INTO outbox_batches(session, seq, batch) VALUES (?, ?, ?)"},
+       "INSERT OR IGNORE INTO outbox_batches(session, seq, put_ns, batch) VALUES (?, ?, ?, ?)"},
       {&pending_,
        "SELECT batch FROM outbox_batches WHERE session = ? AND seq > ? ORDER BY seq LIMIT ?"},
       {&acked_bytes_,
@@ -118,7 +153,8 @@ absl::Status Outbox::Put(const v1::SessionHello& hello, const v1::Batch& batch,
   }
   insert_batch_->BindInt(1, *session);
   insert_batch_->BindUint(2, batch.seq());
-  insert_batch_->BindBlob(3, bytes);
+  insert_batch_->BindInt(3, absl::GetCurrentTimeNanos());
+  insert_batch_->BindBlob(4, bytes);
   if (absl::Status s = insert_batch_->Run(); !s.ok()) return s;
   if (sqlite3_changes(db_->handle()) > 0) pending_bytes_ += static_cast<int64_t>(bytes.size());
   return absl::OkStatus();
@@ -136,22 +172,28 @@ absl::StatusOr<std::vector<OutboxSession>> Outbox::SessionsWithWork() {
       "SELECT id, hello, owner_uid, upstream_token, acked_seq FROM outbox_sessions s WHERE "
       "EXISTS (SELECT 1 FROM outbox_batches b WHERE b.session = s.id) ORDER BY id",
       [&](const SqliteStatement& row) {
-        OutboxSession session;
-        session.id = row.ColumnInt(0);
-        const absl::string_view hello = row.ColumnText(1);
-        if (!session.hello.ParseFromArray(hello.data(), static_cast<int>(hello.size()))) {
-          return absl::DataLossError(
-              absl::StrCat("forwarding outbox: the hello of session row ", session.id,
-                           " does not parse; delete outbox.sqlite to start forwarding afresh"));
-        }
-        session.owner_uid = static_cast<uint32_t>(row.ColumnInt(2));
-        session.upstream_token = row.ColumnString(3);
-        session.acked_seq = row.ColumnUint(4);
-        sessions.push_back(std::move(session));
-        return absl::OkStatus();
+        absl::Status problem;
+        sessions.push_back(SessionFromRow(row, &problem));
+        return problem;
       });
   if (!s.ok()) return s;
   return sessions;
+}
+
+absl::StatusOr<std::optional<OutboxSession>> Outbox::Find(absl::string_view job_id, int32_t rank,
+                                                          absl::string_view session_id) {
+  absl::MutexLock lock(&mu_);
+  find_full_session_->BindText(1, job_id);
+  find_full_session_->BindInt(2, rank);
+  find_full_session_->BindText(3, session_id);
+  absl::StatusOr<bool> row = find_full_session_->Step();
+  if (!row.ok()) return row.status();
+  if (!*row) return std::nullopt;
+  absl::Status problem;
+  OutboxSession session = SessionFromRow(*find_full_session_, &problem);
+  find_full_session_->Reset();
+  if (!problem.ok()) return problem;
+  return session;
 }
 
 absl::StatusOr<std::vector<v1::Batch>> Outbox::Pending(int64_t session, uint64_t after_seq,
@@ -215,10 +257,12 @@ absl::StatusOr<OutboxTotals> Outbox::Totals() {
   totals.pending_bytes = pending_bytes_;
   absl::Status s = db_->ForEachRow(
       "SELECT (SELECT COUNT(*) FROM outbox_batches), "
-      "(SELECT COALESCE(SUM(dropped_batches), 0) FROM outbox_sessions)",
+      "(SELECT COALESCE(SUM(dropped_batches), 0) FROM outbox_sessions), "
+      "(SELECT MIN(put_ns) FROM outbox_batches)",
       [&](const SqliteStatement& row) {
         totals.pending_batches = row.ColumnInt(0);
         totals.dropped_batches = row.ColumnInt(1);
+        if (totals.pending_batches > 0) totals.oldest_put_ns = row.ColumnInt(2);
         return absl::OkStatus();
       });
   if (!s.ok()) return s;

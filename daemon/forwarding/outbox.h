@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,8 @@ struct OutboxTotals {
   int64_t pending_batches = 0;
   int64_t pending_bytes = 0;
   int64_t dropped_batches = 0;  // never forwarded (full, or refused upstream), every session
+  // When the oldest batch waiting was put here (unix ns); 0 when nothing waits.
+  int64_t oldest_put_ns = 0;
 };
 
 // Thread-safe: the Collector's streams put, the forwarder takes and acknowledges.
@@ -61,6 +64,11 @@ class Outbox {
 
   // Sessions with batches waiting, oldest first.
   absl::StatusOr<std::vector<OutboxSession>> SessionsWithWork() ABSL_LOCKS_EXCLUDED(mu_);
+  // The session of (job, rank, session id) as the outbox knows it, waiting batches or not;
+  // nullopt when it never had a batch here.
+  absl::StatusOr<std::optional<OutboxSession>> Find(absl::string_view job_id, int32_t rank,
+                                                    absl::string_view session_id)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Up to `max_batches` waiting batches of `session` above `after_seq`, in seq order.
   absl::StatusOr<std::vector<v1::Batch>> Pending(int64_t session, uint64_t after_seq,
                                                  size_t max_batches) ABSL_LOCKS_EXCLUDED(mu_);
@@ -86,6 +94,7 @@ class Outbox {
   const int64_t max_bytes_;
   int64_t pending_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   std::unique_ptr<SqliteStatement> find_session_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<SqliteStatement> find_full_session_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<SqliteStatement> insert_session_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<SqliteStatement> insert_batch_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<SqliteStatement> pending_ ABSL_GUARDED_BY(mu_);

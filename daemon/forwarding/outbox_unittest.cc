@@ -4,9 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/time/clock.h"
+#include "common/sqlite/sqlite_db.h"
 #include "daemon/forwarding/forwarder.h"
 #include "daemon/test_batches.h"
 #include "daemon/test_temp_dir.h"
@@ -177,6 +180,74 @@ TEST(OutboxTest, SessionsAreKeptApart) {
   ASSERT_TRUE((*outbox)->Acknowledge((*sessions)[1].id, 2).ok());
   EXPECT_EQ(PendingSeqs(**outbox, (*sessions)[0].id), (std::vector<uint64_t>{1}));
   EXPECT_TRUE(PendingSeqs(**outbox, (*sessions)[1].id).empty());
+}
+
+TEST(OutboxTest, FindKnowsASessionAfterItsBatchesLeft) {
+  ScopedTempDir dir;
+  auto outbox = Outbox::Open(OutboxPath(dir.path()), kDefaultOutboxMaxBytes);
+  ASSERT_TRUE(outbox.ok()) << outbox.status();
+  absl::StatusOr<std::optional<OutboxSession>> none = (*outbox)->Find("job", 0, "s0");
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_FALSE(none->has_value());
+  int asked = 0;
+  const v1::SessionHello hello = Hello("job", 0, "s0");
+  ASSERT_TRUE((*outbox)->Put(hello, BatchOf(1), Owner(&asked)).ok());
+  const OutboxSession waiting = OnlySession(**outbox);
+  ASSERT_TRUE((*outbox)->Acknowledge(waiting.id, 1).ok());
+  // Nothing waits, yet a live session is still known (its stream upstream stays open).
+  absl::StatusOr<std::optional<OutboxSession>> found = (*outbox)->Find("job", 0, "s0");
+  ASSERT_TRUE(found.ok()) << found.status();
+  ASSERT_TRUE(found->has_value());
+  EXPECT_EQ((*found)->id, waiting.id);
+  EXPECT_EQ((*found)->acked_seq, 1u);
+  EXPECT_EQ((*found)->upstream_token, waiting.upstream_token);
+  EXPECT_EQ((*found)->owner_uid, kOwner);
+  EXPECT_FALSE((*outbox)->Find("job", 1, "s0")->has_value());
+}
+
+TEST(OutboxTest, TheOldestWaitingPutTimeIsTheLagsStart) {
+  ScopedTempDir dir;
+  auto outbox = Outbox::Open(OutboxPath(dir.path()), kDefaultOutboxMaxBytes);
+  ASSERT_TRUE(outbox.ok()) << outbox.status();
+  EXPECT_EQ((*outbox)->Totals()->oldest_put_ns, 0);  // nothing waits: no lag
+  int asked = 0;
+  const v1::SessionHello hello = Hello("job", 0, "s0");
+  const int64_t before = absl::GetCurrentTimeNanos();
+  ASSERT_TRUE((*outbox)->Put(hello, BatchOf(1), Owner(&asked)).ok());
+  absl::SleepFor(absl::Milliseconds(5));
+  const int64_t middle = absl::GetCurrentTimeNanos();
+  ASSERT_TRUE((*outbox)->Put(hello, BatchOf(2), Owner(&asked)).ok());
+  const int64_t first_put = (*outbox)->Totals()->oldest_put_ns;
+  EXPECT_GE(first_put, before);
+  EXPECT_LT(first_put, middle);
+  // Once the oldest is acknowledged the next one is the oldest; once all are, none.
+  ASSERT_TRUE((*outbox)->Acknowledge(OnlySession(**outbox).id, 1).ok());
+  EXPECT_GE((*outbox)->Totals()->oldest_put_ns, middle);
+  ASSERT_TRUE((*outbox)->Acknowledge(OnlySession(**outbox).id, 2).ok());
+  EXPECT_EQ((*outbox)->Totals()->oldest_put_ns, 0);
+}
+
+TEST(OutboxTest, AFileFromBeforePutTimesGetsTheColumnItsBatchesWaitingSinceTheUpgrade) {
+  ScopedTempDir dir;
+  const std::string path = OutboxPath(dir.path());
+  {
+    // outbox_batches as it was before put_ns, with one batch waiting.
+    absl::StatusOr<std::unique_ptr<SqliteDb>> old = SqliteDb::OpenWithSchema(
+        path,
+        "CREATE TABLE outbox_batches(session INTEGER NOT NULL, seq INTEGER NOT NULL, batch BLOB "
+        "NOT NULL, PRIMARY KEY(session, seq)) WITHOUT ROWID;"
+        "INSERT INTO outbox_batches VALUES (1, 1, x'00');");
+    ASSERT_TRUE(old.ok()) << old.status();
+  }
+  const int64_t upgraded = absl::GetCurrentTimeNanos();
+  auto outbox = Outbox::Open(path, kDefaultOutboxMaxBytes);
+  ASSERT_TRUE(outbox.ok()) << outbox.status();
+  absl::StatusOr<OutboxTotals> totals = (*outbox)->Totals();
+  ASSERT_TRUE(totals.ok()) << totals.status();
+  EXPECT_EQ(totals->pending_batches, 1);
+  EXPECT_GE(totals->oldest_put_ns, upgraded);  // waiting since the upgrade at least
+  int asked = 0;
+  ASSERT_TRUE((*outbox)->Put(Hello("job", 0, "s0"), BatchOf(1), Owner(&asked)).ok());
 }
 
 TEST(UpstreamChannelTest, PlainTcpIsRefusedWithTheFix) {
