@@ -18,7 +18,7 @@ namespace flopscope::bench {
 
 struct RankShape {
   std::string job;
-  std::string host;  // the hello's host; empty: "bench-node-<rank / 8>"
+  std::string host = {};  // the hello's host; empty: "bench-node-<rank / 8>"
   int rank = 0;
   int world_size = 1;
   int steps = 1;

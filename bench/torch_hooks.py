@@ -22,8 +22,8 @@ modes:
 
 Two worker processes (hooks and the injector are per process): one without a tool (plain,
 enable, no_tool) and one under the injector (plain, floor, floor_grad, python, injector,
-estimate, and baseline with --baseline-python). A worker turns its modes on and off in turn, round after round (a warm-up iteration after each
-switch), and keeps each mode's fastest round: load on a shared machine then falls on every mode
+estimate, and baseline with --baseline-python). A worker turns its modes on and off in turn,
+round after round (a warm-up iteration after each switch), and keeps each mode's fastest round: load on a shared machine then falls on every mode
 alike, and only ever adds time. The clock is the training thread's CPU time (what the job's
 thread pays), which on the CPU includes backward (the autograd engine runs on the caller); wall
 time is printed beside it.

@@ -1,7 +1,9 @@
 #include "client/daemon_client.h"
 
 #include <grpcpp/grpcpp.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <filesystem>
 
 #include "absl/strings/match.h"
@@ -55,6 +57,15 @@ absl::Status DaemonClient::UnreachableError() const {
   if (!absl::StartsWith(socket_, "/")) {
     return absl::UnavailableError(
         absl::StrCat("cannot reach flopscoped at ", target_, " (not running?)"));
+  }
+  // connect() needs write permission on the socket and search permission on its directories:
+  // a daemon that runs but refuses this user is not "not running".
+  if (access(socket_.c_str(), W_OK) != 0 && errno == EACCES) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "cannot reach flopscoped at ", target_, ": permission denied (uid ", getuid(),
+        " may not open that socket or a directory on its path; the node daemon serves every "
+        "user at ",
+        kNodeSocketPath, ", mode 0666)"));
   }
   return absl::UnavailableError(absl::StrCat("cannot reach flopscoped at ", target_,
                                              " (not running? start it with: flopscoped --socket ",
@@ -122,6 +133,16 @@ absl::StatusOr<flopscope::v1::Report> DaemonClient::GetReport(
   PrepareContext(context);
   flopscope::v1::Report response;
   absl::Status status = Translate(stub_->GetReport(&context, request, &response), "GetReport");
+  if (!status.ok()) return status;
+  return response;
+}
+
+absl::StatusOr<flopscope::v1::PruneResponse> DaemonClient::PruneJobs(
+    const flopscope::v1::PruneRequest& request) const {
+  grpc::ClientContext context;
+  PrepareContext(context);
+  flopscope::v1::PruneResponse response;
+  absl::Status status = Translate(stub_->PruneJobs(&context, request, &response), "PruneJobs");
   if (!status.ok()) return status;
   return response;
 }

@@ -49,6 +49,9 @@ class DaemonClient {
       const flopscope::v1::TraceRequest& request,
       const std::function<absl::Status(const flopscope::v1::TraceChunk&)>& on_chunk,
       absl::Duration trace_timeout = absl::Minutes(30)) const;
+  // `flopscope prune`: the daemon deletes (or, with dry_run, lists) whole jobs.
+  absl::StatusOr<flopscope::v1::PruneResponse> PruneJobs(
+      const flopscope::v1::PruneRequest& request) const;
   // Waits for the daemon's own wait for the processes' replies (request.timeout_ms) on top of
   // the usual RPC timeout.
   absl::StatusOr<flopscope::v1::OpenCounterWindowResponse> OpenCounterWindow(

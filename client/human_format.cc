@@ -30,6 +30,18 @@ std::string Scaled(double magnitude, const char* const* units, size_t unit_count
 
 }  // namespace
 
+std::string FormatBytes(uint64_t bytes) {
+  static constexpr std::array<const char*, 6> kUnits = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  double magnitude = static_cast<double>(bytes);
+  size_t unit = 0;
+  while (unit + 1 < kUnits.size() && magnitude >= 999.5) {
+    magnitude /= 1024;
+    ++unit;
+  }
+  if (unit == 0) return absl::StrCat(bytes, " B");
+  return absl::StrCat(ThreeDigits(magnitude), " ", kUnits[unit]);
+}
+
 std::string FormatDuration(int64_t nanoseconds) {
   static constexpr std::array<const char*, 4> kUnits = {"ns", "us", "ms", "s"};
   const double magnitude = std::fabs(static_cast<double>(nanoseconds));

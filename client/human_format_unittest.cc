@@ -26,6 +26,13 @@ TEST(FormatCountTest, UsesPowersOfAThousand) {
   EXPECT_EQ(FormatCount(7e18), "7000 P");
 }
 
+TEST(FormatBytesTest, UsesPowersOf1024) {
+  EXPECT_EQ(FormatBytes(0), "0 B");
+  EXPECT_EQ(FormatBytes(999), "999 B");
+  EXPECT_EQ(FormatBytes(1536), "1.50 KiB");
+  EXPECT_EQ(FormatBytes(uint64_t{20} << 30), "20.0 GiB");
+}
+
 TEST(FormatTimestampTest, FormatsInTheGivenZoneAndMarksUnknown) {
   EXPECT_EQ(FormatTimestamp(1'714'564'803'000'000'000, absl::UTCTimeZone()), "2024-05-01 12:00:03");
   EXPECT_EQ(FormatTimestamp(0, absl::UTCTimeZone()), "-");

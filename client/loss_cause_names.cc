@@ -41,6 +41,8 @@ std::string LossCauseDescription(int cause) {
       return "queued by a process whose stream ended without a final batch, never arrived";
     case LossCause::LOSS_CAUSE_ENDED_WITHOUT_FINAL:
       return "sessions that ended without a final batch (killed, _exit or exec)";
+    case LossCause::LOSS_CAUSE_KILLED:
+      return "records made but still in the process's buffers when it was killed";
     default:
       return "unknown cause";
   }

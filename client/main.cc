@@ -15,6 +15,7 @@
 #include "client/environment.h"
 #include "client/injector_locator.h"
 #include "client/profile_commands.h"
+#include "client/prune_command.h"
 #include "client/query_commands.h"
 #include "client/run_arguments.h"
 #include "client/run_command.h"
@@ -40,6 +41,8 @@ struct CommandLine {
   CLI::App* profile = nullptr;
   CLI::App* counters = nullptr;
   CLI::App* export_trace = nullptr;
+  CLI::App* prune = nullptr;
+  client::PruneOptions prune_options;
   client::ExportOptions export_options;
   client::CountersOptions counters_options;
   client::DiffOptions diff_options;
@@ -94,6 +97,7 @@ absl::Status ResolveAddress(CommandLine& line) {
   assign(line.profile_options);
   assign(line.export_options);
   assign(line.import_options);
+  assign(line.prune_options);
   return absl::OkStatus();
 }
 
@@ -282,6 +286,21 @@ void AddExport(CLI::App& app, CommandLine& line) {
   AddDaemonAddress(line.export_trace, line);
 }
 
+void AddPrune(CLI::App& app, CommandLine& line) {
+  client::PruneOptions& options = line.prune_options;
+  line.prune = app.add_subcommand(
+      "prune",
+      "Delete finished jobs from the daemon (their files and listing): by name, or every job "
+      "you own older than an age. Running jobs are never deleted");
+  line.prune->add_option("JOB", options.job_ids, "job ids (see: flopscope jobs)");
+  line.prune->add_option("--older-than", options.older_than,
+                         "instead of names: every job you may prune whose last record is older "
+                         "than AGE (e.g. 7d, 12h, 30m; units s, m, h, d, w)");
+  line.prune->add_flag("--dry-run", options.dry_run,
+                       "list what would be deleted and the bytes it would free; delete nothing");
+  AddDaemonAddress(line.prune, line);
+}
+
 void AddImport(CLI::App& app, CommandLine& line) {
   flopscope::importer::ImportOptions& options = line.import_options;
   line.import = app.add_subcommand(
@@ -353,6 +372,7 @@ int main(int argc, char** argv) {
   AddProfile(app, line);
   AddCounters(app, line);
   AddExport(app, line);
+  AddPrune(app, line);
 
   std::vector<std::string> args = SplitOffRunCommand({argv, argv + argc}, line);
   std::vector<char*> cli_argv;
@@ -371,6 +391,7 @@ int main(int argc, char** argv) {
   if (line.ranks->parsed()) return Fail(client::RanksCommand(line.ranks_options));
   if (line.diff->parsed()) return Fail(client::DiffCommand(line.diff_options));
   if (line.profile->parsed()) return Profile(line.profile_options);
+  if (line.prune->parsed()) return Fail(client::PruneCommand(line.prune_options, std::cout));
   if (line.export_trace->parsed()) {
     return Fail(client::ExportCommand(line.export_options, std::cout));
   }

@@ -53,26 +53,32 @@ absl::StatusOr<Report> ReportOf(const DaemonClient& daemon, const std::string& j
 
 // The steps a report covers when --steps is not given: from step 1 (step 0 is warm-up), else
 // every step when the job marks only one, else the whole run (no step marked). `note` says so.
+// `report` is the report of `window` when choosing fetched it, so that it is not asked for twice
+// (each report reads every rank's file).
 struct ChosenSteps {
   std::optional<StepWindow> window;
   std::string note;
+  std::optional<Report> report;
 };
 
 absl::StatusOr<ChosenSteps> ChooseSteps(const DaemonClient& daemon, const std::string& job,
                                         const std::vector<int>& ranks,
                                         const std::optional<StepWindow>& asked) {
-  if (asked) return ChosenSteps{asked, ""};
+  if (asked) return ChosenSteps{asked, "", std::nullopt};
   const std::vector<ChosenSteps> tries = {
-      {StepWindow{1, std::nullopt}, "step 0 left out as warm-up (--steps 0: keeps it)"},
-      {StepWindow{0, std::nullopt}, "one step marked: it is the whole profile (warm-up included)"},
+      {StepWindow{1, std::nullopt}, "step 0 left out as warm-up (--steps 0: keeps it)",
+       std::nullopt},
+      {StepWindow{0, std::nullopt}, "one step marked: it is the whole profile (warm-up included)",
+       std::nullopt},
   };
   for (const ChosenSteps& chosen : tries) {
     absl::StatusOr<Report> report = ReportOf(daemon, job, ranks, chosen.window);
-    if (report.ok()) return chosen;
+    if (report.ok()) return ChosenSteps{chosen.window, chosen.note, *std::move(report)};
     // INVALID_ARGUMENT: no step in the window; anything else is a real failure.
     if (report.status().code() != absl::StatusCode::kInvalidArgument) return report.status();
   }
-  return ChosenSteps{std::nullopt, "no step marked: figures are totals over the whole run"};
+  return ChosenSteps{std::nullopt, "no step marked: figures are totals over the whole run",
+                     std::nullopt};
 }
 
 // The ranks of each model replica (by dp_rank), in rank order.
@@ -239,7 +245,9 @@ absl::StatusOr<std::string> RenderProfileReport(const DaemonClient& daemon,
   if (!chosen.ok()) return chosen.status();
   const std::optional<StepWindow>* steps = &chosen->window;
   if (options.group.empty()) {
-    absl::StatusOr<Report> report = ReportOf(daemon, options.job_id, options.ranks, *steps);
+    absl::StatusOr<Report> report = chosen->report
+                                        ? *std::move(chosen->report)
+                                        : ReportOf(daemon, options.job_id, options.ranks, *steps);
     if (!report.ok()) return report.status();
     Profile profile = BuildProfile(*report, *profile_options);
     profile.warmup_note = chosen->note;
@@ -302,7 +310,8 @@ absl::Status DiffCommand(const DiffOptions& options) {
     // The report's steps and statistic: medians per step, warm-up left out unless --steps.
     absl::StatusOr<ChosenSteps> chosen = ChooseSteps(daemon, job, ranks, *asked);
     if (!chosen.ok()) return chosen.status();
-    absl::StatusOr<Report> report = ReportOf(daemon, job, ranks, chosen->window);
+    absl::StatusOr<Report> report =
+        chosen->report ? *std::move(chosen->report) : ReportOf(daemon, job, ranks, chosen->window);
     if (!report.ok()) return report.status();
     profiles.push_back(BuildProfile(*report, {}));
     profiles.back().warmup_note = chosen->note;

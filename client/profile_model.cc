@@ -64,10 +64,13 @@ std::string DecodeMarkValue(const std::string& value) {
   return out;
 }
 
+// A mark's number: finite and not negative, else the mark is ignored ("1e400" reads as infinity).
 void ReadPerPathNumber(const std::string& key, const std::string& text, const char* prefix,
                        absl::flat_hash_map<std::string, double>& into) {
   double value = 0;
-  if (absl::SimpleAtod(text, &value) && value >= 0) into[key.substr(std::strlen(prefix))] = value;
+  if (absl::SimpleAtod(text, &value) && std::isfinite(value) && value >= 0) {
+    into[key.substr(std::strlen(prefix))] = value;
+  }
 }
 
 // `module <path>=<index> <parent path>` (the parent path may hold spaces; a root has none).
@@ -215,6 +218,9 @@ int DistinctReplicas(const Report& report) {
 void FillLayout(const Report& report, Profile& profile) {
   profile.ranks = std::max(report.ranks_size(), 1);
   profile.world_size = profile.ranks;
+  for (const auto& unreadable : report.unreadable_ranks()) {
+    profile.unreadable_ranks.emplace_back(unreadable.rank(), unreadable.problem());
+  }
   if (report.ranks().empty()) return;
   const auto& first = report.ranks(0);
   profile.world_size = std::max(first.world_size(), profile.ranks);
@@ -611,9 +617,13 @@ std::string FlopsSource(const std::vector<ModuleRow>& modules, const Report& rep
 }  // namespace
 
 std::string PartialRanksLine(const Profile& profile) {
-  if (profile.ranks >= profile.world_size) return "";
-  return absl::StrCat(profile.ranks, " of ", profile.world_size,
-                      " ranks reported (the figures cover those ranks only)");
+  if (profile.ranks >= profile.world_size && profile.unreadable_ranks.empty()) return "";
+  std::string line = absl::StrCat(profile.ranks, " of ", profile.world_size,
+                                  " ranks reported (the figures cover those ranks only)");
+  for (const auto& [rank, problem] : profile.unreadable_ranks) {
+    absl::StrAppend(&line, "; left out, unreadable: rank ", rank, ": ", problem);
+  }
+  return line;
 }
 
 std::string MergedSessionsLine(const Profile& profile) {

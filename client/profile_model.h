@@ -156,6 +156,8 @@ struct Profile {
   // Ranks with more than one session, and how many: a restart, or a second run that reused the
   // job id; the figures merge them, so the report warns.
   std::vector<std::pair<int32_t, uint32_t>> merged_sessions;
+  // Ranks the daemon had to leave out (a damaged or unreadable file), each with its problem.
+  std::vector<std::pair<int32_t, std::string>> unreadable_ranks;
   std::string precision;           // the precision MFU is measured against
   std::string flops_source;        // "counted", "announced", or why there are none
   std::vector<ModuleRow> modules;  // depth-first, as the Report
@@ -178,7 +180,8 @@ Profile BuildProfile(const flopscope::v1::Report& report, const ProfileOptions& 
 void DeriveRates(const ProfileOptions& options, Profile& profile);
 
 // "2 of 8 ranks reported (the figures cover those ranks only)" when the report covers fewer
-// ranks than the job's world size; "" for the whole job.
+// ranks than the job's world size, followed by each unreadable rank and its problem; "" for the
+// whole job.
 std::string PartialRanksLine(const Profile& profile);
 
 // "rank 0 has 2 sessions: ..." when some rank has more than one (see merged_sessions); "" else.

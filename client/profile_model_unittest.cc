@@ -491,5 +491,30 @@ TEST(ProfileModelTest, EstimatedFlopsFillModulesWithoutCountsAndAreLabelled) {
   EXPECT_TRUE(absl::StrContains(text, "\"flops_source\": null")) << text;
 }
 
+// A producer's mark is text: "1e400" parses to infinity and "nan" to NaN. Such a figure is not
+// a number of FLOPs, so it is ignored like a negative one (reliability campaign, row 3a: a
+// `flops p=1e400` mark made the summary say "fwd flops per GPU: inf T").
+TEST(ProfileModelTest, NonFiniteAnnouncementsAreIgnored) {
+  const std::vector<TreeModule> tree = TinyLmTree();
+  Report report = TreeReport(tree);
+  const double announced = 2e6;
+  Announce(&report, "flops TinyLM/embed", "1e400");
+  Announce(&report, "macs TinyLM/embed", "inf");
+  Announce(&report, "estimated_flops TinyLM/layers.0/attn", "nan");
+  Announce(&report, "flops TinyLM/unused", absl::StrCat(announced));
+  const Profile profile = BuildProfile(report, {});
+  for (const ModuleRow& row : profile.modules) {
+    if (row.path == "TinyLM/unused") {
+      ASSERT_TRUE(row.flops.has_value());
+      EXPECT_DOUBLE_EQ(*row.flops, announced);
+      continue;
+    }
+    EXPECT_FALSE(row.flops.has_value()) << row.path;
+    EXPECT_FALSE(row.macs.has_value()) << row.path;
+    EXPECT_FALSE(row.estimated_flops.has_value()) << row.path;
+  }
+  EXPECT_FALSE(absl::StrContains(RenderSummary(profile), "inf")) << RenderSummary(profile);
+}
+
 }  // namespace
 }  // namespace flopscope::client

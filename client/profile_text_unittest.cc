@@ -348,6 +348,25 @@ TEST(PartialJobTest, FewerRanksThanTheWorldSizeAreSaidAtTheTop) {
   EXPECT_TRUE(absl::StartsWith(RenderProfileText(BuildProfile(whole, {}), {}), "\n"));
 }
 
+// A rank the daemon could not read (a damaged file moved aside) is named with its problem where
+// the report says it covers fewer ranks (reliability campaign, row 6: "names the bad one").
+TEST(PartialJobTest, UnreadableRanksAreNamedWithTheirProblem) {
+  Report report = TorchJob().Build();
+  const int world_size = 2;
+  report.mutable_ranks(0)->set_world_size(world_size);
+  const std::string problem =
+      "its damaged file was moved aside to /data/jobs/j/rank-00001.sqlite.damaged";
+  auto* unreadable = report.add_unreadable_ranks();
+  unreadable->set_rank(1);
+  unreadable->set_problem(problem);
+  const std::string line = PartialRanksLine(BuildProfile(report, {}));
+  EXPECT_TRUE(absl::StartsWith(line, absl::StrCat(report.ranks_size(), " of ", world_size)))
+      << line;
+  EXPECT_TRUE(absl::StrContains(line, absl::StrCat("rank 1: ", problem))) << line;
+  const std::string text = RenderProfileText(BuildProfile(report, {}), {});
+  EXPECT_TRUE(absl::StrContains(text, problem)) << text;
+}
+
 TEST(PartialJobTest, ARankWithSeveralSessionsIsSaidToBeMerged) {
   Report report = TorchJob().Build();
   const uint32_t sessions = 2;

@@ -22,6 +22,8 @@ const char* Verb(Access access) {
       return "write to";
     case Access::kProfile:
       return "open counter windows in";
+    case Access::kPrune:
+      return "prune";
   }
   return "use";
 }

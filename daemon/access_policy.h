@@ -30,7 +30,7 @@ namespace flopscope::daemon {
 // first thing in the handler and return its status when it is not OK; a listing filters with
 // Identify + MayAccessJob.
 
-enum class Access { kRead, kWrite, kProfile };
+enum class Access { kRead, kWrite, kProfile, kPrune };
 
 // Metadata of a stream a node daemon forwards (docs/architecture.md, "Forwarding"): the uid that
 // owns its job on the node, believed only from a node daemon's certificate or root.

@@ -321,7 +321,8 @@ absl::Status BatchValidator::CheckLosses(const v1::Batch& batch) const {
     }
     // The daemon's own counts of a stream's end: a producer cannot vouch for them.
     if (batch.losses(i).cause() == v1::LOSS_CAUSE_NOT_ARRIVED ||
-        batch.losses(i).cause() == v1::LOSS_CAUSE_ENDED_WITHOUT_FINAL) {
+        batch.losses(i).cause() == v1::LOSS_CAUSE_ENDED_WITHOUT_FINAL ||
+        batch.losses(i).cause() == v1::LOSS_CAUSE_KILLED) {
       return Reject("losses", i,
                     absl::StrCat("cause ", batch.losses(i).cause(),
                                  " is counted by the daemon only, never sent by a producer"));

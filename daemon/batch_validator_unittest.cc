@@ -467,6 +467,9 @@ TEST_F(BatchValidatorTest, TheDaemonsOwnLossCausesAreRefusedFromProducers) {
   batch_.clear_losses();
   fixtures::AddLoss(batch_, v1::LOSS_CAUSE_ENDED_WITHOUT_FINAL, 1);
   ExpectRejected({"losses[0]", "counted by the daemon only"});
+  batch_.clear_losses();
+  fixtures::AddLoss(batch_, v1::LOSS_CAUSE_KILLED, 5);
+  ExpectRejected({"losses[0]", "counted by the daemon only"});
 }
 
 TEST_F(BatchValidatorTest, LossRecordsStayClearOfWrapAround) {

@@ -61,10 +61,17 @@ absl::StatusOr<std::unique_ptr<Catalog>> Catalog::Open(const std::string& path) 
     return s;
   }
   if (absl::Status s = (*db)->Exec("UPDATE ranks SET connected = 0"); !s.ok()) return s;
-  std::unique_ptr<Catalog> catalog(new Catalog(*std::move(db)));
+  // The queries' connection, opened once the schema exists.
+  absl::StatusOr<std::unique_ptr<SqliteDb>> reader = SqliteDb::OpenExisting(path);
+  if (!reader.ok()) return reader.status();
+  std::unique_ptr<Catalog> catalog(new Catalog(*std::move(db), *std::move(reader)));
   {
     absl::MutexLock lock(&catalog->mu_);  // uncontended: nobody else has the catalog yet
     if (absl::Status s = catalog->PrepareStatements(); !s.ok()) return s;
+  }
+  {
+    absl::MutexLock lock(&catalog->read_mu_);  // uncontended, as above
+    if (absl::Status s = catalog->PrepareReadStatements(); !s.ok()) return s;
   }
   return catalog;
 }
@@ -91,6 +98,30 @@ absl::Status Catalog::PrepareStatements() {
        "last_seen_ns = ?7 WHERE job_id = ?1 AND rank = ?2"},
       {&clear_losses_, "DELETE FROM rank_losses WHERE job_id = ? AND rank = ?"},
       {&insert_loss_, "INSERT INTO rank_losses(job_id, rank, cause, records) VALUES(?, ?, ?, ?)"},
+      {&set_layout_, "UPDATE ranks SET announced_layout = ?3 WHERE job_id = ?1 AND rank = ?2"},
+      {&add_rejection_,
+       "INSERT INTO rank_rejections(job_id, rank, session_id, rule, batches, records) "
+       "VALUES(?1, ?2, ?3, ?4, 1, ?5) ON CONFLICT(job_id, rank, session_id, rule) DO UPDATE SET "
+       "batches = batches + 1, records = records + excluded.records"},
+      // ?3: the legacy owner, for a job listed before owners were recorded.
+      {&claim_job_,
+       "INSERT OR IGNORE INTO job_owners(job_id, uid) VALUES(?1, CASE WHEN EXISTS("
+       "SELECT 1 FROM jobs WHERE job_id = ?1) THEN ?3 ELSE ?2 END)"},
+      {&job_owner_,
+       "SELECT COALESCE((SELECT uid FROM job_owners WHERE job_id = ?1), "
+       "(SELECT ?2 FROM jobs WHERE job_id = ?1))"},
+      {&keep_token_,
+       "INSERT OR IGNORE INTO session_tokens(job_id, rank, session_id, digest) "
+       "VALUES(?1, ?2, ?3, ?4)"},
+      {&token_of_,
+       "SELECT digest FROM session_tokens WHERE job_id = ?1 AND rank = ?2 AND session_id = ?3"},
+  });
+}
+
+absl::Status Catalog::PrepareReadStatements() {
+  return reader_->PrepareAll({
+      {&read_begin_, "BEGIN"},
+      {&read_end_, "COMMIT"},
       {&list_jobs_,
        "SELECT j.job_id, COUNT(r.rank), COALESCE(SUM(r.connected), 0), j.first_seen_ns, "
        "j.last_seen_ns, COALESCE(SUM(r.range_events), 0), COALESCE(SUM(r.kernels), 0), "
@@ -105,32 +136,28 @@ absl::Status Catalog::PrepareStatements() {
        "SELECT rank, host, pid, session_id, hello, connected, first_seen_ns, last_seen_ns, "
        "sessions, range_events, kernels, announced_layout FROM ranks WHERE job_id = ? "
        "ORDER BY rank"},
-      {&set_layout_, "UPDATE ranks SET announced_layout = ?3 WHERE job_id = ?1 AND rank = ?2"},
       {&list_losses_,
        "SELECT rank, cause, records FROM rank_losses WHERE job_id = ? ORDER BY rank, cause"},
-      {&add_rejection_,
-       "INSERT INTO rank_rejections(job_id, rank, session_id, rule, batches, records) "
-       "VALUES(?1, ?2, ?3, ?4, 1, ?5) ON CONFLICT(job_id, rank, session_id, rule) DO UPDATE SET "
-       "batches = batches + 1, records = records + excluded.records"},
       {&list_rejections_,
        "SELECT rank, rule, SUM(batches), SUM(records) FROM rank_rejections WHERE job_id = ? "
        "GROUP BY rank, rule ORDER BY rank, rule"},
-      // ?3: the legacy owner, for a job listed before owners were recorded.
-      {&claim_job_,
-       "INSERT OR IGNORE INTO job_owners(job_id, uid) VALUES(?1, CASE WHEN EXISTS("
-       "SELECT 1 FROM jobs WHERE job_id = ?1) THEN ?3 ELSE ?2 END)"},
-      {&job_owner_,
+      {&read_job_owner_,
        "SELECT COALESCE((SELECT uid FROM job_owners WHERE job_id = ?1), "
        "(SELECT ?2 FROM jobs WHERE job_id = ?1))"},
       {&job_owners_,
        "SELECT j.job_id, COALESCE(o.uid, ?1) FROM jobs j LEFT JOIN job_owners o "
        "ON o.job_id = j.job_id"},
-      {&keep_token_,
-       "INSERT OR IGNORE INTO session_tokens(job_id, rank, session_id, digest) "
-       "VALUES(?1, ?2, ?3, ?4)"},
-      {&token_of_,
-       "SELECT digest FROM session_tokens WHERE job_id = ?1 AND rank = ?2 AND session_id = ?3"},
   });
+}
+
+template <typename Body>
+absl::Status Catalog::InReadSnapshot(Body body) {
+  if (absl::Status s = read_begin_->Run(); !s.ok()) return s;
+  absl::Status status = body();
+  // Ends the read transaction even after a failed read: one left open would keep every later
+  // checkpoint from getting past its snapshot, and the WAL would grow.
+  const absl::Status ended = read_end_->Run();
+  return status.ok() ? ended : status;
 }
 
 absl::Status Catalog::SetAnnouncedLayout(absl::string_view job_id, int32_t rank,
@@ -222,7 +249,7 @@ absl::Status Catalog::UpdateTotals(absl::string_view job_id, int32_t rank, const
 }
 
 absl::StatusOr<std::vector<v1::JobInfo>> Catalog::ListJobs() {
-  absl::MutexLock lock(&mu_);  // serializes the connection between all streams
+  absl::MutexLock lock(&read_mu_);  // the queries' connection: never waits for a commit
   std::vector<v1::JobInfo> jobs;
   while (true) {
     absl::StatusOr<bool> row = list_jobs_->Step();
@@ -245,8 +272,18 @@ absl::StatusOr<std::vector<v1::JobInfo>> Catalog::ListJobs() {
 }
 
 absl::StatusOr<std::vector<v1::RankInfo>> Catalog::ListRanks(absl::string_view job_id) {
-  absl::MutexLock lock(&mu_);  // serializes the connection between all streams
+  absl::MutexLock lock(&read_mu_);  // the queries' connection: never waits for a commit
   std::vector<v1::RankInfo> ranks;
+  // Ranks, losses and rejections from one snapshot: a commit between them cannot show a rank's
+  // new losses beside its old totals.
+  absl::Status status = InReadSnapshot(
+      [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(read_mu_) { return ListRanksIn(job_id, &ranks); });
+  if (!status.ok()) return status;
+  return ranks;
+}
+
+absl::Status Catalog::ListRanksIn(absl::string_view job_id, std::vector<v1::RankInfo>* out) {
+  std::vector<v1::RankInfo>& ranks = *out;
   list_ranks_->BindText(1, job_id);
   while (true) {
     absl::StatusOr<bool> row = list_ranks_->Step();
@@ -275,8 +312,7 @@ absl::StatusOr<std::vector<v1::RankInfo>> Catalog::ListRanks(absl::string_view j
     }
   }
   if (absl::Status s = ReadLosses(job_id, &ranks); !s.ok()) return s;
-  if (absl::Status s = ReadRejections(job_id, &ranks); !s.ok()) return s;
-  return ranks;
+  return ReadRejections(job_id, &ranks);
 }
 
 absl::Status Catalog::ReadLosses(absl::string_view job_id, std::vector<v1::RankInfo>* ranks) {
@@ -331,22 +367,23 @@ absl::StatusOr<uint32_t> Catalog::ClaimJob(absl::string_view job_id, uint32_t ui
 
 absl::StatusOr<std::optional<uint32_t>> Catalog::JobOwner(absl::string_view job_id,
                                                           uint32_t legacy_owner) {
-  absl::MutexLock lock(&mu_);
-  job_owner_->BindText(1, job_id);
-  job_owner_->BindInt(2, legacy_owner);
-  absl::StatusOr<bool> row = job_owner_->Step();
+  // Every query's access check: on the queries' connection, never behind a commit. A claim is
+  // committed before ClaimJob returns, so a job's first reader sees its owner.
+  absl::MutexLock lock(&read_mu_);
+  SqliteStatement& owner_of = *read_job_owner_;
+  owner_of.BindText(1, job_id);
+  owner_of.BindInt(2, legacy_owner);
+  absl::StatusOr<bool> row = owner_of.Step();
   if (!row.ok()) return row.status();
   std::optional<uint32_t> owner;
-  if (*row && !job_owner_->ColumnIsNull(0)) {
-    owner = static_cast<uint32_t>(job_owner_->ColumnInt(0));
-  }
-  job_owner_->Reset();
+  if (*row && !owner_of.ColumnIsNull(0)) owner = static_cast<uint32_t>(owner_of.ColumnInt(0));
+  owner_of.Reset();
   return owner;
 }
 
 absl::StatusOr<absl::flat_hash_map<std::string, uint32_t>> Catalog::JobOwners(
     uint32_t legacy_owner) {
-  absl::MutexLock lock(&mu_);
+  absl::MutexLock lock(&read_mu_);  // the queries' connection: never waits for a commit
   absl::flat_hash_map<std::string, uint32_t> owners;
   job_owners_->BindInt(1, legacy_owner);
   while (true) {
@@ -375,6 +412,24 @@ absl::StatusOr<std::string> Catalog::KeepFirstTokenDigest(absl::string_view job_
   std::string kept(token_of_->ColumnText(0));
   token_of_->Reset();
   return kept;
+}
+
+absl::Status Catalog::DeleteJob(absl::string_view job_id) {
+  // Rare (a prune), so prepared here rather than kept.
+  static constexpr const char* kDeletes[] = {
+      "DELETE FROM ranks WHERE job_id = ?",           "DELETE FROM rank_losses WHERE job_id = ?",
+      "DELETE FROM rank_rejections WHERE job_id = ?", "DELETE FROM session_tokens WHERE job_id = ?",
+      "DELETE FROM job_owners WHERE job_id = ?",      "DELETE FROM jobs WHERE job_id = ?"};
+  absl::MutexLock lock(&mu_);  // serializes the connection between all streams
+  return InTransaction([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    for (const char* sql : kDeletes) {
+      absl::StatusOr<std::unique_ptr<SqliteStatement>> stmt = db_->Prepare(sql);
+      if (!stmt.ok()) return stmt.status();
+      (*stmt)->BindText(1, job_id);
+      if (absl::Status s = (*stmt)->Run(); !s.ok()) return s;
+    }
+    return absl::OkStatus();
+  });
 }
 
 }  // namespace flopscope::daemon

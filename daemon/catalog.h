@@ -23,7 +23,12 @@ namespace flopscope::daemon {
 // each was last seen, and their totals (schema/catalog.sql). Listings come from here without
 // opening any rank file.
 //
-// Thread-safe: one mutex serializes the connection; every stream of the node updates it.
+// Thread-safe. Two connections to the file: the writer's, serialized by `mu_` between every
+// stream of the node (each commit updates it), and the queries' own (`read_mu_`). Lock hazard
+// avoided: a query never takes `mu_`, so it never waits behind the streams' commits and the WAL
+// checkpoints (fsyncs) they run under it, which under 64 streams kept `ranks` waiting up to a
+// second; WAL gives each read the last committed state. Order: `mu_` before `read_mu_` (never
+// taken together today).
 class Catalog {
  public:
   // Opens or creates the catalog. No stream survives a daemon restart, so every rank starts
@@ -73,19 +78,31 @@ class Catalog {
   // Ranks of a job in rank order; empty for a job the catalog does not hold.
   absl::StatusOr<std::vector<v1::RankInfo>> ListRanks(absl::string_view job_id)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // Forgets `job_id` (flopscope prune, --max-disk: daemon/job_pruner.h): its job, rank, loss,
+  // rejection, owner and session-token rows, in one transaction. A job not held is no error.
+  absl::Status DeleteJob(absl::string_view job_id) ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
-  explicit Catalog(std::unique_ptr<SqliteDb> db) : db_(std::move(db)) {}
+  Catalog(std::unique_ptr<SqliteDb> db, std::unique_ptr<SqliteDb> reader)
+      : db_(std::move(db)), reader_(std::move(reader)) {}
   absl::Status PrepareStatements() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Runs `body` between BEGIN and COMMIT, rolling back when it fails.
   template <typename Body>
   absl::Status InTransaction(Body body) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status TouchJob(absl::string_view job_id, int64_t now_ns)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status PrepareReadStatements() ABSL_EXCLUSIVE_LOCKS_REQUIRED(read_mu_);
+  // Runs `body` in one read transaction of the queries' connection (one snapshot for all its
+  // statements).
+  template <typename Body>
+  absl::Status InReadSnapshot(Body body) ABSL_EXCLUSIVE_LOCKS_REQUIRED(read_mu_);
+  // ListRanks inside its read snapshot.
+  absl::Status ListRanksIn(absl::string_view job_id, std::vector<v1::RankInfo>* ranks)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(read_mu_);
   absl::Status ReadLosses(absl::string_view job_id, std::vector<v1::RankInfo>* ranks)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(read_mu_);
   absl::Status ReadRejections(absl::string_view job_id, std::vector<v1::RankInfo>* ranks)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(read_mu_);
 
   absl::Mutex mu_;
   // Declared first so that it is destroyed last: the statements below belong to it.
@@ -99,17 +116,25 @@ class Catalog {
   std::unique_ptr<SqliteStatement> update_totals_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<SqliteStatement> clear_losses_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<SqliteStatement> insert_loss_ ABSL_GUARDED_BY(mu_);
-  std::unique_ptr<SqliteStatement> list_jobs_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<SqliteStatement> set_layout_ ABSL_GUARDED_BY(mu_);
-  std::unique_ptr<SqliteStatement> list_ranks_ ABSL_GUARDED_BY(mu_);
-  std::unique_ptr<SqliteStatement> list_losses_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<SqliteStatement> add_rejection_ ABSL_GUARDED_BY(mu_);
-  std::unique_ptr<SqliteStatement> list_rejections_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<SqliteStatement> claim_job_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<SqliteStatement> job_owner_ ABSL_GUARDED_BY(mu_);
-  std::unique_ptr<SqliteStatement> job_owners_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<SqliteStatement> keep_token_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<SqliteStatement> token_of_ ABSL_GUARDED_BY(mu_);
+
+  // The queries' connection (listings, owners): see the class comment.
+  absl::Mutex read_mu_ ABSL_ACQUIRED_AFTER(mu_);
+  // Declared before its statements, so that it is destroyed after them.
+  std::unique_ptr<SqliteDb> reader_ ABSL_GUARDED_BY(read_mu_);
+  std::unique_ptr<SqliteStatement> read_begin_ ABSL_GUARDED_BY(read_mu_);
+  std::unique_ptr<SqliteStatement> read_end_ ABSL_GUARDED_BY(read_mu_);
+  std::unique_ptr<SqliteStatement> list_jobs_ ABSL_GUARDED_BY(read_mu_);
+  std::unique_ptr<SqliteStatement> list_ranks_ ABSL_GUARDED_BY(read_mu_);
+  std::unique_ptr<SqliteStatement> list_losses_ ABSL_GUARDED_BY(read_mu_);
+  std::unique_ptr<SqliteStatement> list_rejections_ ABSL_GUARDED_BY(read_mu_);
+  std::unique_ptr<SqliteStatement> read_job_owner_ ABSL_GUARDED_BY(read_mu_);
+  std::unique_ptr<SqliteStatement> job_owners_ ABSL_GUARDED_BY(read_mu_);
 };
 
 }  // namespace flopscope::daemon

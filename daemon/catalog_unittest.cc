@@ -3,7 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <thread>
 
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "common/sqlite/sqlite_db.h"
 #include "daemon/test_batches.h"
 #include "daemon/test_temp_dir.h"
 
@@ -209,6 +214,44 @@ TEST(CatalogUpgradeTest, JobsWithoutAnOwnerRowBelongToTheLegacyOwner) {
   ASSERT_TRUE(owners.ok()) << owners.status();
   EXPECT_EQ(owners->at("old"), kDaemonUid);
   EXPECT_EQ(owners->at("new"), 1001u);
+}
+
+// Queries read on their own connection: a write stuck behind the file's write lock (here another
+// connection's transaction; in the daemon a long checkpoint), with the catalog's writer mutex held
+// all the while, holds up no listing, and the listings show the last committed state.
+TEST_F(CatalogTest, QueriesDoNotWaitForAStuckWrite) {
+  ASSERT_TRUE(catalog_->ClaimJob("bert", 1001, 0).ok());
+  ASSERT_TRUE(catalog_->SessionConnected(fixtures::Hello("bert", 0, "node-1-4243-1"), 1000).ok());
+  absl::StatusOr<std::unique_ptr<SqliteDb>> other =
+      SqliteDb::OpenExisting(dir_.File("catalog.sqlite"));
+  ASSERT_TRUE(other.ok()) << other.status();
+  ASSERT_TRUE((*other)->Exec("BEGIN IMMEDIATE").ok());  // holds the write lock
+  absl::Notification writing;
+  std::thread writer([&] {
+    writing.Notify();
+    // Waits for the lock (SQLite's busy timeout: 5 s) under the writer mutex.
+    catalog_->SessionDisconnected("bert", 0, 2000).IgnoreError();
+  });
+  writing.WaitForNotification();
+  absl::SleepFor(absl::Milliseconds(50));  // the writer is inside its transaction by now
+
+  const absl::Time before = absl::Now();
+  const std::vector<v1::RankInfo> ranks = Ranks("bert");
+  const std::vector<v1::JobInfo> jobs = Jobs();
+  absl::StatusOr<std::optional<uint32_t>> owner = catalog_->JobOwner("bert", 0);
+  const absl::Duration took = absl::Now() - before;
+  ASSERT_TRUE((*other)->Exec("COMMIT").ok());
+  writer.join();
+
+  // Through the writer's mutex they would have waited for the busy timeout.
+  EXPECT_LT(took, absl::Seconds(2));
+  ASSERT_EQ(ranks.size(), 1u);
+  EXPECT_TRUE(ranks[0].connected());  // the disconnect was not committed yet
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(jobs[0].connected_sessions(), 1u);
+  ASSERT_TRUE(owner.ok()) << owner.status();
+  EXPECT_EQ(*owner, std::optional<uint32_t>(1001u));
+  EXPECT_FALSE(Ranks("bert")[0].connected());  // and see it once it is
 }
 
 }  // namespace

@@ -140,11 +140,16 @@ void CollectorService::EndStream(const Connection& connection, const StreamTally
   if (!ended.ok()) LogWarning("end of ", Describe(hello), " not recorded: ", ended.message());
   // The totals again: an update refused after some commit (disk full) is caught up here.
   const int64_t now_ns = absl::GetCurrentTimeNanos();
-  const absl::Status totals =
-      catalog_->UpdateTotals(hello.job_id(), hello.rank(), connection.store->Totals(), now_ns);
+  const absl::Status totals = PublishTotals(connection, now_ns);
   if (!totals.ok()) LogWarning("catalog: ", totals.message());
   const absl::Status s = catalog_->SessionDisconnected(hello.job_id(), hello.rank(), now_ns);
   if (!s.ok()) LogWarning("catalog: ", s.message());
+}
+
+absl::Status CollectorService::PublishTotals(const Connection& connection, int64_t now_ns) {
+  absl::MutexLock lock(&totals_mu_);
+  return catalog_->UpdateTotals(connection.hello.job_id(), connection.hello.rank(),
+                                connection.store->Totals(), now_ns);
 }
 
 grpc::Status CollectorService::ReadHello(ServerStream* stream, CheckedUpMessage* first) {
@@ -295,9 +300,7 @@ grpc::Status CollectorService::StoreBatch(grpc::ServerContext* context,
   if (!outcome.duplicate) {
     tally->received += ProducerRecordCount(batch);
     RecordAnnouncedLayout(connection, batch);
-    const absl::Status listed =
-        catalog_->UpdateTotals(connection.hello.job_id(), connection.hello.rank(),
-                               connection.store->Totals(), absl::GetCurrentTimeNanos());
+    const absl::Status listed = PublishTotals(connection, absl::GetCurrentTimeNanos());
     if (!listed.ok()) LogWarning("catalog: ", listed.message());
     if (metrics_ != nullptr) {
       metrics_->OnCommitted(connection.hello, batch, connection.store->Totals());

@@ -7,7 +7,9 @@
 #include <memory>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "daemon/access_policy.h"
 #include "daemon/catalog.h"
 #include "daemon/metrics/metrics_registry.h"
@@ -102,6 +104,11 @@ class CollectorService final : public v1::Collector::Service {
   // The stream is over: the session's end counts (RankStore::EndStream), then the catalog.
   void EndStream(const Connection& connection, const StreamTally& tally);
   void DeliverControlReply(const Connection& connection, const v1::ControlReply& reply);
+  // The rank's totals as its store has them now, into the catalog. The snapshot and the write
+  // are one step under totals_mu_: two streams of one rank (a node forwards each session on its
+  // own stream, in parallel) would otherwise let an older snapshot be written last.
+  absl::Status PublishTotals(const Connection& connection, int64_t now_ns)
+      ABSL_LOCKS_EXCLUDED(totals_mu_);
   // A `parallel` mark in the batch becomes the rank's layout in the catalog.
   void RecordAnnouncedLayout(const Connection& connection, const v1::Batch& batch);
   grpc::Status StoreBatch(grpc::ServerContext* context, const Connection& connection,
@@ -115,6 +122,7 @@ class CollectorService final : public v1::Collector::Service {
   CommittedHook committed_hook_;
   metrics::MetricsRegistry* metrics_ = nullptr;
   const AccessControl* access_ = nullptr;
+  absl::Mutex totals_mu_;  // see PublishTotals
 };
 
 }  // namespace flopscope::daemon

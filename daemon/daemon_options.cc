@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/endpoint.h"
+#include "daemon/disk_budget.h"
 #include "daemon/metrics/metrics_endpoint.h"
 
 namespace flopscope::daemon {
@@ -148,6 +149,13 @@ void AddDaemonFlags(CLI::App& app, DaemonOptions* options, std::string* log_leve
                  "steps of each rank whose raw kernels and range events are kept; older steps "
                  "are folded into rollups that give the same reports (0: keep everything raw)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--max-disk", options->max_disk,
+                 "keep the jobs' files under SIZE (e.g. 20G, 500M; units K, M, G, T of 1024) by "
+                 "deleting the least recently seen finished jobs, whole; running jobs are never "
+                 "deleted (default: no budget)");
+  app.add_option("--disk-check-period-s", options->disk_check_period_s,
+                 "seconds between two checks of --max-disk")
+      ->check(CLI::Range(0.05, 86400.0));
   app.add_option("--upstream", options->upstream,
                  "forward every committed batch to the aggregator daemon there: HOST:PORT over "
                  "mutual TLS (--tls-cert/--tls-key/--tls-ca), or unix:/path to its socket; "
@@ -157,6 +165,11 @@ void AddDaemonFlags(CLI::App& app, DaemonOptions* options, std::string* log_leve
          "MiB of batches that may wait for --upstream; beyond it new batches stay on this "
          "node only, counted (default 1024)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+  app.add_option("--upstream-drain-s", options->upstream_drain_s,
+                 "on SIGTERM, keep forwarding for up to this many seconds until no batch waits "
+                 "for --upstream (for a daemon that does not start again on its data dir, such "
+                 "as a Slurm job's); 0, the default: what waits is sent after the next start")
+      ->check(CLI::Range(0.0, 86400.0));
 }
 
 absl::Status ResolveDaemonOptions(const std::string& log_level, DaemonOptions* options) {
@@ -174,6 +187,11 @@ absl::Status ResolveDaemonOptions(const std::string& log_level, DaemonOptions* o
     absl::StatusOr<std::string> metrics = metrics::ParseMetricsAddress(options->metrics_address);
     if (!metrics.ok()) return metrics.status();
     options->metrics_address = *std::move(metrics);
+  }
+  if (!options->max_disk.empty()) {
+    absl::StatusOr<uint64_t> max_disk = ParseDiskSize(options->max_disk);
+    if (!max_disk.ok()) return max_disk.status();
+    options->max_disk_bytes = *max_disk;
   }
   if (options->insecure_loopback_tcp && options->tcp_address.empty()) {
     return absl::InvalidArgumentError("--insecure-loopback-tcp needs --tcp HOST:PORT");

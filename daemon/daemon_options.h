@@ -54,11 +54,20 @@ struct DaemonOptions {
   // --keep-raw-steps: steps of a rank kept raw; older ones are folded (daemon/step_folding.h).
   // 0: never fold.
   int64_t keep_raw_steps = kDefaultKeepRawSteps;
+  // --max-disk SIZE: the jobs' files are kept under this many bytes by deleting the oldest
+  // finished jobs, checked every disk_check_period_s (daemon/job_pruner.h); 0: no budget.
+  // max_disk is the text given; ResolveDaemonOptions parses it into max_disk_bytes.
+  std::string max_disk;
+  uint64_t max_disk_bytes = 0;
+  double disk_check_period_s = 60;
   // --upstream: the aggregator this node daemon forwards every committed batch to, "unix:/path"
   // or HOST:PORT over mutual TLS with the --tls-* files; empty: none (docs/architecture.md,
   // "Forwarding"). --outbox-max-mb: batches waiting for it before new ones stay here only.
   std::string upstream;
   int64_t outbox_max_bytes = int64_t{1} << 30;
+  // --upstream-drain-s: how long SIGTERM keeps forwarding until the outbox is empty, for a
+  // daemon that never starts again on its data dir (a Slurm job's); 0: not at all.
+  double upstream_drain_s = 0;
 };
 
 // $FLOPSCOPE_DATA_DIR, else /var/lib/flopscope when it is (or can be made) writable, else
@@ -76,7 +85,8 @@ absl::StatusOr<std::string> LoopbackTcpAddress(absl::string_view address,
                                                bool insecure_loopback_tcp);
 
 // Registers --data-dir, --socket, --tcp, --insecure-loopback-tcp, --tls-cert, --tls-key,
-// --tls-ca, --log-level, --metrics, --metrics-max-ranks, --upstream and --outbox-max-mb.
+// --tls-ca, --log-level, --metrics, --metrics-max-ranks, --max-disk, --disk-check-period-s,
+// --upstream, --outbox-max-mb and --upstream-drain-s.
 void AddDaemonFlags(CLI::App& app, DaemonOptions* options, std::string* log_level);
 
 // Fills in defaults and checks the combination: what main() calls after parsing.

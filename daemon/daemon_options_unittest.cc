@@ -130,6 +130,33 @@ TEST(DaemonOptionsTest, UpstreamTakesTheTlsFilesWithoutTcpAndBoundsItsOutbox) {
   EXPECT_FALSE(Parse({"--upstream", "unix:/a.sock", "--outbox-max-mb", "0"}, &options).ok());
 }
 
+TEST(DaemonOptionsTest, MaxDiskIsASizeAndOffByDefault) {
+  DaemonOptions options;
+  ASSERT_TRUE(Parse({}, &options).ok());
+  EXPECT_EQ(options.max_disk_bytes, 0u);
+  options = DaemonOptions();
+  ASSERT_TRUE(Parse({"--max-disk", "20G", "--disk-check-period-s", "5"}, &options).ok());
+  EXPECT_EQ(options.max_disk_bytes, uint64_t{20} << 30);
+  EXPECT_EQ(options.disk_check_period_s, 5);
+  options = DaemonOptions();
+  const absl::Status bad = Parse({"--max-disk", "20 gigs"}, &options);
+  EXPECT_TRUE(absl::IsInvalidArgument(bad)) << bad;
+  EXPECT_THAT(std::string(bad.message()), HasSubstr("--max-disk '20 gigs'"));
+  options = DaemonOptions();
+  EXPECT_FALSE(Parse({"--max-disk", "1G", "--disk-check-period-s", "0"}, &options).ok());
+}
+
+TEST(DaemonOptionsTest, UpstreamDrainIsOffUnlessAskedFor) {
+  DaemonOptions options;
+  ASSERT_TRUE(Parse({"--upstream", "unix:/a.sock"}, &options).ok());
+  EXPECT_EQ(options.upstream_drain_s, 0);
+  options = DaemonOptions();
+  ASSERT_TRUE(Parse({"--upstream", "unix:/a.sock", "--upstream-drain-s", "2.5"}, &options).ok());
+  EXPECT_EQ(options.upstream_drain_s, 2.5);
+  options = DaemonOptions();
+  EXPECT_FALSE(Parse({"--upstream", "unix:/a.sock", "--upstream-drain-s", "-1"}, &options).ok());
+}
+
 TEST(DaemonOptionsTest, LoopbackAddressForms) {
   EXPECT_EQ(*LoopbackTcpAddress("127.0.0.1:1", true), "127.0.0.1:1");
   EXPECT_EQ(*LoopbackTcpAddress("[::1]:2", true), "[::1]:2");

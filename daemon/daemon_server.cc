@@ -59,6 +59,7 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(const DaemonOp
   daemon->query_->SetAccessControl(daemon->access_.get());
   daemon->profiling_->SetAccessControl(daemon->access_.get());
   if (absl::Status s = daemon->StartForwarding(); !s.ok()) return s;
+  daemon->StartPruner();
   if (absl::Status s = daemon->Listen(); !s.ok()) return s;
   if (absl::Status s = daemon->StartMetrics(); !s.ok()) return s;
   daemon->StartWarmingReaders();
@@ -138,9 +139,15 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> DaemonServer::TcpCreden
 absl::Status DaemonServer::StartMetrics() {
   if (metrics_ == nullptr) return absl::OkStatus();
   metrics::MetricsRegistry* registry = metrics_.get();
+  // A node daemon adds its forwarding figures (Shutdown stops the endpoint before the forwarder).
+  forwarding::Outbox* outbox = outbox_.get();
+  const forwarding::Forwarder* forwarder = forwarder_.get();
   absl::StatusOr<std::unique_ptr<metrics::MetricsEndpoint>> endpoint =
-      metrics::MetricsEndpoint::Start(options_.metrics_address,
-                                      [registry] { return registry->Render(); });
+      metrics::MetricsEndpoint::Start(options_.metrics_address, [registry, outbox, forwarder] {
+        std::string text = registry->Render();
+        if (forwarder != nullptr) text += forwarding::ForwardingMetricsText(outbox, *forwarder);
+        return text;
+      });
   if (!endpoint.ok()) return endpoint.status();
   metrics_endpoint_ = *std::move(endpoint);
   LogInfo("metrics on http://", metrics_endpoint_->address(), metrics::kMetricsPath);
@@ -156,13 +163,32 @@ absl::Status DaemonServer::StartForwarding() {
       forwarding::OutboxPath(options_.data_dir), options_.outbox_max_bytes);
   if (!outbox.ok()) return outbox.status();
   outbox_ = *std::move(outbox);
-  forwarder_ = std::make_unique<forwarding::Forwarder>(outbox_.get(), *std::move(channel),
-                                                       forwarding::ForwarderOptions{});
+  forwarder_ = std::make_unique<forwarding::Forwarder>(
+      outbox_.get(), *std::move(channel), sessions_.get(), forwarding::ForwarderOptions{});
   collector_->SetCommittedHook(forwarding::OutboxFiller(
       outbox_.get(), forwarder_.get(), catalog_.get(), access_->rules().daemon_uid));
   forwarder_->Start();
   LogInfo("forwarding every committed batch to ", options_.upstream);
   return absl::OkStatus();
+}
+
+void DaemonServer::StartPruner() {
+  QueryService* query = query_.get();
+  pruner_ = std::make_unique<JobPruner>(
+      options_.data_dir, catalog_.get(), stores_.get(),
+      [query](const std::string& directory) { query->DropReaders(directory); });
+  if (metrics_ != nullptr) {
+    metrics::MetricsRegistry* registry = metrics_.get();
+    pruner_->SetPrunedHook([registry](uint64_t bytes) { registry->OnJobPruned(bytes); });
+  }
+  // Before serving: no report can meet a half-pruned job.
+  pruner_->RecoverInterrupted();
+  query_->SetPruner(pruner_.get());
+  if (options_.max_disk_bytes == 0) return;
+  LogInfo("disk budget: the jobs' files are kept under ", options_.max_disk_bytes,
+          " bytes (--max-disk ", options_.max_disk, "), checked every ",
+          options_.disk_check_period_s, " s");
+  pruner_->Start(options_.max_disk_bytes, absl::Seconds(options_.disk_check_period_s));
 }
 
 void DaemonServer::StartWarmingReaders() {
@@ -213,7 +239,10 @@ void DaemonServer::Shutdown() {
                    absl::ToChronoMilliseconds(options_.drain_timeout));
   server->Wait();
   server.reset();
+  // No PruneJobs call is in flight any more; the budget pass may be, and is joined here.
+  pruner_.reset();
   // No stream puts in the outbox any more; what waits there is sent after the next start.
+  DrainOutbox();
   forwarder_.reset();
   outbox_.reset();
   // Every handler has returned, so no stream holds a store: all are closed (WAL checkpointed).
@@ -222,6 +251,29 @@ void DaemonServer::Shutdown() {
   unlink(options_.socket_path.c_str());
   lock_.reset();  // last: the next daemon on this data dir finds every file closed
   LogInfo("stopped; data in ", options_.data_dir);
+}
+
+void DaemonServer::DrainOutbox() {
+  if (outbox_ == nullptr || options_.upstream_drain_s <= 0) return;
+  const absl::Time deadline = absl::Now() + absl::Seconds(options_.upstream_drain_s);
+  int64_t waiting = 0;
+  for (;;) {  // the forwarder runs on; it polls the outbox at least every second
+    absl::StatusOr<forwarding::OutboxTotals> totals = outbox_->Totals();
+    if (!totals.ok()) {
+      LogWarning("cannot read the outbox to drain it: ", totals.status().message());
+      return;
+    }
+    waiting = totals->pending_batches;
+    if (waiting == 0 || absl::Now() >= deadline) break;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  if (waiting == 0) {
+    LogInfo("forwarded every batch to ", options_.upstream);
+  } else {
+    LogWarning(waiting, " batches still wait for ", options_.upstream, " after ",
+               options_.upstream_drain_s, " s (--upstream-drain-s); they stay in ",
+               forwarding::OutboxPath(options_.data_dir), " for the next daemon on this data dir");
+  }
 }
 
 DaemonServer::~DaemonServer() { Shutdown(); }

@@ -17,6 +17,7 @@
 #include "daemon/data_dir_lock.h"
 #include "daemon/forwarding/forwarder.h"
 #include "daemon/forwarding/outbox.h"
+#include "daemon/job_pruner.h"
 #include "daemon/metrics/metrics_endpoint.h"
 #include "daemon/metrics/metrics_registry.h"
 #include "daemon/profiling_service.h"
@@ -70,6 +71,11 @@ class DaemonServer {
   absl::Status StartMetrics();
   // --upstream: the outbox, the forwarding thread and the Collector's hook that fills the outbox.
   absl::Status StartForwarding();
+  // --upstream-drain-s: waits (up to it) until the forwarder has emptied the outbox.
+  void DrainOutbox();
+  // The job deleter (`flopscope prune`), after it finished any prune a crash interrupted; with
+  // --max-disk, its budget pass thread.
+  void StartPruner();
 
   const DaemonOptions options_;
   std::string tcp_target_;
@@ -81,6 +87,8 @@ class DaemonServer {
   std::unique_ptr<metrics::MetricsEndpoint> metrics_endpoint_;
   std::unique_ptr<CollectorService> collector_;
   std::unique_ptr<QueryService> query_;
+  // Deletes jobs for Query.PruneJobs and --max-disk; stopped by Shutdown before the stores.
+  std::unique_ptr<JobPruner> pruner_;
   std::unique_ptr<ProfilingService> profiling_;
   std::unique_ptr<PeerRegistry> peers_;  // who is on each accepted unix connection
   std::unique_ptr<AccessControl> access_;

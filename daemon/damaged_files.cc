@@ -20,17 +20,26 @@ namespace {
 constexpr char kDamagedSuffix[] = ".damaged";
 constexpr int kMaxFindings = 3;  // quick_check can list thousands of problems: the first few
 
-// "" when `path` opens and passes PRAGMA quick_check; else what is wrong with it.
+// SQLite's words for bytes that are wrong (SQLITE_CORRUPT, SQLITE_NOTADB). Any other failure
+// (an I/O error, a full disk, a lock held elsewhere, no memory) says nothing about the file.
+bool SaysDamaged(absl::string_view problem) {
+  return absl::StrContains(problem, "database disk image is malformed") ||
+         absl::StrContains(problem, "file is not a database");
+}
+
+// "" when `path` opens and passes PRAGMA quick_check, or cannot be checked now (left in place:
+// whoever opens it next reports that error); else what is wrong with it.
 std::string DamageOf(const std::string& path) {
   absl::StatusOr<std::unique_ptr<SqliteDb>> db = SqliteDb::OpenExisting(path);
   if (!db.ok()) {
     // A newer daemon's file, or an empty one, is sound: opening it says what to do.
     const absl::string_view problem = db.status().message();
-    if (absl::StrContains(problem, "has schema version") ||
-        absl::EndsWith(problem, "is not a flopscope database")) {
-      return "";
+    if (SaysDamaged(problem)) return std::string(problem);
+    if (!absl::StrContains(problem, "has schema version") &&
+        !absl::EndsWith(problem, "is not a flopscope database")) {
+      LogWarning("cannot check ", path, " now (", problem, "): left in place");
     }
-    return std::string(problem);
+    return "";
   }
   std::string findings;
   int count = 0;
@@ -42,7 +51,10 @@ std::string DamageOf(const std::string& path) {
         }
         return absl::OkStatus();
       });
-  if (!status.ok()) return std::string(status.message());
+  if (!status.ok()) {
+    if (SaysDamaged(status.message())) return std::string(status.message());
+    LogWarning("cannot check ", path, " now (", status.message(), "): left in place");
+  }
   return findings;
 }
 

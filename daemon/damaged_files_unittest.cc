@@ -4,6 +4,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <filesystem>
 #include <fstream>
@@ -77,6 +78,28 @@ TEST(DamagedFilesTest, DamagedPagesFailQuickCheckAndADamagedCatalogGoesToo) {
   EXPECT_FALSE(damaged[0].problem.empty());
   EXPECT_FALSE(std::filesystem::exists(catalog));
   EXPECT_TRUE(Catalog::Open(catalog).ok());  // a fresh catalog opens in its place
+}
+
+// A file that cannot be checked now (locked by another connection here; a full disk or an I/O
+// error alike) is not damaged: it stays where it is. Reliability campaign rerun, row 5: a daemon
+// started on a full disk moved its sound catalog aside ("disk I/O error").
+TEST(DamagedFilesTest, AFileThatCannotBeCheckedNowStays) {
+  fixtures::ScopedTempDir dir;
+  MakeRankFile(dir.path(), "a", 0);
+  const std::string rank = RankFilePath(dir.path(), "a", 0);
+  sqlite3* holder = nullptr;
+  ASSERT_EQ(sqlite3_open(rank.c_str(), &holder), SQLITE_OK);
+  // An exclusive lock held open: every other connection gets SQLITE_BUSY.
+  ASSERT_EQ(sqlite3_exec(holder,
+                         "PRAGMA locking_mode=EXCLUSIVE; BEGIN EXCLUSIVE; "
+                         "UPDATE schema_version SET version = version;",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK)
+      << sqlite3_errmsg(holder);
+  EXPECT_TRUE(QuarantineDamagedFiles(dir.path()).empty());
+  EXPECT_TRUE(std::filesystem::exists(rank));
+  EXPECT_FALSE(std::filesystem::exists(rank + ".damaged"));
+  sqlite3_close(holder);
 }
 
 TEST(DamagedFilesTest, WhatIsNotARegularFileIsLeftAlone) {

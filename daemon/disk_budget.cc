@@ -2,10 +2,14 @@
 #include "daemon/disk_budget.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <system_error>
 #include <tuple>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
 namespace flopscope::daemon {
@@ -47,6 +51,33 @@ absl::StatusOr<uint64_t> JobBytes(absl::string_view job_directory) {
                      " (check that flopscoped may read its data directory)"));
   }
   return bytes;
+}
+
+absl::StatusOr<uint64_t> ParseDiskSize(absl::string_view text) {
+  const auto invalid = [text](absl::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat("--max-disk '", text.substr(0, 64), "': ", why,
+                                                   " (give a size such as 20G, 500M or 1.5T)"));
+  };
+  size_t digits = 0;
+  while (digits < text.size() && (absl::ascii_isdigit(text[digits]) || text[digits] == '.')) {
+    ++digits;
+  }
+  double number = 0;
+  if (digits == 0 || !absl::SimpleAtod(text.substr(0, digits), &number)) {
+    return invalid("expected a number and a unit");
+  }
+  std::string unit = absl::AsciiStrToUpper(text.substr(digits));
+  if (absl::EndsWith(unit, "IB")) unit.erase(unit.size() - 2, 1);  // KiB -> KB
+  if (unit.size() == 2 && unit[1] == 'B') unit.pop_back();         // KB -> K
+  static constexpr absl::string_view kUnits = "BKMGT";
+  const size_t power = unit.empty() ? 0 : kUnits.find(unit);
+  if (unit.size() > 1 || power == absl::string_view::npos) {
+    return invalid("the unit must be B, K, M, G or T");
+  }
+  const double bytes = number * std::pow(1024.0, static_cast<double>(power));
+  if (!(bytes >= 1)) return invalid("a budget must be at least one byte");
+  if (bytes >= 9.2e18) return invalid("more than 8 EiB");
+  return static_cast<uint64_t>(bytes);
 }
 
 }  // namespace flopscope::daemon

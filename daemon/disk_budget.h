@@ -4,8 +4,8 @@
 // delete, oldest first, so that the jobs' files fit. Folding (step_folding.h) keeps a running
 // job small; the budget is what bounds the many finished jobs a node accumulates.
 //
-// Only the policy and the measuring are here; the daemon's periodic enforcement, the catalog
-// rows and `flopscope prune` are not wired yet (docs/architecture.md, Storage).
+// The policy, the measuring and the option's parsing are here; daemon/job_pruner.h deletes
+// what the policy chooses (the periodic pass, and `flopscope prune`).
 
 #include <cstdint>
 #include <string>
@@ -33,5 +33,10 @@ std::vector<std::string> PlanPrune(std::vector<JobUsage> jobs, uint64_t max_byte
 // The bytes of the regular files under a job's directory (its rank files, their WAL and
 // shared-memory files). A missing directory is 0.
 absl::StatusOr<uint64_t> JobBytes(absl::string_view job_directory);
+
+// --max-disk's value: a positive size, a number (decimals allowed) with an optional unit B, K,
+// M, G or T (powers of 1024, as du and df count; "KiB", "KB" and "k" read the same), e.g.
+// "20G", "500M", "1.5T", "4096". INVALID_ARGUMENT saying the form otherwise.
+absl::StatusOr<uint64_t> ParseDiskSize(absl::string_view text);
 
 }  // namespace flopscope::daemon

@@ -15,6 +15,7 @@ namespace flopscope::daemon {
 namespace {
 
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
 std::vector<JobUsage> Jobs() {
@@ -47,6 +48,26 @@ TEST(JobBytesTest, SumsTheFilesOfTheDirectoryAndZeroWhenMissing) {
   ASSERT_TRUE(bytes.ok()) << bytes.status();
   EXPECT_EQ(*bytes, 1024u);
   EXPECT_EQ(*JobBytes(dir.File("no-such-job")), 0u);
+}
+
+TEST(ParseDiskSizeTest, UnitsArePowersOf1024) {
+  EXPECT_EQ(*ParseDiskSize("4096"), 4096u);
+  EXPECT_EQ(*ParseDiskSize("10B"), 10u);
+  EXPECT_EQ(*ParseDiskSize("500M"), 500u << 20);
+  EXPECT_EQ(*ParseDiskSize("20G"), uint64_t{20} << 30);
+  EXPECT_EQ(*ParseDiskSize("20GiB"), uint64_t{20} << 30);
+  EXPECT_EQ(*ParseDiskSize("20gb"), uint64_t{20} << 30);
+  EXPECT_EQ(*ParseDiskSize("1.5T"), (uint64_t{3} << 40) / 2);
+  EXPECT_EQ(*ParseDiskSize("64k"), 64u << 10);
+}
+
+TEST(ParseDiskSizeTest, BadValuesSayTheForm) {
+  for (const char* bad : {"", "G", "20X", "20GG", "-5G", "0", "0.0001", "1.2.3G", "99999999T"}) {
+    absl::StatusOr<uint64_t> size = ParseDiskSize(bad);
+    ASSERT_FALSE(size.ok()) << bad;
+    EXPECT_EQ(size.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(std::string(size.status().message()), HasSubstr("such as 20G")) << bad;
+  }
 }
 
 }  // namespace

@@ -10,6 +10,8 @@
 #include "absl/status/statusor.h"
 #include "daemon/access_policy.h"
 #include "daemon/catalog.h"
+#include "daemon/job_pruner.h"
+#include "daemon/query_spans.h"
 #include "daemon/rank_reader.h"
 #include "daemon/reader_pool.h"
 #include "daemon/report_builder.h"
@@ -45,6 +47,18 @@ class QueryService final : public v1::Query::Service {
   grpc::Status GetTrace(grpc::ServerContext* context, const v1::TraceRequest* request,
                         grpc::ServerWriter<v1::TraceChunk>* writer) override;
 
+  // `flopscope prune`: implemented in daemon/query_prune.cc (the pruner deletes). UNIMPLEMENTED
+  // without a pruner.
+  grpc::Status PruneJobs(grpc::ServerContext* context, const v1::PruneRequest* request,
+                         v1::PruneResponse* response) override;
+  // The job deleter PruneJobs uses (daemon/job_pruner.h); set before serving.
+  void SetPruner(JobPruner* pruner) { pruner_ = pruner; }
+  // Closes the idle read connections to files under `directory` (a pruned job's).
+  void DropReaders(const std::string& directory) { readers_.DropUnder(directory); }
+  // The prune itself, for callers in the same process (tests): as PruneJobs for `caller`.
+  absl::StatusOr<v1::PruneResponse> Prune(const PeerIdentity& caller,
+                                          const v1::PruneRequest& request);
+
   // Who may read which job (daemon/access_policy.h; required: set before serving). Every RPC
   // checks it first; ListJobs lists only the jobs the caller may read.
   void SetAccessControl(const AccessControl* access) { access_ = access; }
@@ -61,12 +75,15 @@ class QueryService final : public v1::Query::Service {
   // Read connections kept open between reports.
   size_t idle_readers() { return readers_.idle(); }
 
-  // The report itself, for callers in the same process (tests, bench).
-  absl::StatusOr<v1::Report> BuildReport(const v1::ReportRequest& request);
+  // The report itself, for callers in the same process (tests, bench). `spans`, when given, gets
+  // the report's phases (catalog, read+add, build).
+  absl::StatusOr<v1::Report> BuildReport(const v1::ReportRequest& request,
+                                         QuerySpans* spans = nullptr);
   // The report of each rank `request` names (all when none), in rank order, handed to `emit`;
   // stops early when `emit` returns false (the client went away).
   absl::Status ForEachRankReport(const v1::ReportRequest& request,
-                                 const std::function<bool(v1::RankReport)>& emit);
+                                 const std::function<bool(v1::RankReport)>& emit,
+                                 QuerySpans* spans = nullptr);
   // The raw trace of the ranks and steps `request` names, rank after rank, handed to `emit`
   // chunk by chunk; stops early (CANCELLED) when `emit` returns false.
   absl::Status ForEachTraceChunk(const v1::TraceRequest& request,
@@ -84,11 +101,13 @@ class QueryService final : public v1::Query::Service {
   // order on this thread; `consume` returning false stops the reading.
   void ReadRanks(const std::string& job_id, const std::vector<v1::RankInfo>& ranks,
                  const RankReadOptions& options,
-                 const std::function<bool(size_t, absl::StatusOr<RankSnapshot>)>& consume);
+                 const std::function<bool(size_t, absl::StatusOr<RankSnapshot>)>& consume,
+                 QuerySpans* spans);
 
   const std::string data_dir_;
   Catalog* catalog_;
   const AccessControl* access_ = nullptr;
+  JobPruner* pruner_ = nullptr;
   ReaderPool readers_{ReaderPool::CapacityForFileLimit()};
 };
 

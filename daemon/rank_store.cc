@@ -274,13 +274,19 @@ absl::Status RankStore::EndStream(int64_t sid, const StreamTally& tally) {
   const bool final = *row && (*final_of)->ColumnInt(0) != 0;
   (*final_of)->Reset();
   uint64_t not_arrived = 0;
+  uint64_t killed = 0;
   if (!final) {
     absl::StatusOr<uint64_t> missing = NotArrivedAfter(sid, tally);
     if (!missing.ok()) return missing.status();
     not_arrived = *missing;
   }
+  if (!final && tally.made_known) {
+    absl::StatusOr<uint64_t> in_buffers = KilledAfter(sid, tally.made, not_arrived);
+    if (!in_buffers.ok()) return in_buffers.status();
+    killed = *in_buffers;
+  }
   if (absl::Status s = begin_->Run(); !s.ok()) return s;
-  absl::Status status = SetEndCounts(sid, final, not_arrived);
+  absl::Status status = SetEndCounts(sid, final, not_arrived, tally.made_known, killed);
   if (status.ok()) status = commit_->Run();
   if (!status.ok() && sqlite3_get_autocommit(db_->handle()) == 0) rollback_->Run().IgnoreError();
   if (!status.ok()) return status;
@@ -320,20 +326,46 @@ absl::StatusOr<uint64_t> RankStore::NotArrivedAfter(int64_t sid, const StreamTal
   return before > tally.received ? before - tally.received : 0;
 }
 
-absl::Status RankStore::SetEndCounts(int64_t sid, bool final, uint64_t not_arrived) {
-  static_assert(v1::LOSS_CAUSE_NOT_ARRIVED == 11 && v1::LOSS_CAUSE_ENDED_WITHOUT_FINAL == 12);
-  absl::StatusOr<std::unique_ptr<SqliteStatement>> clear =
-      db_->Prepare("DELETE FROM losses WHERE sid = ? AND cause IN (11, 12)");
+absl::StatusOr<uint64_t> RankStore::KilledAfter(int64_t sid, uint64_t made, uint64_t not_arrived) {
+  static_assert(v1::LOSS_CAUSE_DAEMON_UNREACHABLE == 2 && v1::LOSS_CAUSE_REJECTED == 3 &&
+                v1::LOSS_CAUSE_EXIT_UNDELIVERED == 9);
+  absl::StatusOr<uint64_t> stored = StoredRecords(sid);
+  if (!stored.ok()) return stored.status();
+  // The causes a record can meet after a thread buffer accepted it (BUFFER_FULL and the range
+  // tracker's causes are counted instead of making a record).
+  absl::StatusOr<std::unique_ptr<SqliteStatement>> lost = db_->Prepare(
+      "SELECT COALESCE(SUM(records), 0) FROM losses WHERE sid = ? AND cause IN (2, 3, 9)");
+  if (!lost.ok()) return lost.status();
+  (*lost)->BindInt(1, sid);
+  absl::StatusOr<bool> row = (*lost)->Step();
+  if (!row.ok()) return row.status();
+  uint64_t accounted = *row ? (*lost)->ColumnUint(0) : 0;
+  for (uint64_t part : {*stored, not_arrived}) {
+    if (__builtin_add_overflow(accounted, part, &accounted)) return 0;  // all accounted for
+  }
+  return made > accounted ? made - accounted : 0;
+}
+
+absl::Status RankStore::SetEndCounts(int64_t sid, bool final, uint64_t not_arrived, bool made_known,
+                                     uint64_t killed) {
+  static_assert(v1::LOSS_CAUSE_NOT_ARRIVED == 11 && v1::LOSS_CAUSE_ENDED_WITHOUT_FINAL == 12 &&
+                v1::LOSS_CAUSE_KILLED == 13);
+  // KILLED is recounted only by a stream that knows what was made (or cleared by a final batch):
+  // a later stream that does not know it leaves the figure as it is.
+  absl::StatusOr<std::unique_ptr<SqliteStatement>> clear = db_->Prepare(
+      "DELETE FROM losses WHERE sid = ?1 AND (cause IN (11, 12) OR (cause = 13 AND ?2))");
   if (!clear.ok()) return clear.status();
   (*clear)->BindInt(1, sid);
+  (*clear)->BindInt(2, final || made_known ? 1 : 0);
   if (absl::Status s = (*clear)->Run(); !s.ok()) return s;
   if (final) return absl::OkStatus();
   absl::StatusOr<std::unique_ptr<SqliteStatement>> insert = db_->Prepare(
       "INSERT INTO losses(sid, cause, records) SELECT ?1, 12, 1 UNION ALL "
-      "SELECT ?1, 11, ?2 WHERE ?2 > 0");
+      "SELECT ?1, 11, ?2 WHERE ?2 > 0 UNION ALL SELECT ?1, 13, ?3 WHERE ?3 > 0");
   if (!insert.ok()) return insert.status();
   (*insert)->BindInt(1, sid);
   (*insert)->BindUint(2, not_arrived);
+  (*insert)->BindUint(3, killed);
   return (*insert)->Run();
 }
 

@@ -35,6 +35,10 @@ inline uint64_t ProducerRecordCount(const v1::Batch& batch) {
 struct StreamTally {
   uint64_t announced = 0;  // the highest Progress.records_queued (0: none came)
   uint64_t received = 0;   // records of the batches this stream committed (duplicates not)
+  // Records the process made, from its made-counts file (an orphan spool's collector reads it);
+  // unknown on a live stream.
+  bool made_known = false;
+  uint64_t made = 0;
 };
 
 struct CommitOutcome {
@@ -73,7 +77,10 @@ class RankStore {
   // missing: its end counts are cleared. Without one, the session is flagged
   // (LOSS_CAUSE_ENDED_WITHOUT_FINAL = 1) and LOSS_CAUSE_NOT_ARRIVED becomes what the producer
   // announced minus what is stored; a stream that announced nothing (an orphan spool's replay)
-  // only takes what it delivered off the earlier figure. OpenSession clears the flag again.
+  // only takes what it delivered off the earlier figure. With the records the process made
+  // known (tally.made), LOSS_CAUSE_KILLED becomes made - stored - the losses counted after a
+  // record was made (DAEMON_UNREACHABLE, REJECTED, EXIT_UNDELIVERED, NOT_ARRIVED), floored at 0:
+  // what was still in its thread buffers. OpenSession clears the flag again.
   absl::Status EndStream(int64_t sid, const StreamTally& tally) ABSL_LOCKS_EXCLUDED(mu_);
 
   RankTotals Totals() const ABSL_LOCKS_EXCLUDED(mu_);
@@ -96,8 +103,10 @@ class RankStore {
   absl::StatusOr<uint64_t> StoredRecords(int64_t sid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<uint64_t> NotArrivedAfter(int64_t sid, const StreamTally& tally)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status SetEndCounts(int64_t sid, bool final, uint64_t not_arrived)
+  absl::StatusOr<uint64_t> KilledAfter(int64_t sid, uint64_t made, uint64_t not_arrived)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status SetEndCounts(int64_t sid, bool final, uint64_t not_arrived, bool made_known,
+                            uint64_t killed) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status WriteInTransaction(int64_t sid, const v1::Batch& batch, const Session& session)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Folds old steps once enough records came since the last try; a failure is only logged.

@@ -279,6 +279,48 @@ TEST_F(RankStoreTest, AStreamEndingWithoutItsFinalBatchIsFlaggedAndCounted) {
   EXPECT_EQ(store_->Totals().losses.count(v1::LOSS_CAUSE_NOT_ARRIVED), 0u);
 }
 
+TEST_F(RankStoreTest, RecordsMadeButNeitherStoredNorCountedAreCountedAsKilled) {
+  const int64_t sid = OpenSession();
+  v1::Batch first = FirstBatch();  // 3 records
+  AddLoss(first, v1::LOSS_CAUSE_DAEMON_UNREACHABLE, 4);
+  AddLoss(first, v1::LOSS_CAUSE_BUFFER_FULL, 100);  // never made: not taken off
+  ASSERT_TRUE(store_->Commit(sid, first).ok());
+  const uint64_t stored = ProducerRecordCount(first);
+  constexpr uint64_t kMade = 50, kAnnounced = 10;
+  StreamTally tally{kAnnounced, stored};
+  tally.made_known = true;
+  tally.made = kMade;
+  ASSERT_TRUE(store_->EndStream(sid, tally).ok());
+  const uint64_t not_arrived = kAnnounced - stored;
+  EXPECT_EQ(Query("SELECT records FROM losses WHERE cause = 13"),
+            static_cast<int64_t>(kMade - stored - 4 - not_arrived));
+  EXPECT_EQ(store_->Totals().losses.at(v1::LOSS_CAUSE_KILLED), kMade - stored - 4 - not_arrived);
+
+  // A later stream that does not know what was made leaves the figure; a final batch clears it.
+  ASSERT_EQ(OpenSession(), sid);
+  ASSERT_TRUE(store_->EndStream(sid, StreamTally{}).ok());
+  EXPECT_EQ(Query("SELECT records FROM losses WHERE cause = 13"),
+            static_cast<int64_t>(kMade - stored - 4 - not_arrived));
+  ASSERT_EQ(OpenSession(), sid);
+  v1::Batch last;
+  last.set_seq(2);
+  last.set_final(true);
+  ASSERT_TRUE(store_->Commit(sid, last).ok());
+  ASSERT_TRUE(store_->EndStream(sid, StreamTally{}).ok());
+  EXPECT_EQ(Query("SELECT COUNT(*) FROM losses WHERE cause = 13"), 0);
+}
+
+TEST_F(RankStoreTest, MoreAccountedForThanMadeCountsNoneKilled) {
+  const int64_t sid = OpenSession();
+  v1::Batch first = FirstBatch();
+  ASSERT_TRUE(store_->Commit(sid, first).ok());
+  StreamTally tally{0, ProducerRecordCount(first)};
+  tally.made_known = true;
+  tally.made = 1;  // fewer than stored: a damaged count, never a negative loss
+  ASSERT_TRUE(store_->EndStream(sid, tally).ok());
+  EXPECT_EQ(Query("SELECT COUNT(*) FROM losses WHERE cause = 13"), 0);
+}
+
 TEST_F(RankStoreTest, AnnouncedRecordsThatAllArrivedAreNoLoss) {
   const int64_t sid = OpenSession();
   v1::Batch first = FirstBatch();

@@ -1,8 +1,10 @@
 #include "daemon/reader_pool.h"
 
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <iterator>
 
 #include "daemon/rank_reader.h"
 
@@ -41,7 +43,9 @@ void ReaderPool::GiveBack(std::unique_ptr<SqliteDb> db) {
   std::unique_ptr<SqliteDb> closed;  // closed after the lock is released
   {
     absl::MutexLock lock(&mu_);  // guards idle_ and by_path_
-    if (capacity_ == 0 || by_path_.contains(db->path())) {
+    // A file gone meanwhile (its job pruned: DropUnder) is not kept: checked under the lock,
+    // so a prune that renames the file and then drops cannot miss this connection.
+    if (capacity_ == 0 || by_path_.contains(db->path()) || access(db->path().c_str(), F_OK) != 0) {
       closed = std::move(db);  // one idle connection per file is enough
     } else {
       idle_.push_front(std::move(db));
@@ -64,6 +68,25 @@ absl::Status ReaderPool::Warm(const std::string& path) {
   if (!db.ok()) return db.status();
   GiveBack(*std::move(db));
   return absl::OkStatus();
+}
+
+size_t ReaderPool::DropUnder(const std::string& directory) {
+  const std::string prefix = directory + "/";
+  Idle dropped;  // closed after the lock is released
+  {
+    absl::MutexLock lock(&mu_);  // guards idle_ and by_path_
+    for (auto it = idle_.begin(); it != idle_.end();) {
+      if ((*it)->path().rfind(prefix, 0) != 0) {
+        ++it;
+        continue;
+      }
+      by_path_.erase((*it)->path());
+      auto next = std::next(it);
+      dropped.splice(dropped.end(), idle_, it);
+      it = next;
+    }
+  }
+  return dropped.size();
 }
 
 bool ReaderPool::full() {

@@ -44,6 +44,11 @@ class ReaderPool {
   // 1 ms a file here: most of the first `flopscope ranks` over 1024 ranks).
   absl::Status Warm(const std::string& path) ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Closes the idle connections to files under `directory` (a pruned job's: an open
+  // connection would keep its deleted files' space); returns how many. A connection a report
+  // holds meanwhile is not kept when given back (GiveBack checks that its file still exists).
+  size_t DropUnder(const std::string& directory) ABSL_LOCKS_EXCLUDED(mu_);
+
   size_t idle() ABSL_LOCKS_EXCLUDED(mu_);
   // No room for another idle connection (a warm-up stops here instead of evicting).
   bool full() ABSL_LOCKS_EXCLUDED(mu_);

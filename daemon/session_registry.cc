@@ -83,6 +83,19 @@ std::vector<SessionKey> SessionRegistry::SessionsOf(absl::string_view job_id) co
   return keys;
 }
 
+std::vector<SessionKey> SessionRegistry::Sessions() const {
+  std::vector<SessionKey> keys;
+  absl::MutexLock lock(&mu_);
+  keys.reserve(sessions_.size());
+  for (const auto& [key, session] : sessions_) keys.push_back(key);
+  return keys;
+}
+
+bool SessionRegistry::IsLive(const SessionKey& key) const {
+  absl::MutexLock lock(&mu_);
+  return sessions_.contains(key);
+}
+
 size_t SessionRegistry::size() const {
   absl::MutexLock lock(&mu_);
   return sessions_.size();

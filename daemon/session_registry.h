@@ -96,6 +96,9 @@ class SessionRegistry {
 
   // The live sessions of `job_id`, by rank then session id.
   std::vector<SessionKey> SessionsOf(absl::string_view job_id) const ABSL_LOCKS_EXCLUDED(mu_);
+  // Every live session, in key order (a node daemon's forwarder keeps a stream upstream for each).
+  std::vector<SessionKey> Sessions() const ABSL_LOCKS_EXCLUDED(mu_);
+  bool IsLive(const SessionKey& key) const ABSL_LOCKS_EXCLUDED(mu_);
   size_t size() const ABSL_LOCKS_EXCLUDED(mu_);
 
   // Gives `control` a daemon-wide unique id and writes it on the session's stream as a

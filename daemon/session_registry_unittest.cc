@@ -75,10 +75,16 @@ TEST(SessionRegistryTest, ListsSessionsOfAJobByRankUntilTheyEnd) {
   EXPECT_EQ(registry.SessionsOf("job-a")[1].session_id, "s1");
   EXPECT_EQ(registry.size(), 4u);
 
+  EXPECT_TRUE(registry.IsLive({"job-a", 0, "s0"}));
+  EXPECT_EQ(registry.Sessions().size(), 4u);
+
   registry.Unregister(rank0);
   EXPECT_THAT(RanksOf(registry.SessionsOf("job-a")), ElementsAre(1));
   EXPECT_TRUE(registry.SessionsOf("job-c").empty());
-  EXPECT_FALSE(rank0->Write(v1::DownMessage()));  // closed: nothing more goes down it
+  EXPECT_FALSE(registry.IsLive({"job-a", 0, "s0"}));
+  EXPECT_EQ(registry.Sessions().size(), 3u);
+  EXPECT_EQ(registry.Sessions().front().job_id, "job-a");  // in key order
+  EXPECT_FALSE(rank0->Write(v1::DownMessage()));           // closed: nothing more goes down it
   EXPECT_TRUE(rank1->Write(v1::DownMessage()));
 }
 

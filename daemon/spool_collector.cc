@@ -2,13 +2,16 @@
 
 #include <glob.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/made_counts_page.h"
 #include "daemon/batch_validator.h"
 #include "daemon/hello_validator.h"
 #include "daemon/logger.h"
@@ -34,6 +37,23 @@ std::vector<std::string> MatchingDirectories(const std::vector<std::string>& pat
   std::sort(dirs.begin(), dirs.end());
   dirs.erase(std::unique(dirs.begin(), dirs.end()), dirs.end());
   return dirs;
+}
+
+// `<dir>/<session>.made` beside `<dir>/<session>.spool` (common/made_counts_page.h).
+std::string MadeCountsPathOf(const std::string& spool_path) {
+  const std::string suffix = SpoolFile::kSuffix;
+  return spool_path.substr(0, spool_path.size() - suffix.size()) + MadeCountsPage::kSuffix;
+}
+
+std::vector<std::string> MadeCountsFiles(const std::string& dir) {
+  std::vector<std::string> files;
+  glob_t matches{};
+  const std::string pattern = dir + "/*" + MadeCountsPage::kSuffix;
+  if (glob(pattern.c_str(), GLOB_NOSORT, nullptr, &matches) == 0) {
+    for (size_t i = 0; i < matches.gl_pathc; ++i) files.emplace_back(matches.gl_pathv[i]);
+  }
+  globfree(&matches);
+  return files;
 }
 
 std::string Describe(const v1::SessionHello& hello) {
@@ -97,15 +117,44 @@ SpoolCollector::Outcome SpoolCollector::CollectOnce() {
         continue;
       }
       if (absl::Status s = Deliver(*file, owner, &outcome); !s.ok()) {
+        if (absl::IsCancelled(s)) return outcome;  // a stop: no more files this pass
         ++outcome.refused;
         NoteRefusal(path, s.message());
         continue;
       }
       file->Remove();
+      unlink(MadeCountsPathOf(path).c_str());  // read by Deliver, if there was one
       ++outcome.files;
+    }
+    if (lstat(dir.c_str(), &st) == 0 && PrivateTo(dir, st.st_uid)) {
+      RemoveStaleMadeCounts(dir, st.st_uid);
     }
   }
   return outcome;
+}
+
+void SpoolCollector::RemoveStaleMadeCounts(const std::string& dir, uid_t owner) {
+  for (const std::string& path : MadeCountsFiles(dir)) {
+    const std::string stem = path.substr(0, path.size() - std::strlen(MadeCountsPage::kSuffix));
+    struct stat st;
+    if (lstat((stem + SpoolFile::kSuffix).c_str(), &st) == 0) continue;  // its spool's turn
+    uid_t file_owner = 0;
+    uint64_t made = 0;
+    std::string error;
+    if (MadeCountsPage::ReadOrphan(path, &file_owner, &made, &error) && file_owner == owner) {
+      // Its process was killed before its first batch: no session in the store to charge.
+      LogInfo("removed ", path, ": its process ended before writing a batch; the ", made,
+              " records it made are counted nowhere (no session in the store)");
+      unlink(path.c_str());
+    } else if (!error.empty()) {
+      NoteRefusal(path, error);
+    }
+  }
+}
+
+bool SpoolCollector::Stopping() {
+  absl::MutexLock lock(&mu_);
+  return stopping_;
 }
 
 bool SpoolCollector::PrivateTo(const std::string& dir, uid_t owner) {
@@ -128,6 +177,10 @@ absl::Status SpoolCollector::Deliver(const SpoolFile& file, uid_t owner, Outcome
   absl::Status status;
   v1::UpMessage message;
   for (const SpoolFile::Entry& entry : file.entries()) {
+    if (Stopping()) {  // the file stays; the next start resumes after the committed seq
+      status = absl::CancelledError("the daemon is stopping");
+      break;
+    }
     if (entry.seq <= session->committed_seq) continue;  // the daemon has it: (session, seq)
     if (!file.Read(entry, &message)) {
       status = absl::DataLossError(absl::StrCat("batch seq ", entry.seq, " cannot be read"));
@@ -153,11 +206,30 @@ absl::Status SpoolCollector::Deliver(const SpoolFile& file, uid_t owner, Outcome
     ++outcome->batches;
     outcome->records += ProducerRecordCount(message.batch());
   }
+  ReadMadeCounts(file.path(), owner, &tally);
   const int64_t now_ns = absl::GetCurrentTimeNanos();
   if (absl::Status s = (*store)->EndStream(session->sid, tally); !s.ok() && status.ok()) status = s;
   catalog_->UpdateTotals(hello.job_id(), hello.rank(), (*store)->Totals(), now_ns).IgnoreError();
   catalog_->SessionDisconnected(hello.job_id(), hello.rank(), now_ns).IgnoreError();
   return status;
+}
+
+void SpoolCollector::ReadMadeCounts(const std::string& spool_path, uid_t owner,
+                                    StreamTally* tally) {
+  const std::string path = MadeCountsPathOf(spool_path);
+  struct stat st;
+  if (lstat(path.c_str(), &st) != 0) return;  // a clean exit removed it, or there never was one
+  uid_t file_owner = 0;
+  std::string error;
+  if (!MadeCountsPage::ReadOrphan(path, &file_owner, &tally->made, &error)) {
+    NoteRefusal(path, error.empty() ? "its writer still holds it" : error);
+    return;
+  }
+  if (file_owner != owner) {
+    NoteRefusal(path, absl::StrCat("owned by uid ", file_owner, ", its spool by uid ", owner));
+    return;
+  }
+  tally->made_known = true;
 }
 
 void SpoolCollector::NoteRefusal(const std::string& path, absl::string_view why) {

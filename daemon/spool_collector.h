@@ -22,13 +22,19 @@ class SpoolFile;
 
 namespace flopscope::daemon {
 
+struct StreamTally;
+
 // Collects orphaned spool files (injector/transport/spool_file.h): the batches a process could
 // not deliver before it ended, which otherwise wait for the same user's next injected process.
 // At start and then periodically, every `*.spool` file in the directories the patterns match
 // whose lock is free (its process is gone) is committed through the same RankStore::Commit as
 // a stream (validated; deduplicated by (session, seq)), the session's end is recorded as a
 // stream's would be (RankStore::EndStream: a file without a final batch leaves the session
-// flagged), and the file is removed.
+// flagged), and the file is removed. The made-counts file beside it (`<session>.made`,
+// common/made_counts_page.h), when its owner left one, says how many records the process made:
+// EndStream counts those neither stored nor counted lost as LOSS_CAUSE_KILLED, and the file is
+// removed with the spool. One without a spool (the process died before its first batch) is
+// removed, its count logged: there is no session in the store to charge.
 //
 // Untrusted input: the file's bytes, and who wrote it. A file counts as written by its owner
 // uid, and only in a directory that uid owns and no one else may write (mode without 022); it
@@ -64,9 +70,18 @@ class SpoolCollector {
  private:
   // Delivers one orphan owned by `owner`; adds to *outcome.
   absl::Status Deliver(const transport::SpoolFile& file, uid_t owner, Outcome* outcome);
+  // The records the spool's process made, from the made-counts file beside it, into *tally
+  // (left unknown when there is none, or it is not one `owner` left).
+  void ReadMadeCounts(const std::string& spool_path, uid_t owner, StreamTally* tally)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Removes the made-counts files of `dir` without a spool whose process is gone (killed before
+  // its first batch), saying in the log what they counted.
+  void RemoveStaleMadeCounts(const std::string& dir, uid_t owner) ABSL_LOCKS_EXCLUDED(mu_);
   // Whether `dir` is a directory only `owner` may write.
   static bool PrivateTo(const std::string& dir, uid_t owner);
   void NoteRefusal(const std::string& path, absl::string_view why) ABSL_LOCKS_EXCLUDED(mu_);
+  // True once the destructor asked the thread to end: a replay stops between two batches.
+  bool Stopping() ABSL_LOCKS_EXCLUDED(mu_);
   void Loop(absl::Duration period) ABSL_LOCKS_EXCLUDED(mu_);
 
   const std::vector<std::string> patterns_;

@@ -1,5 +1,6 @@
 #include "daemon/store_registry.h"
 
+#include "absl/strings/str_cat.h"
 #include "daemon/data_layout.h"
 
 namespace flopscope::daemon {
@@ -7,6 +8,10 @@ namespace flopscope::daemon {
 absl::StatusOr<std::shared_ptr<RankStore>> StoreRegistry::Acquire(absl::string_view job_id,
                                                                   int32_t rank) {
   absl::MutexLock lock(&mu_);  // held while opening: one open per file, however many streams
+  if (pruning_.contains(job_id)) {
+    return absl::UnavailableError(
+        absl::StrCat("job '", job_id, "' is being pruned (its old data deleted); retry"));
+  }
   Key key(std::string(job_id), rank);
   if (std::shared_ptr<RankStore> open = stores_[key].lock()) return open;
   ForgetClosed();
@@ -23,6 +28,35 @@ size_t StoreRegistry::open_count() {
   absl::MutexLock lock(&mu_);  // guards stores_
   ForgetClosed();
   return stores_.size();
+}
+
+absl::flat_hash_set<std::string> StoreRegistry::OpenJobs() {
+  absl::MutexLock lock(&mu_);  // guards stores_
+  ForgetClosed();
+  absl::flat_hash_set<std::string> jobs;
+  for (const auto& [key, store] : stores_) jobs.insert(key.first);
+  return jobs;
+}
+
+absl::Status StoreRegistry::BeginPrune(absl::string_view job_id) {
+  absl::MutexLock lock(&mu_);  // the check and the fence in one step: no Acquire between them
+  ForgetClosed();
+  for (const auto& [key, store] : stores_) {
+    if (key.first == job_id) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "job '", job_id, "' is running (a rank is connected): prune it once it has ended"));
+    }
+  }
+  if (!pruning_.insert(std::string(job_id)).second) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job '", job_id, "' is being pruned already"));
+  }
+  return absl::OkStatus();
+}
+
+void StoreRegistry::EndPrune(absl::string_view job_id) {
+  absl::MutexLock lock(&mu_);  // guards pruning_
+  pruning_.erase(job_id);
 }
 
 void StoreRegistry::ForgetClosed() {

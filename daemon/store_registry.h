@@ -7,6 +7,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
@@ -41,6 +42,15 @@ class StoreRegistry {
 
   // Stores some stream still holds.
   size_t open_count() ABSL_LOCKS_EXCLUDED(mu_);
+  // Jobs with a store some stream (or a spool delivery) holds: running, never pruned.
+  absl::flat_hash_set<std::string> OpenJobs() ABSL_LOCKS_EXCLUDED(mu_);
+
+  // The prune fence (daemon/job_pruner.h). BeginPrune: FAILED_PRECONDITION while a store of
+  // `job_id` is open (it is running); else, until EndPrune, Acquire refuses the job with
+  // UNAVAILABLE (its producer retries, and finds a fresh job once the prune is over), so no
+  // stream writes the files or catalog rows being deleted.
+  absl::Status BeginPrune(absl::string_view job_id) ABSL_LOCKS_EXCLUDED(mu_);
+  void EndPrune(absl::string_view job_id) ABSL_LOCKS_EXCLUDED(mu_);
   const std::string& data_dir() const { return data_dir_; }
 
  private:
@@ -52,6 +62,7 @@ class StoreRegistry {
   const FoldPolicy fold_;
   absl::Mutex mu_;
   absl::flat_hash_map<Key, std::weak_ptr<RankStore>> stores_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_set<std::string> pruning_ ABSL_GUARDED_BY(mu_);  // jobs behind the fence
 };
 
 }  // namespace flopscope::daemon

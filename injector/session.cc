@@ -7,7 +7,9 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/made_counts_page.h"
 #include "common/mutex.h"
+#include "common/spool_dir.h"
 #include "injector/export/dump_sink.h"
 #include "injector/export/transport_loader.h"
 #include "injector/export/transport_sink.h"
@@ -65,12 +67,30 @@ bool DriverWillInjectUs() {
 uint64_t ThreadBufferShare(uint64_t budget) { return budget / 8 * 3; }
 uint64_t PendingShare(uint64_t budget) { return budget / 4; }
 
+// The session's made-counts file, beside its spool: only when batches go to a daemon through a
+// spool (its collector reads the file). Null, with one stderr line when creating it failed
+// (the transport says it when the directory is unusable).
+std::unique_ptr<MadeCountsPage> CreateMadeCounts(const InjectorConfig& config,
+                                                 const SessionIdentity& identity) {
+  if (!config.dump_path.empty() || config.spool_bytes == 0) return nullptr;
+  std::string error;
+  if (!PrepareSpoolDirectory(config.spool_dir, &error)) return nullptr;
+  const std::string path =
+      config.spool_dir + "/" + SessionFileStem(identity.session_id) + MadeCountsPage::kSuffix;
+  std::unique_ptr<MadeCountsPage> page = MadeCountsPage::Create(path, &error);
+  if (page == nullptr) {
+    Warn("records left in buffers by a SIGKILL will not be counted: " + error);
+  }
+  return page;
+}
+
 }  // namespace
 
 Session::Session(InjectorConfig config, SessionIdentity identity)
     : config_(std::move(config)),
       identity_(std::move(identity)),
       clock_(config_.realtime_clock ? RangeClock::Source::kRealtime : RangeClock::Detect()),
+      made_counts_(CreateMadeCounts(config_, identity_)),
       buffers_(ThreadBufferShare(config_.buffer_bytes), &losses_),
       tracker_(&clock_, &paths_, &buffers_, &losses_),
       tracing_(
@@ -78,6 +98,7 @@ Session::Session(InjectorConfig config, SessionIdentity identity)
   // Set before the session is published: buffers call it from application threads, and the
   // tracker reports steps from the first NVTX call on.
   buffers_.SetWakeCallback(&Session::WakeExporter, this);
+  buffers_.SetMadeCounts(made_counts_.get());
   tracker_.SetStepTracker(&steps_);
   if (tracing_ != nullptr) steps_.SetListener(tracing_->counter_windows());
 }
@@ -215,6 +236,8 @@ void Session::OnProcessExit() {
   if (session->tracing_ != nullptr) session->tracing_->FinishAtExit();
   if (session->exporter() == nullptr) return;
   session->exporter()->Stop();
+  // Every record made is now delivered, spooled (behind a final batch) or counted lost.
+  if (session->made_counts_ != nullptr) session->made_counts_->Remove();
   // Stop is bounded: an exporter that overran may still be inside its cycle. No CUPTI call may
   // follow, whatever it does next (exit goes on into CUDA's and libcupti's teardown).
   if (session->tracing_ != nullptr) session->tracing_->Abandon();

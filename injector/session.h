@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "common/made_counts_page.h"
 #include "injector/ranges/domain_registry.h"
 #include "injector/export/exporter.h"
 #include "injector/records/identity.h"
@@ -90,6 +91,10 @@ class Session {
   DomainRegistry domains_;
   PathTable paths_;
   StringTable strings_;
+  // `<spool dir>/<session>.made`: every record the buffers accept is counted in it, so that what
+  // a SIGKILL leaves in them is counted too (daemon/spool_collector.h). Made before the session
+  // is published; declared before buffers_, which it outlives. Null without a spool.
+  std::unique_ptr<MadeCountsPage> made_counts_;
   BufferRegistry buffers_;
   StepTracker steps_;
   RangeTracker tracker_;

@@ -32,6 +32,7 @@ PACKAGES=("${BUILD_PACKAGES[@]}")
   prometheus  # tests: a real Prometheus scrapes flopscoped --metrics
   chromium  # tests: the HTML report opened in a real (headless) browser; make screenshot
   slurmctld slurmd slurm-client munge  # tests: deploy/slurm on a real two-node Slurm
+  iproute2  # tests: three hosts in network namespaces (ip netns, veth, bridge)
   yamllint shellcheck systemd  # tests: deploy/'s manifests, scripts and units (systemd-analyze)
   openssl  # tests: deploy/tls/make_test_ca.sh makes the mutual-TLS test certificates
 )

@@ -223,6 +223,12 @@ void WriteLosses(const std::vector<RankSnapshot>& ranks, ExpositionWriter* out) 
 
 }  // namespace
 
+void MetricsRegistry::OnJobPruned(uint64_t bytes) {
+  absl::MutexLock lock(&mu_);  // guards the prune counters
+  ++jobs_pruned_;
+  bytes_pruned_ += bytes;
+}
+
 std::string MetricsRegistry::Render() const {
   const std::vector<RankSnapshot> ranks = TakeSnapshots();
   ExpositionWriter out;
@@ -230,11 +236,13 @@ std::string MetricsRegistry::Render() const {
   WriteIngested(ranks, &out);
   WriteLosses(ranks, &out);
   int connected = 0;
-  uint64_t evicted = 0;
+  uint64_t evicted = 0, jobs_pruned = 0, bytes_pruned = 0;
   {
     absl::MutexLock lock(&mu_);
     connected = connected_;
     evicted = evicted_;
+    jobs_pruned = jobs_pruned_;
+    bytes_pruned = bytes_pruned_;
   }
   out.Family("flopscope_daemon_streams_connected", MetricType::kGauge,
              "Open collector streams, all jobs.");
@@ -245,6 +253,12 @@ std::string MetricsRegistry::Render() const {
   out.Family("flopscope_daemon_ranks_evicted_total", MetricType::kCounter,
              "Ranks whose series were dropped to stay within --metrics-max-ranks.");
   out.Sample("flopscope_daemon_ranks_evicted_total", {}, static_cast<double>(evicted));
+  out.Family("flopscope_daemon_jobs_pruned_total", MetricType::kCounter,
+             "Whole jobs deleted: flopscope prune and the --max-disk budget.");
+  out.Sample("flopscope_daemon_jobs_pruned_total", {}, static_cast<double>(jobs_pruned));
+  out.Family("flopscope_daemon_pruned_bytes_total", MetricType::kCounter,
+             "Bytes of the files of the jobs deleted.");
+  out.Sample("flopscope_daemon_pruned_bytes_total", {}, static_cast<double>(bytes_pruned));
   return out.Take();
 }
 

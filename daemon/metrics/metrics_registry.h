@@ -71,6 +71,9 @@ class MetricsRegistry {
   void OnRejected(const v1::SessionHello& hello, std::string_view rule, uint64_t records)
       ABSL_LOCKS_EXCLUDED(mu_);
 
+  // A whole job of `bytes` bytes was deleted (flopscope prune, --max-disk: daemon/job_pruner.h).
+  void OnJobPruned(uint64_t bytes) ABSL_LOCKS_EXCLUDED(mu_);
+
   // The exposition text (format 0.0.4) of everything tracked.
   std::string Render() const ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -101,6 +104,8 @@ class MetricsRegistry {
   uint64_t ticks_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t evicted_ ABSL_GUARDED_BY(mu_) = 0;
   int connected_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t jobs_pruned_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t bytes_pruned_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace flopscope::daemon::metrics

@@ -223,5 +223,15 @@ TEST(MetricsRegistryTest, EveryNameAndLabelNameFollowsTheGrammar) {
   EXPECT_GT(checked, 20u);
 }
 
+TEST(MetricsRegistryTest, PrunedJobsAndTheirBytesAreCounted) {
+  MetricsRegistry registry;
+  EXPECT_EQ(Samples(registry.Render()).at("flopscope_daemon_jobs_pruned_total"), 0);
+  registry.OnJobPruned(4096);
+  registry.OnJobPruned(1000);
+  const std::map<std::string, double> samples = Samples(registry.Render());
+  EXPECT_EQ(samples.at("flopscope_daemon_jobs_pruned_total"), 2);
+  EXPECT_EQ(samples.at("flopscope_daemon_pruned_bytes_total"), 4096 + 1000);
+}
+
 }  // namespace
 }  // namespace flopscope::daemon::metrics

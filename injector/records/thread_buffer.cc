@@ -41,6 +41,7 @@ bool ThreadBuffer::AppendLocked(std::vector<Chunk*>* chunks, ChunkPool<Chunk>* p
 
 void ThreadBuffer::AfterAppendLocked() {
   ++appended_total_;
+  made_.Add(1);  // accepted: a BUFFER_FULL drop never reaches here
   if (++waiting_ == registry_->wake_threshold_ && registry_->wake_ != nullptr) {
     registry_->wake_(registry_->wake_context_);
   }
@@ -110,6 +111,10 @@ BufferRegistry::BufferRegistry(uint64_t budget_bytes, LossCounters* losses)
 
 ThreadBuffer* BufferRegistry::Register() {
   auto* buffer = new ThreadBuffer(this);
+  if (made_counts_ != nullptr) {
+    MutexLock buffer_lock(&buffer->mutex_);
+    buffer->made_ = made_counts_->Acquire();
+  }
   MutexLock lock(&mutex_);
   buffers_.push_back(buffer);
   return buffer;
@@ -144,6 +149,7 @@ void BufferRegistry::DrainAll(RecordSet* out) {
     uint64_t owned_bytes;
     uint64_t appended_total;
     bool orphaned;
+    MadeCountsPage::Counter made;
     {
       // Swap under the lock (constant time) so the owner thread never waits for the copy.
       MutexLock buffer_lock(&buffer->mutex_);
@@ -156,6 +162,7 @@ void BufferRegistry::DrainAll(RecordSet* out) {
       buffer->waiting_ = 0;
       appended_total = buffer->appended_total_;
       orphaned = buffer->orphaned_;
+      made = buffer->made_;
     }
     TakeChunks(&ranges, &range_pool_, &out->ranges);
     TakeChunks(&kernels, &kernel_pool_, &out->kernels);
@@ -165,6 +172,8 @@ void BufferRegistry::DrainAll(RecordSet* out) {
     Refund(owned_bytes);
     if (orphaned) {
       appended_by_freed_buffers_ += appended_total;  // no owner left to append
+      // Its slot is free for the next thread; its count stays in the file.
+      if (made_counts_ != nullptr) made_counts_->Release(made);
       delete buffer;
     } else {
       *keep++ = buffer;

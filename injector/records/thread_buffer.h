@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "common/made_counts_page.h"
 #include "common/mutex.h"
 #include "injector/records/counter_records.h"
 #include "injector/records/loss_counters.h"
@@ -88,6 +89,8 @@ class ThreadBuffer {
   uint64_t appended_total_ FS_GUARDED_BY(mutex_) = 0;  // for statistics only
   size_t waiting_ FS_GUARDED_BY(mutex_) = 0;           // records appended since the last drain
   bool orphaned_ FS_GUARDED_BY(mutex_) = false;        // the owner thread has exited
+  // Counts every record accepted into the made-counts file (one slot per buffer).
+  MadeCountsPage::Counter made_ FS_GUARDED_BY(mutex_);
 };
 
 // All thread buffers of the session and the memory bound they share (FLOPSCOPE_BUFFER_MB).
@@ -116,6 +119,10 @@ class BufferRegistry {
     wake_ = wake;
     wake_context_ = context;
   }
+  // Where every accepted record is counted, so that what a SIGKILL leaves in the buffers can be
+  // told after the process is gone (common/made_counts_page.h). Set once, before any buffer
+  // exists; may stay null (no counting).
+  void SetMadeCounts(MadeCountsPage* made_counts) { made_counts_ = made_counts; }
 
   // Bytes allocated for records, idle pooled chunks included.
   uint64_t bytes_in_use() const { return bytes_in_use_.load(std::memory_order_relaxed); }
@@ -139,6 +146,7 @@ class BufferRegistry {
   ChunkPool<KernelChunk> kernel_pool_;
   void (*wake_)(void*) = nullptr;
   void* wake_context_ = nullptr;
+  MadeCountsPage* made_counts_ = nullptr;
   // Guards the buffer list; taken when a thread first records or exits, and by the exporter.
   // Lock order: registry mutex, then a buffer's mutex.
   Mutex mutex_;

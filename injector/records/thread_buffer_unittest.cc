@@ -1,7 +1,11 @@
 #include "injector/records/thread_buffer.h"
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
 
+#include <memory>
+#include <string>
 #include <thread>
 
 namespace flopscope::injector {
@@ -26,6 +30,34 @@ TEST(ThreadBufferTest, RecordsComeOutInOrderAndReleaseTheirBudget) {
   // The emptied chunk stays in the pool for reuse (and counted); the metadata is refunded.
   EXPECT_EQ(registry.bytes_in_use(), sizeof(RangeChunk));
   EXPECT_EQ(registry.AppendedTotal(), 301u);
+}
+
+TEST(ThreadBufferTest, AcceptedRecordsAreCountedInTheMadeCountsFileAndDropsAreNot) {
+  char dir[] = "/tmp/thread-buffer-made-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/session.made";
+  std::string error;
+  std::unique_ptr<MadeCountsPage> made = MadeCountsPage::Create(path, &error);
+  ASSERT_NE(made, nullptr) << error;
+  LossCounters losses;
+  BufferRegistry registry(2 * sizeof(RangeChunk), &losses);
+  registry.SetMadeCounts(made.get());
+  ThreadBuffer* buffer = registry.Register();
+  constexpr uint64_t kAttempts = 3 * RangeChunk::kCapacity;
+  for (uint64_t i = 0; i < kAttempts; ++i) buffer->AppendRange(Event(i));
+  const uint64_t dropped = losses.Get(LossCause::kBufferFull);
+  EXPECT_GT(dropped, 0u);
+  EXPECT_EQ(made->Total(), kAttempts - dropped);
+  EXPECT_EQ(made->Total(), registry.AppendedTotal());
+  // An exited thread's buffer is freed at the next drain; its count stays in the file.
+  registry.Release(buffer);
+  RecordSet records;
+  registry.DrainAll(&records);
+  ThreadBuffer* next = registry.Register();
+  ASSERT_TRUE(next->AppendRange(Event(1)));
+  EXPECT_EQ(made->Total(), kAttempts - dropped + 1);
+  made->Remove();
+  rmdir(dir);
 }
 
 TEST(ThreadBufferTest, TheMemoryBoundDropsAndCountsRecords) {

@@ -31,6 +31,7 @@ static_assert(SameValue(FS_LOSS_EXIT_UNDELIVERED, v1::LOSS_CAUSE_EXIT_UNDELIVERE
 static_assert(SameValue(FS_LOSS_COUNTER_UNMATCHED, v1::LOSS_CAUSE_COUNTER_UNMATCHED));
 static_assert(SameValue(FS_LOSS_NOT_ARRIVED, v1::LOSS_CAUSE_NOT_ARRIVED));
 static_assert(SameValue(FS_LOSS_ENDED_WITHOUT_FINAL, v1::LOSS_CAUSE_ENDED_WITHOUT_FINAL));
+static_assert(SameValue(FS_LOSS_KILLED, v1::LOSS_CAUSE_KILLED));
 // Every cause the proto knows has an ABI name (a new cause must be added to both).
 static_assert(SameValue(FS_LOSS_CAUSE_MAX, v1::LossCause_MAX));
 static_assert(SameValue(FS_RANGE_KIND_START_END, v1::RangeKind_MAX));

@@ -12,6 +12,8 @@
 #include <cstring>
 #include <map>
 
+#include "common/spool_dir.h"
+
 namespace flopscope::transport {
 namespace {
 
@@ -25,14 +27,7 @@ std::string Errno(const std::string& what) { return what + ": " + std::strerror(
 
 // Session ids are ours (identity.cc), but a file name must never leave the directory.
 std::string FileName(const std::string& session_id) {
-  std::string name;
-  for (char c : session_id) {
-    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                       c == '-' || c == '_';
-    name += plain ? c : '_';
-  }
-  if (name.empty()) name = "session";
-  return name + SpoolFile::kSuffix;
+  return SessionFileStem(session_id) + SpoolFile::kSuffix;
 }
 
 bool PwriteAll(int fd, const void* data, size_t size, uint64_t offset) {
@@ -77,26 +72,7 @@ bool PreadAll(int fd, void* data, size_t size, uint64_t offset) {
 }  // namespace
 
 bool SpoolFile::PrepareDirectory(const std::string& dir, std::string* error) {
-  if (dir.empty()) {
-    *error = "no spool directory";
-    return false;
-  }
-  if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
-    *error = Errno("cannot create " + dir);
-    return false;
-  }
-  struct stat st;
-  if (lstat(dir.c_str(), &st) != 0) {
-    *error = Errno("cannot stat " + dir);
-    return false;
-  }
-  // Hazard: a directory another user made (or can write) could feed us their files or take ours.
-  if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077) != 0) {
-    *error = dir + " is not a private directory of uid " + std::to_string(geteuid()) +
-             " (needs mode 0700)";
-    return false;
-  }
-  return true;
+  return PrepareSpoolDirectory(dir, error);
 }
 
 std::unique_ptr<SpoolFile> SpoolFile::Create(const std::string& dir, const v1::UpMessage& hello,

@@ -34,8 +34,9 @@ extern "C" {
  * 4: the spool (fs_transport_options.spool_dir and max_spool_bytes, fs_transport_api.spool),
  *    fs_transport_stats.records_pending, records_spooled and orphans_replayed; max_pending_bytes
  *    bounds the queue's memory, not its encoded size.
- * 5: FS_LOSS_NOT_ARRIVED and FS_LOSS_ENDED_WITHOUT_FINAL (the daemon's own, never sent). */
-#define FS_TRANSPORT_ABI_VERSION 5u
+ * 5: FS_LOSS_NOT_ARRIVED and FS_LOSS_ENDED_WITHOUT_FINAL (the daemon's own, never sent).
+ * 6: FS_LOSS_KILLED (the daemon's own, never sent). */
+#define FS_TRANSPORT_ABI_VERSION 6u
 
 /* Named values of the uint32_t fields that cross the seam. Each mirrors a flopscope.v1 enum
  * (proto/flopscope/v1/records.proto) that the core cannot include; batch_encoder.cc, the one file
@@ -69,7 +70,8 @@ enum fs_loss_cause {
   FS_LOSS_COUNTER_UNMATCHED = 10,
   FS_LOSS_NOT_ARRIVED = 11,         /* counted by the daemon only: a producer never sends it */
   FS_LOSS_ENDED_WITHOUT_FINAL = 12, /* counted by the daemon only (sessions, not records) */
-  FS_LOSS_CAUSE_MAX = 12 /* the highest cause; a new one raises it (and the ABI version) */
+  FS_LOSS_KILLED = 13,              /* counted by the daemon only: in thread buffers at a kill */
+  FS_LOSS_CAUSE_MAX = 13 /* the highest cause; a new one raises it (and the ABI version) */
 };
 
 /* fs_control.kind: which of flopscope.v1.Control's commands the daemon sent. */

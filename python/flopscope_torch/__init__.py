@@ -12,7 +12,7 @@ What it records, per process (thread by thread, as NVTX requires):
   module's qualified name from its root model (`TinyLM/encoder/layers.0/self_attn`);
 - the module tree of each root model, once (`module`, `class`, `params`, `extra_repr` marks,
   docs/marks.md), and the batch size (`batch_size=N`) from the model's first input;
-- with FLOPSCOPE_TORCH_ESTIMATE=1, estimated forward FLOPs and MACs per module and step;
+- estimated forward FLOPs and MACs per module and step (FLOPSCOPE_TORCH_ESTIMATE=0: off);
 - `step`, `forward`, `backward`, `optimizer` ranges in the `flopscope` domain, found from the
   root model's forward, backward() and optimizer.step(), or given with `step()` / `phase()`;
 - the parallel layout (`parallel tp=.. pp=.. dp=..`) from Megatron, DeepSpeed or

@@ -1,6 +1,6 @@
 """Estimated forward FLOPs and MACs per module and step, by DeepSpeed's flops profiler's rules.
 
-When switched on (FLOPSCOPE_TORCH_ESTIMATE=1, see docs/marks.md) the package wraps the functions
+Unless switched off (FLOPSCOPE_TORCH_ESTIMATE=0, see docs/marks.md) the package wraps the functions
 DeepSpeed counts (torch.nn.functional's linear, convolutions, activations, pooling, softmax,
 norms, interpolation and scaled_dot_product_attention; torch's and Tensor's matmul, mm, bmm,
 addmm, baddbmm, mul and add). Each wrapped call made while a module's forward range is the
@@ -10,18 +10,26 @@ own calls and its submodules'), summed over its forward calls in the step, and a
 `estimated_flops <range path>=<n>` / `estimated_macs <range path>=<n>` just before the step range
 closes (or, with no step open, when a root model's forward ends), only when it differs from the
 last figure announced for that path on the thread (0 when the path did not run in a step
-that counted something).
+that counted something). The wrappers are made by script_safe, so that torch.jit.script still
+compiles code calling them as it would the originals; a wrapper counts nothing under
+torch.jit.trace, nor when its first argument is neither a tensor nor a number (a torch.fx Proxy).
 
 torch.utils.flop_counter (torch >= 2.1) is not used: it counts aten operators with other rules
 (no bias, pooling, softmax or norm FLOPs), so its figures would not match DeepSpeed's.
 """
 
+import functools
 import math
 
 import torch
 import torch.nn.functional as F
 
+from . import script_safe
+
 ESTIMATE_ENV = "FLOPSCOPE_TORCH_ESTIMATE"
+# Whether the JIT is tracing (torch.jit.trace records no formula's calls).
+# pylint: disable-next=protected-access
+_TRACING = getattr(torch._C, "_is_tracing", None) or torch._C._get_tracing_state
 
 
 def _numel(shape):
@@ -171,8 +179,36 @@ TENSOR_OPS = {
 
 
 def estimate_enabled(environ):
-    """Whether the estimate is switched on: FLOPSCOPE_TORCH_ESTIMATE=1 (default off)."""
-    return environ.get(ESTIMATE_ENV, "0") not in ("", "0")
+    """Whether the estimate is switched on: on unless FLOPSCOPE_TORCH_ESTIMATE=0."""
+    return environ.get(ESTIMATE_ENV, "1") != "0"
+
+
+def _counting_body(original, formula, local):
+    """The wrapper's code: counts a call made inside a forward range, then calls the original.
+    It reads closure variables only (script_safe re-makes it with the original's globals), and
+    counts calls on tensors and numbers only (a torch.fx Proxy would record the formula's own
+    calls)."""
+    _fs_original, _fs_formula, _fs_local = original, formula, local
+    _fs_counted_types, _fs_tracing = (torch.Tensor, int, float), _TRACING
+
+    def counted(*args, **kwargs):
+        state = getattr(_fs_local, "state", None)
+        if state is not None and state.entries:
+            entry = state.entries[-1]
+            first = args[0] if args else next(iter(kwargs.values()), None)
+            if not entry.backward and isinstance(first, _fs_counted_types) and not _fs_tracing():
+                try:
+                    flops, macs = _fs_formula(*args, **kwargs)
+                except Exception:  # pylint: disable=broad-except
+                    flops = macs = 0  # an unusual call: the original says what is wrong
+                if flops or macs:
+                    if not (entry.flops or entry.macs):
+                        state.touched.append(entry)
+                    entry.flops += flops
+                    entry.macs += macs
+        return _fs_original(*args, **kwargs)
+
+    return counted
 
 
 class FlopEstimate:
@@ -183,7 +219,7 @@ class FlopEstimate:
     def __init__(self, ranges, mark):
         self._ranges = ranges
         self._mark = mark
-        self._saved = []  # (owner, name, original, whether owner's own __dict__ held it)
+        self._saved = []  # (owner, name, original, wrapper, whether owner's own __dict__ held it)
 
     def install(self):
         for name, formula in FUNCTIONAL.items():
@@ -193,59 +229,48 @@ class FlopEstimate:
             self._wrap(torch.Tensor, name, formula)
 
     def uninstall(self):
-        for owner, name, original, own in reversed(self._saved):
+        for owner, name, original, wrapper, own in reversed(self._saved):
             if own:
                 setattr(owner, name, original)
             else:
                 delattr(owner, name)
+            if owner is not torch.Tensor:
+                script_safe.forget(wrapper, original)
         self._saved = []
 
     def _wrap(self, owner, name, formula):
         original = getattr(owner, name, None)
         if original is None:
             return
+        body = _counting_body(original, formula, self._ranges.local)
+        if owner is torch.Tensor:  # a method: TorchScript never looks it up in Python
+            wrapper = functools.update_wrapper(body, original)
+        else:
+            wrapper = script_safe.make(original, body)
+            if wrapper is None:
+                return  # a kind TorchScript would not take as the original: left uncounted
         own = name in vars(owner)
-        self._saved.append((owner, name, original, own))
-        setattr(owner, name, self._counted(original, formula))
-
-    def _counted(self, original, formula):
-        local = self._ranges.local
-
-        def counted(*args, **kwargs):
-            state = getattr(local, "state", None)
-            if state is not None and state.entries:
-                entry = state.entries[-1]
-                if not entry.backward:
-                    try:
-                        flops, macs = formula(*args, **kwargs)
-                    except Exception:  # pylint: disable=broad-except
-                        flops = macs = 0  # an unusual call: the original says what is wrong
-                    if flops or macs:
-                        if not (entry.flops or entry.macs):
-                            state.touched.append(entry)
-                        entry.flops += flops
-                        entry.macs += macs
-            return original(*args, **kwargs)
-
-        counted.__wrapped__ = original
-        counted.__name__ = getattr(original, "__name__", "counted")
-        counted.__doc__ = getattr(original, "__doc__", None)
-        return counted
+        self._saved.append((owner, name, original, wrapper, own))
+        setattr(owner, name, wrapper)
 
     def flush(self):
         """Announces this thread's inclusive figures per range path since the last flush."""
         state = self._ranges.state()
         if not state.touched:
             return  # no forward counted (an optimizer-only step, exit): nothing to say
-        totals = {}
+        own = [(entry, entry.flops, entry.macs) for entry in state.touched]
         for entry in state.touched:
-            flops, macs = entry.flops, entry.macs
             entry.flops = entry.macs = 0
+        state.touched = []
+        if own == state.counted:
+            return  # the same ranges counted the same figures: the totals announced still hold
+        state.counted = own
+        totals = {}
+        for entry, flops, macs in own:
             while entry is not None and not entry.backward:
                 previous = totals.get(entry.path, (0, 0))
                 totals[entry.path] = (previous[0] + flops, previous[1] + macs)
                 entry = entry.parent
-        state.touched = []
         last = state.estimates
         for path in [path for path in last if path not in totals]:
             totals[path] = (0, 0)

@@ -15,7 +15,8 @@ module outside it starts its backward, or at the end of the backward pass.
 
 A GradEvents goes straight into the tensor's hook dict (`_backward_hooks`, registered with its
 grad_fn once), as Tensor.register_hook does it but without its handle object, which costs several
-times more; torch versions without `_register_hook_dict` get Tensor.register_hook.
+times more, and with a plain dict where it makes an OrderedDict; torch versions without
+`_register_hook_dict` get Tensor.register_hook.
 
 The hooks run twice per module call, and their usual path costs more than PyTorch's own hook
 dispatch; flopscope_torch._native (native/fast_hooks.cc) runs that path (the pre and post hooks'
@@ -29,7 +30,7 @@ each range on the thread that opened it. Hooks never raise into PyTorch: an inte
 the package off with one message (see Profiler.fail).
 """
 
-import collections
+import sys
 import threading
 
 import torch
@@ -44,6 +45,15 @@ _MAX_TENSORS = 16  # looked at per input / output structure: bounds the cost of 
 # pylint: disable-next=protected-access
 _tracing = getattr(torch._C, "_is_tracing", None) or torch._C._get_tracing_state
 _grad_enabled = torch.is_grad_enabled
+
+
+def _fx_tracing():
+    """Whether torch.fx is tracing (symbolic_trace calls submodules with Proxy inputs, and a hook
+    that read their attributes would add nodes to the graph). Checked on the slow paths only:
+    under symbolic_trace no range is open, so every hook call takes them."""
+    fx = sys.modules.get("torch.fx._symbolic_trace")
+    is_tracing = getattr(fx, "is_fx_tracing", None)
+    return is_tracing is not None and is_tracing()
 
 
 def _collect_grad_tensors(value, out, depth=0):
@@ -133,7 +143,7 @@ class ModuleHooks:
             "key": self._hook_key, "push": self._backend.push, "pop": self._backend.pop,
             "tracing": _tracing, "grad_enabled": _grad_enabled, "tensor_type": torch.Tensor,
             "containers": (torch.Tensor, tuple, list, dict),
-            "ordered_dict": collections.OrderedDict, "entry_type": Entry,
+            "hook_dict": dict, "entry_type": Entry,
             "info_type": ModuleInfo, "state_type": ThreadState,
             "slow_pre": self._forward_pre, "slow_post": self._forward_post,
             "close_on": self._close_on, "open_on": self._open_on, "events_of": self._events,
@@ -155,7 +165,7 @@ class ModuleHooks:
         events_of, close_on, open_on = self._events, self._close_on, self._open_on
         key = self._hook_key
         slow_pre, slow_post, fail = self._forward_pre, self._forward_post, self._fail
-        tensor_type, ordered_dict = torch.Tensor, collections.OrderedDict
+        tensor_type = torch.Tensor
 
         def pre(module, inputs):
             if not hooks.active:
@@ -218,7 +228,7 @@ class ModuleHooks:
                             events_of(output).opens.append(entry)
                             return None
                         events = GradEvents(hooks)
-                        table = ordered_dict()
+                        table = {}
                         output._backward_hooks = table  # pylint: disable=protected-access
                         register(output)
                         table[key] = events
@@ -249,7 +259,7 @@ class ModuleHooks:
         if not self.active:
             return None
         try:
-            if _tracing():
+            if _tracing() or _fx_tracing():
                 return
             ranges = self.ranges
             try:
@@ -310,7 +320,7 @@ class ModuleHooks:
                 self._backend.pop()  # the usual case: this module's range is the innermost
                 entries.pop()
             else:
-                if _tracing():
+                if _tracing() or _fx_tracing():
                     return
                 info = self._registry.get(module)
                 if info is None:
@@ -392,7 +402,7 @@ class ModuleHooks:
             if register is None:
                 tensor.register_hook(events)
                 return events
-            hooks = collections.OrderedDict()
+            hooks = {}
             tensor._backward_hooks = hooks  # pylint: disable=protected-access
             register(tensor)
         hooks[self._hook_key] = events

@@ -18,7 +18,7 @@ SHIM_ENV = "FLOPSCOPE_TORCH_NVTX_LIB"
 SHIM_NAME = "libflopscope_torch_nvtx.so"
 SHIM_ABI_VERSION = 1
 NATIVE_ENV = "FLOPSCOPE_TORCH_NATIVE"
-NATIVE_ABI_VERSION = 1
+NATIVE_ABI_VERSION = 2
 # Set by the injector's constructor under LD_PRELOAD (and by Nsight Systems): an NVTX tool is
 # listening. Without one, recording ranges would only cost time.
 TOOL_ENV = "NVTX_INJECTION64_PATH"

@@ -54,7 +54,7 @@ class ThreadState:
     says an end-of-backward callback is pending for it; `stale` says a finished backward pass
     left ranges here that the thread which finished it could not pop."""
 
-    __slots__ = ("thread_id", "entries", "end_queued", "stale", "touched", "estimates")
+    __slots__ = ("thread_id", "entries", "end_queued", "stale", "touched", "counted", "estimates")
 
     def __init__(self):
         self.thread_id = threading.get_ident()
@@ -62,6 +62,7 @@ class ThreadState:
         self.end_queued = False
         self.stale = False
         self.touched = []  # forward entries holding estimate figures not yet announced
+        self.counted = []  # (entry, flops, macs) of each touched entry at the last flush
         self.estimates = {}  # range path -> (flops, macs) last announced from this thread
 
 

@@ -31,7 +31,7 @@
 namespace {
 
 // Bumped when a function's meaning or signature changes; the package refuses another version.
-constexpr int kNativeAbiVersion = 1;
+constexpr int kNativeAbiVersion = 2;
 // Fast-path results: done, or "hand this call to the Python slow path".
 constexpr int kDone = 0;
 constexpr int kSlow = 1;
@@ -93,12 +93,6 @@ int Truth(PyObject* value) {
   return PyObject_IsTrue(value);
 }
 
-// -1 error, 0 false, 1 true: `bool(getattr(object, name))`.
-int TruthOf(PyObject* object, PyObject* name) {
-  Ref value(PyObject_GetAttr(object, name));
-  return value ? Truth(value.get()) : -1;
-}
-
 // One __slots__ attribute of one class (Entry, ModuleInfo, ThreadState), read straight from the
 // object's slot when the object is of exactly that class; by name otherwise, or when the slot is
 // empty (then getattr raises AttributeError as Python would).
@@ -138,6 +132,48 @@ void Resolve(PyObject* type, PyObject* name, Slot* slot) {
   slot->offset = member->offset;
 }
 
+// One attribute of torch.Tensor that is a C getter/setter (grad_fn, requires_grad,
+// _backward_hooks), called directly on exact tensors: a data descriptor, so this is what getattr
+// would do, without the type lookup. By name where the attribute is not such a descriptor.
+struct TensorAttr {
+  PyGetSetDef* def = nullptr;
+  PyObject* name = nullptr;  // interned
+};
+
+PyObject* Get(const TensorAttr& attr, PyObject* tensor) {
+  if (attr.def != nullptr && attr.def->get != nullptr) {
+    return attr.def->get(tensor, attr.def->closure);
+  }
+  return PyObject_GetAttr(tensor, attr.name);
+}
+
+int Set(const TensorAttr& attr, PyObject* tensor, PyObject* value) {
+  if (attr.def != nullptr && attr.def->set != nullptr) {
+    return attr.def->set(tensor, value, attr.def->closure);
+  }
+  return PyObject_SetAttr(tensor, attr.name, value);
+}
+
+void Resolve(PyObject* type, PyObject* name, TensorAttr* attr) {
+  attr->name = name;
+  if (!PyType_Check(type)) return;
+  Ref descriptor(PyObject_GetAttr(type, name));
+  if (!descriptor) {
+    PyErr_Clear();
+    return;
+  }
+  if (Py_TYPE(descriptor.get()) != &PyGetSetDescr_Type) return;
+  attr->def = reinterpret_cast<PyGetSetDescrObject*>(descriptor.get())->d_getset;
+}
+
+// `del entries[-1]` of a non-empty list, as list.pop does it (no slice object, no resize).
+void PopLast(PyObject* list) {
+  Py_ssize_t size = PyList_GET_SIZE(list);
+  PyObject* last = PyList_GET_ITEM(list, size - 1);
+  Py_SET_SIZE(list, size - 1);
+  Py_DECREF(last);
+}
+
 // The object a weak reference points to (None when dead), or what calling `ref` returns.
 PyObject* Referent(PyObject* ref) {
   if (PyWeakref_CheckRefExact(ref)) return Hold(PyWeakref_GET_OBJECT(ref));
@@ -175,6 +211,7 @@ struct Slots {
       entry_announced, entry_back;
   Slot info_transparent, info_ref, info_sites;
   Slot state_entries, state_end_queued, state_stale;
+  TensorAttr tensor_hooks, tensor_requires_grad, tensor_grad_fn;  // of exact torch.Tensor only
 };
 
 struct Hooks {
@@ -188,7 +225,7 @@ struct Hooks {
   PyObject* grad_enabled;   // torch.is_grad_enabled
   PyObject* tensor_type;    // torch.Tensor (exact type: subclasses take the Python path)
   PyObject* containers;     // (torch.Tensor, tuple, list, dict)
-  PyObject* ordered_dict;   // collections.OrderedDict: a tensor's new hook dict
+  PyObject* hook_dict;      // dict: the type of a tensor's new hook dict
   PyObject* entry_type;     // thread_ranges.Entry
   PyObject* info_type;      // module_registry.ModuleInfo
   PyObject* state_type;     // thread_ranges.ThreadState
@@ -212,10 +249,11 @@ struct Hooks {
 };
 
 struct GradEvents {
-  PyObject ob_base;  // PyObject_HEAD
-  PyObject* hooks;   // the Hooks object
-  PyObject* closes;  // list: forward entries whose backward closes at this gradient
-  PyObject* opens;   // list: forward entries whose backward opens at this gradient
+  PyObject ob_base;           // PyObject_HEAD
+  PyObject* hooks;            // the Hooks object
+  PyObject* closes;           // list: forward entries whose backward closes at this gradient
+  PyObject* opens;            // list: forward entries whose backward opens at this gradient
+  vectorcallfunc vectorcall;  // GradEventsVectorcall: autograd calls it with no argument tuple
 };
 
 PyObject* g_nvtx_push = nullptr;  // this module's nvtx_push / nvtx_pop function objects
@@ -225,7 +263,7 @@ PyObject* g_nvtx_pop = nullptr;
 // clang-format off
 #define FLOPSCOPE_HOOKS_FIELDS(X)                                                          \
   X(local) X(infos) X(key) X(push) X(pop) X(tracing) X(grad_enabled) X(tensor_type)        \
-  X(containers) X(ordered_dict) X(entry_type) X(info_type) X(state_type) X(slow_pre)       \
+  X(containers) X(hook_dict) X(entry_type) X(info_type) X(state_type) X(slow_pre)       \
   X(slow_post) X(close_on) X(open_on) X(events_of) X(queue_end) X(push_backward)           \
   X(pop_backward) X(fail)
 // clang-format on
@@ -304,9 +342,10 @@ PyObject* ThreadEntries(Hooks* self, bool* slow) {
 }
 
 // The tensor's GradEvents or None (ModuleHooks._events): straight from its hook dict when it
-// has one there, else through the Python code, which registers one.
+// has one there, else through the Python code, which registers one. `tensor` is exactly a
+// torch.Tensor.
 PyObject* EventsOf(Hooks* self, PyObject* tensor) {
-  Ref table(PyObject_GetAttr(tensor, g_names.backward_hooks));
+  Ref table(Get(self->slots.tensor_hooks, tensor));
   if (!table) return nullptr;
   if (PyDict_Check(table.get())) {
     PyObject* events = PyDict_GetItemWithError(table.get(), self->key);
@@ -411,14 +450,17 @@ PyObject* HooksPre(PyObject* object, PyObject* const* args, Py_ssize_t nargs) {
 // A new GradEvents in the output's new hook dict, opening `entry`'s backward range; kSlow
 // where this torch has no _register_hook_dict (then the Python code registers it).
 int RegisterEvents(Hooks* self, PyObject* output, PyObject* grad_fn, PyObject* entry) {
-  Ref table(PyObject_CallNoArgs(self->ordered_dict));
+  const TensorAttr& hooks = self->slots.tensor_hooks;
+  Ref table(self->hook_dict == reinterpret_cast<PyObject*>(&PyDict_Type)
+                ? PyDict_New()
+                : PyObject_CallNoArgs(self->hook_dict));
   if (!table) return -1;
-  if (PyObject_SetAttr(output, g_names.backward_hooks, table.get()) < 0) return -1;
+  if (Set(hooks, output, table.get()) < 0) return -1;
   Ref registered(PyObject_CallMethodOneArg(grad_fn, g_names.register_hook_dict, output));
   if (!registered) {
     if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return -1;
     PyErr_Clear();  // not in this torch: the Python code registers through Tensor.register_hook
-    return PyObject_SetAttr(output, g_names.backward_hooks, Py_None) < 0 ? -1 : kSlow;
+    return Set(hooks, output, Py_None) < 0 ? -1 : kSlow;
   }
   Ref events(NewGradEvents(reinterpret_cast<PyTypeObject*>(self->events_type),
                            reinterpret_cast<PyObject*>(self)));
@@ -432,12 +474,14 @@ int OpenOnOutput(Hooks* self, PyObject* output, PyObject* entry) {
   if (Py_TYPE(output) != reinterpret_cast<PyTypeObject*>(self->tensor_type)) {
     return CallIgnoring(self->open_on, output, entry);
   }
-  Ref table(PyObject_GetAttr(output, g_names.backward_hooks));
+  const Slots& slots = self->slots;
+  Ref table(Get(slots.tensor_hooks, output));
   if (!table) return -1;
   if (table.get() == Py_None) {
-    int requires_grad = TruthOf(output, g_names.requires_grad);
-    if (requires_grad <= 0) return requires_grad;
-    Ref grad_fn(PyObject_GetAttr(output, g_names.grad_fn));
+    Ref requires_grad(Get(slots.tensor_requires_grad, output));
+    int truth = requires_grad ? Truth(requires_grad.get()) : -1;
+    if (truth <= 0) return truth;
+    Ref grad_fn(Get(slots.tensor_grad_fn, output));
     if (!grad_fn) return -1;
     if (grad_fn.get() == Py_None) return 0;
     int result = RegisterEvents(self, output, grad_fn.get(), entry);
@@ -473,7 +517,7 @@ int PostFast(Hooks* self, PyObject* entries, PyObject* module, PyObject* output)
   int usual = IsUsualForward(self->slots, entry.get(), module);
   if (usual != kDone) return usual;
   if (Pop(self) < 0) return -1;
-  if (PyList_SetSlice(entries, size - 1, size, nullptr) < 0) return -1;
+  PopLast(entries);
   int training = CallTruth(self->grad_enabled);
   if (training <= 0) return training;
   return OpenOnOutput(self, output, entry.get());
@@ -533,8 +577,8 @@ int CloseBackward(Hooks* self, PyObject* entries, PyObject* closes) {
     int usual = TopIs(entries, self->slots.entry_source, entry.get());
     if (usual < 0) return -1;
     if (usual) {
-      Py_ssize_t size = PyList_GET_SIZE(entries);
-      if (Pop(self) < 0 || PyList_SetSlice(entries, size - 1, size, nullptr) < 0) return -1;
+      if (Pop(self) < 0) return -1;
+      PopLast(entries);
     } else if (CallIgnoring(self->pop_backward, entry.get()) < 0) {
       return -1;
     }
@@ -612,6 +656,11 @@ PyObject* GradEventsCall(PyObject* object, PyObject* /*args*/, PyObject* /*kwarg
   Py_RETURN_NONE;  // the gradient is left as it is
 }
 
+PyObject* GradEventsVectorcall(PyObject* object, PyObject* const* /*args*/, size_t /*nargsf*/,
+                               PyObject* /*kwnames*/) {
+  return GradEventsCall(object, nullptr, nullptr);
+}
+
 PyObject* g_hooks_type = nullptr;  // Hooks
 
 PyObject* GradEventsNew(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
@@ -631,6 +680,7 @@ PyObject* NewGradEvents(PyTypeObject* type, PyObject* hooks) {
   events->hooks = Hold(hooks);
   events->closes = PyList_New(0);
   events->opens = PyList_New(0);
+  events->vectorcall = &GradEventsVectorcall;
   if (events->closes == nullptr || events->opens == nullptr) return nullptr;
   return Hold(object.get());
 }
@@ -664,6 +714,7 @@ PyMemberDef g_grad_events_members[] = {
     {"hooks", T_OBJECT_EX, offsetof(GradEvents, hooks), READONLY, nullptr},
     {"closes", T_OBJECT_EX, offsetof(GradEvents, closes), READONLY, nullptr},
     {"opens", T_OBJECT_EX, offsetof(GradEvents, opens), READONLY, nullptr},
+    {"__vectorcalloffset__", T_PYSSIZET, offsetof(GradEvents, vectorcall), READONLY, nullptr},
     {nullptr, 0, 0, 0, nullptr}};
 
 PyType_Slot g_grad_events_slots[] = {
@@ -677,8 +728,9 @@ PyType_Slot g_grad_events_slots[] = {
     {Py_tp_members, g_grad_events_members},
     {0, nullptr}};
 
-PyType_Spec g_grad_events_spec = {"flopscope_torch._native.GradEvents", sizeof(GradEvents), 0,
-                                  Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, g_grad_events_slots};
+PyType_Spec g_grad_events_spec = {
+    "flopscope_torch._native.GradEvents", sizeof(GradEvents), 0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL, g_grad_events_slots};
 
 PyObject* g_events_type = nullptr;
 
@@ -710,6 +762,9 @@ void ResolveSlots(Hooks* self) {
   Resolve(self->state_type, g_names.entries, &slots.state_entries);
   Resolve(self->state_type, g_names.end_queued, &slots.state_end_queued);
   Resolve(self->state_type, g_names.stale, &slots.state_stale);
+  Resolve(self->tensor_type, g_names.backward_hooks, &slots.tensor_hooks);
+  Resolve(self->tensor_type, g_names.requires_grad, &slots.tensor_requires_grad);
+  Resolve(self->tensor_type, g_names.grad_fn, &slots.tensor_grad_fn);
 }
 
 // Hooks(config): config is a dict with every field of struct Hooks but events_type and

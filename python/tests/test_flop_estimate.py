@@ -1,7 +1,9 @@
-"""The FLOPs estimate: each formula against figures worked out from the layer's shapes, and
-DeepSpeed's LeNet5 reference values (../shared/data/DeepSpeed/REFERENCE_VALUES.md)."""
+"""The FLOPs estimate: each formula against figures worked out from the layer's shapes,
+DeepSpeed's LeNet5 reference values (../shared/data/DeepSpeed/REFERENCE_VALUES.md), and code
+that TorchScript compiles or torch.fx traces while it is on (its default)."""
 
 import math
+import pickle
 import re
 import unittest
 from pathlib import Path
@@ -10,6 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+import torch.fx
 from flopscope_torch import flop_estimate
 from flopscope_torch.profiler import Profiler
 from models import LeNet5
@@ -108,8 +111,8 @@ class LeNet5ReferenceTest(unittest.TestCase):
     def setUp(self):
         self.recorder = Recorder()
         self.profiler = Profiler()
-        self.assertTrue(self.profiler.enable(backend=self.recorder.backend(),
-                                             environ={flop_estimate.ESTIMATE_ENV: "1"}))
+        # The default settings: no FLOPSCOPE_TORCH_ESTIMATE.
+        self.assertTrue(self.profiler.enable(backend=self.recorder.backend(), environ={}))
 
     def tearDown(self):
         self.profiler.disable()
@@ -145,7 +148,7 @@ class PerStepTest(unittest.TestCase):
     def test_announced_inside_the_step_and_again_only_when_changed(self):
         recorder = Recorder()
         profiler = Profiler()
-        profiler.enable(backend=recorder.backend(), environ={flop_estimate.ESTIMATE_ENV: "1"})
+        profiler.enable(backend=recorder.backend(), environ={})
         try:
             model = nn.Sequential(nn.Linear(6, 4), nn.ReLU(), nn.Linear(4, 2))
             optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -181,6 +184,127 @@ class PerStepTest(unittest.TestCase):
                      and recorder.events[i][3].startswith("estimated_")]
             for index in marks:
                 self.assertTrue(steps[step].start < index < steps[step].end)
+
+
+class SwitchTest(unittest.TestCase):
+    def test_on_by_default_and_off_with_zero(self):
+        self.assertTrue(flop_estimate.estimate_enabled({}))
+        self.assertTrue(flop_estimate.estimate_enabled({flop_estimate.ESTIMATE_ENV: "1"}))
+        self.assertFalse(flop_estimate.estimate_enabled({flop_estimate.ESTIMATE_ENV: "0"}))
+
+    def test_off_wraps_nothing(self):
+        originals = (F.linear, F.relu, torch.matmul, torch.Tensor.mul)
+        profiler = Profiler()
+        profiler.enable(backend=Recorder().backend(), environ={flop_estimate.ESTIMATE_ENV: "0"})
+        try:
+            self.assertIsNone(profiler.module_hooks.estimate)
+            self.assertEqual((F.linear, F.relu, torch.matmul, torch.Tensor.mul), originals)
+        finally:
+            profiler.disable()
+
+
+def scripted_body(x, weight, bias):
+    """Calls one wrapped function of each kind TorchScript resolves differently."""
+    y = F.linear(x, weight, bias)  # a builtin (aten::linear)
+    y = F.relu(F.layer_norm(y, [y.shape[-1]]))  # Python functions
+    y = F.softmax(F.gelu(y), dim=-1)
+    y = torch.add(torch.matmul(y, y.t()), 1.0)  # torch's builtins
+    y = F.max_pool1d(y.unsqueeze(0), 2)  # boolean-dispatched (return_indices)
+    return F.interpolate(y, scale_factor=2.0)  # overloaded
+
+
+def scripted_model(width):
+    torch.manual_seed(3)
+    return nn.Sequential(nn.Linear(width, width), nn.ReLU(), nn.LayerNorm(width), nn.GELU(),
+                         nn.Softmax(dim=-1), nn.Upsample(scale_factor=2), nn.MaxPool1d(2),
+                         nn.Conv1d(3, 2, 3))
+
+
+class TorchScriptTest(unittest.TestCase):
+    """torch.jit.script of functions and modules that call wrapped functions compiles, before,
+    while and after the estimate is on, and computes what the uninstrumented code computes."""
+
+    def setUp(self):
+        torch.manual_seed(1)
+        self.args = (torch.randn(3, 6), torch.randn(5, 6), torch.randn(5))
+        self.input = torch.randn(1, 3, 6)
+        self.originals = (F.linear, F.relu, F.interpolate, F.max_pool1d, torch.matmul)
+        self.expected = scripted_body(*self.args)
+        self.expected_model = scripted_model(6)(self.input)
+        self.profiler = Profiler()
+        self.assertTrue(self.profiler.enable(backend=Recorder().backend(), environ={}))
+        wrapped = (F.linear, F.relu, F.interpolate, F.max_pool1d, torch.matmul)
+        for original, wrapper in zip(self.originals, wrapped):
+            self.assertIsNot(original, wrapper)  # the estimate is on: these are its wrappers
+
+    def tearDown(self):
+        self.profiler.disable()
+
+    def test_functions_and_modules_compile_and_compute_the_same(self):
+        function = torch.jit.script(scripted_body)
+        self.assertTrue(torch.equal(function(*self.args), self.expected))
+        model = torch.jit.script(scripted_model(6))
+        self.assertTrue(torch.equal(model(self.input), self.expected_model))
+        self.profiler.disable()  # compiled while wrapped, run and compiled again unwrapped
+        self.assertEqual((F.linear, F.relu, F.interpolate, F.max_pool1d, torch.matmul),
+                         self.originals)
+        self.assertTrue(torch.equal(function(*self.args), self.expected))
+        again = torch.jit.script(scripted_model(6))
+        self.assertTrue(torch.equal(again(self.input), self.expected_model))
+
+    def test_decorated_function_defined_while_on(self):
+        @torch.jit.script
+        def block(x, weight, bias):
+            return F.softmax(F.relu(F.linear(x, weight, bias)), dim=-1)
+
+        expected = torch.softmax(torch.relu(self.args[0] @ self.args[1].t() + self.args[2]), -1)
+        self.assertTrue(torch.allclose(block(*self.args), expected))
+
+    def test_tracing_records_no_formula(self):
+        model = scripted_model(6)
+        traced = torch.jit.trace(model, self.input)
+        self.assertTrue(torch.equal(traced(self.input), self.expected_model))
+        kinds = {node.kind() for node in traced.inlined_graph.nodes()}
+        self.assertNotIn("aten::numel", kinds)
+
+    def test_wrapped_module_function_pickles(self):
+        self.assertIs(pickle.loads(pickle.dumps(F.relu)), F.relu)
+
+
+class Block(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.linear = nn.Linear(width, width)
+
+    def forward(self, x):
+        return F.softmax(F.relu(self.linear(x)), dim=-1) * 2
+
+
+class Stack(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.blocks = nn.ModuleList(Block(width) for _ in range(2))
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x)
+        return torch.matmul(x, x.t())
+
+
+class FxTest(unittest.TestCase):
+    def test_symbolic_trace_gives_the_graph_it_gives_without_the_hooks(self):
+        model, x = Stack(4), torch.randn(3, 4)
+        expected_graph = str(torch.fx.symbolic_trace(model).graph)
+        recorder = Recorder()
+        profiler = Profiler()
+        self.assertTrue(profiler.enable(backend=recorder.backend(), environ={}))
+        try:
+            self.assertIsNotNone(profiler.module_hooks.estimate)
+            traced = torch.fx.symbolic_trace(model)
+            self.assertEqual(str(traced.graph), expected_graph)
+            self.assertTrue(torch.equal(traced(x), model(x)))
+        finally:
+            profiler.disable()
 
 
 if __name__ == "__main__":

@@ -191,4 +191,17 @@ for seq, records, path in ((0, 0, sys.argv[1]), (1, 1, sys.argv[2])):
 PY
 rm -rf "$spool_dir"
 
+# ---- made_counts_page: a session's made-counts file (common/made_counts_page.h): a 64-byte
+# header (magic, u32 slot count), then 1023 64-byte slots each starting with a u64 count.
+python3 - <<'PY' | seed made_counts_page three_slots
+import struct, sys
+line, slots = 64, 1023
+data = bytearray(line * (slots + 1))
+data[0:8] = b"FSMADE01"
+struct.pack_into("<I", data, 8, slots)
+for slot, count in ((0, 3), (1, 8192), (2, 1808)):  # slot 0 is the shared one
+    struct.pack_into("<Q", data, line * (slot + 1), count)
+sys.stdout.buffer.write(data)
+PY
+
 echo "seeds: $(find "$CORPUS" -type f | wc -l) files, $(du -sk "$CORPUS" | cut -f1) KiB in $CORPUS"

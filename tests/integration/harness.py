@@ -42,11 +42,13 @@ class Daemon:
         # Test daemons leave the user's real spool directories alone (the injector's next
         # process delivers the tests' orphans); test_orphan_spools points this at its own.
         self.args = ["--collect-spools"]
+        self.prefix = []  # runs `prefix flopscoped ...` (e.g. `ip netns exec NS`), which must exec
 
     def start(self, timeout=20.0, extra_args=()):
         self._log = open(self.log_path, "wb")
         self.process = subprocess.Popen(
-            [tool("flopscoped"), "--socket", str(self.socket), "--data-dir", str(self.data_dir),
+            [*self.prefix, tool("flopscoped"), "--socket", str(self.socket),
+             "--data-dir", str(self.data_dir),
              *self.args, *extra_args],
             stdout=self._log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout

@@ -134,6 +134,17 @@ class AccessTest(DaemonTestCase):
         self.assertEqual(connect("secret-1"), (1, None))  # the holder resumes where it was
         self.assertNotIn("secret-1", self.daemon.log())
 
+    def test_a_socket_the_user_may_not_open_is_not_called_not_running(self):
+        # Reliability campaign, "EACCES on the socket is reported as 'not running?'": a daemon
+        # whose socket sits in a directory the user cannot enter runs; the client says why.
+        private = self.root / "private"
+        private.mkdir(mode=0o700)
+        os.symlink(self.socket, private / "fs.sock")
+        denied = as_user(OWNER, [tool("flopscope"), "jobs", "--socket", str(private / "fs.sock")])
+        self.assertEqual(denied.returncode, 1, denied.stderr)
+        self.assertIn("permission denied", denied.stderr)
+        self.assertNotIn("not running", denied.stderr)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -2,22 +2,28 @@
 `--upstream unix:<aggregator socket>`, a 4-rank job split 2+2 across them, and the aggregator's
 `ranks`, `report`, `report --group dp` and `diff` covering all four ranks with exactly the
 records the nodes stored, through a kill -9 of the aggregator mid-job and an aggregator that is
-not there until the job is over; and an orphaned spool file a node daemon delivers is forwarded
-too."""
+not there until the job is over (the nodes' /metrics showing the outbox and a lag that grows,
+then 0); an orphaned spool file a node daemon delivers is forwarded too; and `flopscope profile`
+on the aggregator reaches the running ranks on both nodes through each session's one stream
+upstream, for the job's owner only."""
 
+import getpass
 import json
+import pwd
 import re
 import shutil
 import signal
 import sqlite3
 import subprocess
 import time
+import urllib.request
 from pathlib import Path
 
 from harness import (TEST_BIN_DIR, Daemon, DaemonTestCase, calls_by_path, client, rank_env, report,
                      run_job, start_job, test_program)
 from test_daemon_faults import private_spool, stored
 from test_orphan_spools import PROGRAM as PUSH_POP_PROGRAM
+from test_profile_window import ANSWER, SUMMARY
 
 MAKE_TEST_CA = Path(__file__).resolve().parents[2] / "deploy" / "tls" / "make_test_ca.sh"
 JOB = "fwd"
@@ -34,6 +40,24 @@ def waiting_in_outbox(node):
         return db.execute("SELECT COUNT(*) FROM outbox_batches").fetchone()[0]
     finally:
         db.close()
+
+
+def forward_metrics(daemon):
+    """The flopscope_forward_* samples of a daemon started with --metrics 127.0.0.1:0."""
+    found = re.search(r"metrics on http://([0-9.]+:[0-9]+)/metrics", daemon.log())
+    assert found, daemon.log()
+    with urllib.request.urlopen(f"http://{found.group(1)}/metrics", timeout=10) as answer:
+        text = answer.read().decode()
+    return {name: float(value) for name, value in
+            re.findall(r"^(flopscope_forward_\w+) (\S+)$", text, re.MULTILINE)}
+
+
+def user_exists(name):
+    try:
+        pwd.getpwnam(name)
+        return True
+    except KeyError:
+        return False
 
 
 class ForwardingTest(DaemonTestCase):
@@ -57,10 +81,10 @@ class ForwardingTest(DaemonTestCase):
         path.mkdir()
         return path
 
-    def start_nodes(self, upstream=None, tls=()):
+    def start_nodes(self, upstream=None, tls=(), extra_args=()):
         for node in self.nodes:
             node.start(extra_args=["--upstream", upstream or f"unix:{self.aggregator.socket}",
-                                   *tls])
+                                   *tls, *extra_args])
 
     def node_of(self, rank):
         return self.nodes[rank * len(self.nodes) // WORLD]  # ranks 0, 1 on node 1; 2, 3 on node 2
@@ -145,16 +169,37 @@ class ForwardingTest(DaemonTestCase):
         self.assert_aggregator_has_every_rank(2 * (before + after))
 
     def test_an_outage_then_a_node_restart_resumes_from_the_outbox(self):
-        self.start_nodes()  # the aggregator is not there yet: everything waits in the outboxes
+        metrics = ["--metrics", "127.0.0.1:0"]
+        self.start_nodes(extra_args=metrics)  # no aggregator yet: everything waits in outboxes
         events = 2 * 300
         self.finish(self.start_ranks([test_program("nvtx_phases"), "--before", "300"]))
-        self.assertGreater(waiting_in_outbox(self.nodes[0]), 0, self.nodes[0].log())
-        for node in self.nodes:  # a restart of the node daemons, outboxes full
-            self.assertEqual(node.stop(), 0, node.log())
+        node = self.nodes[0]
+        waiting = waiting_in_outbox(node)
+        self.assertGreater(waiting, 0, node.log())
+        # /metrics says what the outbox holds, and the lag grows while the aggregator is away.
+        first = forward_metrics(node)
+        self.assertEqual(first["flopscope_forward_outbox_batches"], waiting)
+        self.assertGreater(first["flopscope_forward_outbox_bytes"], 0)
+        self.assertEqual(first["flopscope_forward_streams_connected"], 0)
+        self.assertGreater(first["flopscope_forward_lag_seconds"], 0)
+        time.sleep(1.0)
+        later = forward_metrics(node)
+        self.assertGreaterEqual(later["flopscope_forward_lag_seconds"],
+                                first["flopscope_forward_lag_seconds"] + 0.9)
+        for daemon in self.nodes:  # a restart of the node daemons, outboxes full
+            self.assertEqual(daemon.stop(), 0, daemon.log())
+        self.start_nodes(extra_args=metrics)
+        # The batches' put times are in the outbox: the lag goes on from where it was.
+        self.assertGreater(forward_metrics(node)["flopscope_forward_lag_seconds"],
+                           later["flopscope_forward_lag_seconds"])
         self.aggregator.start()
-        self.start_nodes()
         self.wait_forwarded()
         self.assert_aggregator_has_every_rank(events)
+        for daemon in self.nodes:
+            self.assertEqual(forward_metrics(daemon), {
+                "flopscope_forward_outbox_batches": 0, "flopscope_forward_outbox_bytes": 0,
+                "flopscope_forward_dropped_batches_total": 0, "flopscope_forward_lag_seconds": 0,
+                "flopscope_forward_streams_connected": 0}, daemon.log())
 
     def test_an_orphaned_spool_a_node_delivers_is_forwarded(self):
         spool = self.root / "spool"
@@ -197,3 +242,151 @@ class ForwardingTest(DaemonTestCase):
         self.finish(self.start_ranks([test_program("nvtx_phases"), "--before", "200"]))
         self.wait_forwarded()
         self.assert_aggregator_has_every_rank(events)
+
+    def wait_connected_upstream(self, timeout=30.0):
+        """Until the aggregator lists every rank of the job as connected: each node keeps one
+        stream upstream open per session that is live there."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            listed = client(["jobs", "--socket", str(self.aggregator.socket), "--format", "json"])
+            if listed.returncode == 0:
+                jobs = {j["job"]: j for j in json.loads(listed.stdout)["jobs"]}
+                if jobs.get(JOB, {}).get("connected", 0) >= WORLD:
+                    return
+            time.sleep(0.1)
+        self.fail("the aggregator never saw every rank connected:\n" + self.aggregator.log() +
+                  "\n".join(node.log() for node in self.nodes))
+
+    def parse_profile(self, result):
+        """`flopscope profile`'s answer lines as (rank, verdict, message), and its summary."""
+        lines = result.stdout.splitlines()
+        self.assertGreaterEqual(len(lines), 2, result.stdout + result.stderr)
+        summary = SUMMARY.match(lines[-1])
+        self.assertIsNotNone(summary, lines[-1])
+        answers = []
+        for line in lines[:-1]:
+            match = ANSWER.match(line)
+            self.assertIsNotNone(match, f"not an answer line: {line!r}")
+            answers.append((int(match.group(1)), match.group(2), match.group(3) or ""))
+        return answers, int(summary.group(1)), int(summary.group(2))
+
+    def test_profile_on_the_aggregator_reaches_ranks_on_every_node(self):
+        if shutil.which("openssl") is None:
+            self.fail("openssl is not installed (scripts/setup_deps.sh test installs it)")
+        me = getpass.getuser()
+        other = "nobody" if me != "nobody" else "root"
+        certs = self.root / "certs"
+        subprocess.run([str(MAKE_TEST_CA), str(certs), "--person", me, "--person", other],
+                       check=True, capture_output=True, timeout=60)
+        self.aggregator.start(extra_args=[
+            "--tcp", "127.0.0.1:0", "--tls-cert", str(certs / "daemon.pem"),
+            "--tls-key", str(certs / "daemon.key"), "--tls-ca", str(certs / "ca.pem")])
+        server = re.search(r"mutual TLS on (\S+)", self.aggregator.log()).group(1)
+
+        def profile(person):
+            """`flopscope profile` on the aggregator with `person`'s certificate."""
+            return client(["profile", JOB, "--count", "2", "--server", server,
+                           "--tls-cert", str(certs / f"person-{person}.pem"),
+                           "--tls-key", str(certs / f"person-{person}.key"),
+                           "--tls-ca", str(certs / "ca.pem")])
+
+        self.start_nodes(extra_args=["--metrics", "127.0.0.1:0"])
+        go = self.root / "go"
+        # Each rank pushes its first ranges, then waits for `go`, connected to its node.
+        jobs = self.start_ranks([test_program("nvtx_phases"), "--before", "3", "--wait-file",
+                                 str(go), "--after", "2", "--timeout-ms", "120000"])
+        try:
+            self.wait_connected_upstream()
+            for node in self.nodes:  # one stream upstream per live session
+                self.assertEqual(forward_metrics(node)["flopscope_forward_streams_connected"],
+                                 WORLD // len(self.nodes), node.log())
+            result = profile(me)
+            answers, accepted, asked = self.parse_profile(result)
+            self.assertEqual([rank for rank, _, _ in answers], list(range(WORLD)), result.stdout)
+            self.assertEqual(asked, WORLD)
+            self.assertEqual(accepted, sum(verdict == "accepted" for _, verdict, _ in answers))
+            self.assertEqual(result.returncode, 0 if accepted else 1, result.stderr)
+            for rank, verdict, message in answers:
+                if verdict == "refused":
+                    # The process said why (no GPU here): its own reason, relayed by its node.
+                    self.assertTrue(message, result.stdout)
+                    self.assertNotIn("no reply within", message)
+                    self.assertNotIn("not connected", message)
+            # Each node relayed the controls of its own ranks, once each.
+            for node in self.nodes:
+                relayed = re.findall(rf"relayed control \d+ to job {JOB} rank (\d+) ", node.log())
+                self.assertEqual(sorted(int(rank) for rank in relayed),
+                                 [r for r in range(WORLD) if self.node_of(r) is node], node.log())
+            self.assertIn(f"counter window for job {JOB}: {accepted} of {WORLD} ranks accepted",
+                          self.aggregator.log())
+            # Another person's certificate has that person's rights there: not this job's.
+            if user_exists(other):
+                denied = profile(other)
+                self.assertNotEqual(denied.returncode, 0, denied.stdout)
+                self.assertIn(f"may not open counter windows in job {JOB}", denied.stderr)
+        finally:
+            go.touch()
+        self.finish(jobs)
+        self.wait_forwarded()
+        self.assert_aggregator_has_every_rank(2 * (3 + 2))
+        # One stream per session for its whole life: the aggregator saw each connect once.
+        for rank in range(WORLD):
+            self.assertEqual(len(re.findall(rf"(?<!dis)connected job {JOB} rank {rank} ",
+                                            self.aggregator.log())), 1, self.aggregator.log())
+
+
+class UpstreamDrainTest(DaemonTestCase):
+    """--upstream-drain-s, for node daemons that never start again on their data dir (a Slurm
+    job's, deploy/slurm): SIGTERM keeps forwarding until the outbox is empty, for so long."""
+
+    def setUp(self):
+        super().setUp()
+        (self.root / "aggregator").mkdir()
+        (self.root / "node").mkdir()
+        self.aggregator = Daemon(self.root / "aggregator")
+        self.node = Daemon(self.root / "node")
+
+    def tearDown(self):
+        try:
+            self.aggregator.stop()
+            self.node.stop()
+        finally:
+            super().tearDown()
+
+    CALLS = 100
+
+    def job_waiting_on_the_node(self, drain_s):
+        self.node.start(extra_args=["--upstream", f"unix:{self.aggregator.socket}",
+                                    "--upstream-drain-s", str(drain_s)])
+        done = run_job(self.node.socket, JOB,
+                       [test_program("nvtx_phases"), "--before", str(self.CALLS)],
+                       env=private_spool(self, rank_env(0, 1)))
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertGreater(waiting_in_outbox(self.node), 0, self.node.log())
+        self.node.process.send_signal(signal.SIGTERM)
+
+    def node_exit(self, timeout):
+        rc = self.node.process.wait(timeout)
+        self.node._log.close()
+        return rc
+
+    def test_sigterm_forwards_what_waits_to_an_aggregator_that_comes_back(self):
+        self.job_waiting_on_the_node(drain_s=60)
+        time.sleep(1)
+        self.assertIsNone(self.node.process.poll(), "SIGTERM returned with batches waiting")
+        self.aggregator.start()
+        self.assertEqual(self.node_exit(timeout=30), 0, self.node.log())
+        self.assertIn(f"forwarded every batch to unix:{self.aggregator.socket}", self.node.log())
+        self.assertEqual(waiting_in_outbox(self.node), 0)
+        here = stored(self.node.rank_file(JOB, 0))
+        events = 2 * self.CALLS  # each call: its range and the "work" inside
+        self.assertEqual(here, (events, events, 0))
+        self.assertEqual(stored(self.aggregator.rank_file(JOB, 0)), here)
+
+    def test_sigterm_gives_up_after_the_drain_time(self):
+        self.job_waiting_on_the_node(drain_s=1)
+        started = time.monotonic()
+        self.assertEqual(self.node_exit(timeout=20), 0, self.node.log())
+        self.assertGreaterEqual(time.monotonic() - started, 1)
+        self.assertRegex(self.node.log(), r"\d+ batches still wait for unix:.*--upstream-drain-s")
+        self.assertGreater(waiting_in_outbox(self.node), 0)

@@ -240,6 +240,7 @@ class NetnsClusterTest(DaemonTestCase):
             _, err = job.communicate(timeout=120)
             self.assertEqual(job.returncode, 0, f"rank {rank}: {err}")
             self.assertNotIn("not delivered", err, f"rank {rank}")
+        self.jobs = []  # ended as they should: wait_until must not take that for an early end
         self.wait_until(lambda: all(waiting_in_outbox(n) == 0 for n in self.nodes.values()),
                         "empty outboxes", timeout=60)
         self.assert_exactly_what_the_nodes_stored()

@@ -4,7 +4,8 @@ outlives the process), so a job killed with SIGKILL leaves the batches the daemo
 acknowledged in an orphaned spool file; flopscoped's collector delivers them once, deduplicated by
 (session, seq), and the session stays flagged as ended without a final batch. Before the log, the
 same kills lost those batches silently: only what had reached the daemon's socket was stored, and
-nothing of the rest was counted."""
+nothing of the rest was counted. What was still in the thread buffers at the kill is counted
+(`killed`) from the session's made-counts file (common/made_counts_page.h)."""
 
 import os
 import select
@@ -95,14 +96,14 @@ class SigkillTest(DaemonTestCase):
         spool = self.spool_dir()
         return sorted(spool.glob("*.spool")) if spool.exists() else []
 
-    def start(self, socket, job):
+    def start(self, socket, job, flush_ms=20):
         """`flopscope run` execs the program: the process is the injected job itself."""
         self.control = self.root / "control"
         self.control.mkdir()
         self.parts = 0
         command = ["/usr/bin/python3", "-c", PROGRAM, str(TEST_BIN_DIR / "libnvtx_pyhelper.so"),
                    str(self.control)]
-        self.job = start_job(socket, job, command, env={"FLOPSCOPE_FLUSH_MS": "20"})
+        self.job = start_job(socket, job, command, env={"FLOPSCOPE_FLUSH_MS": str(flush_ms)})
 
     def record(self, count, timeout=60.0):
         """Asks the job for `count` ranges; returns what it says it recorded."""
@@ -245,6 +246,40 @@ class SigkillTest(DaemonTestCase):
         self.assertEqual(stored.records, made)
         self.assertEqual(stored.ranges, stored.distinct)  # nothing twice
         self.assertEqual(stored.final, [1])  # its final batch came from the spool
+
+    def test_records_left_in_thread_buffers_at_a_kill_are_counted_as_killed(self):
+        # A flush interval longer than the test: the exporter takes records only when a buffer
+        # crosses its wake threshold (8192 records), so the first part (over it) is exported, up
+        # to where the woken exporter drained, and the rest, with the second part, stays in the
+        # buffer until the kill. The made-counts file beside the spool says how many were made.
+        self.daemon.start(extra_args=["--collect-spools", str(self.spool_dir()),
+                                      "--collect-spools-period-s", "0.2"])
+        self.start(self.daemon.socket, "killed-buffered", flush_ms=60000)
+        made = self.record(9000)
+        # Read from the rank file: `report` would ask the live session to flush.
+        stored, deadline = -1, time.monotonic() + 20
+        while time.monotonic() < deadline:
+            time.sleep(0.3)
+            now = self.stored_rows("killed-buffered")
+            if now == stored and now > 0 and \
+                    [spooled_records(f) for f in self.spool_files()] == [0]:
+                break  # stored, acknowledged, and nothing more coming
+            stored = now
+        self.assertGreater(stored, 0, self.daemon.log())
+        made += self.record(1000)
+        time.sleep(0.5)
+        self.assertEqual(self.stored_rows("killed-buffered"), stored)  # the rest still buffered
+        self.assertLess(stored, made)
+        self.assertEqual(len(list(self.spool_dir().glob("*.made"))), 1)
+        self.kill_job()
+        self.wait_until_collected()
+        self.assertEqual(list(self.spool_dir().glob("*.made")), [])  # removed with the spool
+        rep = report(self.daemon.socket, "killed-buffered")
+        calls = {m["path"]: m["calls"] for m in rep["modules"]}.get("work", 0)
+        self.assertEqual(calls, stored)
+        self.assertEqual(rep["losses"].get("killed"), made - stored, rep["losses"])
+        self.assertEqual(calls + sum(rep["losses"].values()), made, rep["losses"])
+        self.assertEqual(rep["sessions_without_final"], 1)
 
     def stored_rows(self, job):
         """Range events in the job's rank file (0 before it exists); read-only, so it works

@@ -5,13 +5,18 @@ injector, submitted by an ordinary user (nobody); the Prolog starts a daemon per
 user, the TaskProlog points each task at its node's daemon, the Epilog stops them. Each node's
 data then holds its 2 ranks of world size 4, the ranks 0-1 on n1 and 2-3 on n2.
 
-One report for the whole job comes with the aggregator (issue 17 item 1): this test reads each
-node's daemon separately. Skips, with the reason, only where the Slurm or munge packages are
-missing (scripts/setup_deps.sh test set installs them) or the test does not run as root."""
+One aggregator for the cluster, started by the test with mutual TLS on 127.0.0.1: the conf's
+`upstream` makes the Prolog start each node daemon with --upstream and copies of the job user's
+certificate (CN=nobody), the Epilog's SIGTERM lets it forward what still waits, and the
+aggregator, asked with the user's certificate, reports world 4 with every rank: each the same
+sessions and record counts as the node that ran it. Skips, with the reason, only where the Slurm
+or munge packages are missing (scripts/setup_deps.sh test set installs them) or the test does
+not run as root."""
 
 import json
 import os
 import pwd
+import re
 import shutil
 import signal
 import socket
@@ -21,7 +26,9 @@ import time
 import unittest
 from pathlib import Path
 
-from harness import BUILD_DIR, Daemon, client, tool
+from harness import BUILD_DIR, Daemon, calls_by_path, client, tool
+from test_forwarding import MAKE_TEST_CA
+from test_netns_cluster import sessions
 
 REPO = Path(__file__).resolve().parents[2]
 SLURM_SCRIPTS = REPO / "deploy" / "slurm"
@@ -83,14 +90,17 @@ def slurm_conf(root, ports):
     return path
 
 
-def install_scripts(root):
-    """deploy/slurm as an operator installs it, the settings pointed at the build and temp dirs."""
+def install_scripts(root, upstream, certs):
+    """deploy/slurm as an operator installs it, the settings pointed at the build and temp dirs,
+    the aggregator at `upstream` and the certificates in `certs` (a person's per user)."""
     scripts = root / "slurm-scripts"
     scripts.mkdir()
     for name in ("prolog.sh", "epilog.sh", "task_prolog.sh"):
         shutil.copy2(SLURM_SCRIPTS / name, scripts / name)
     conf = (SLURM_SCRIPTS / "flopscope-slurm.conf").read_text()
-    settings = {"prefix": BUILD_DIR, "run_root": root / "run", "data_root": root / "data"}
+    settings = {"prefix": BUILD_DIR, "run_root": root / "run", "data_root": root / "data",
+                "upstream": upstream, "tls_cert": certs / "person-%u.pem",
+                "tls_key": certs / "person-%u.key", "tls_ca": certs / "ca.pem"}
     lines = []
     for line in conf.splitlines():
         key = line.split("=", 1)[0]
@@ -113,6 +123,7 @@ class SlurmTest(unittest.TestCase):
         os.chmod(self.root, 0o755)
         self.processes = []
         self.processes_logs = []
+        self.aggregator = None
         self.env = dict(os.environ, SLURM_CONF=str(self.root / "slurm.conf"))
         for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "FLOPSCOPE_SOCKET", "FLOPSCOPE_JOB_ID"):
             self.env.pop(name, None)
@@ -127,6 +138,8 @@ class SlurmTest(unittest.TestCase):
     def tearDown(self):
         subprocess.run(["scancel", "--full", "--partition=test"], env=self.env,
                        capture_output=True, timeout=30)
+        if self.aggregator is not None:
+            self.aggregator.stop()
         for process in reversed(self.processes):
             if process.poll() is None:
                 process.send_signal(signal.SIGTERM)
@@ -180,10 +193,27 @@ class SlurmTest(unittest.TestCase):
         states = dict(line.split() for line in result.stdout.splitlines() if line.strip())
         return all(states.get(node) == "idle" for node in NODES)
 
+    def start_aggregator(self):
+        """The cluster's aggregator, mutual TLS on loopback; returns its HOST:PORT."""
+        self.certs = self.root / "certs"
+        subprocess.run([str(MAKE_TEST_CA), str(self.certs), "--person", self.user.pw_name],
+                       check=True, capture_output=True, timeout=60)
+        (self.root / "aggregator").mkdir()
+        self.aggregator = Daemon(self.root / "aggregator")
+        self.aggregator.start(extra_args=["--tcp", "127.0.0.1:0", *self.tls("daemon")])
+        found = re.search(r"mutual TLS on (\S+)", self.aggregator.log())
+        self.assertIsNotNone(found, self.aggregator.log())
+        return found.group(1)
+
+    def tls(self, name):
+        return ["--tls-cert", str(self.certs / f"{name}.pem"), "--tls-key",
+                str(self.certs / f"{name}.key"), "--tls-ca", str(self.certs / "ca.pem")]
+
     def start_cluster(self):
         for folder in ("state", "spool", "run", "data"):
             (self.root / folder).mkdir()
-        install_scripts(self.root)
+        self.upstream = self.start_aggregator()
+        install_scripts(self.root, self.upstream, self.certs)
         conf = slurm_conf(self.root, free_ports(3))
         self.start_munge()
         self.start("slurmctld", ["slurmctld", "-D", "-i", "-f", str(conf)])
@@ -191,22 +221,32 @@ class SlurmTest(unittest.TestCase):
             self.start(f"slurmd-{node}", ["slurmd", "-D", "-N", node, "-f", str(conf)])
         self.wait_for(self.nodes_idle, "idle nodes n1 and n2", timeout=45)
 
-    def node_ranks(self, node, job):
-        """The node's data read back by a daemon of its own (the job's daemon is gone)."""
+    def node_view(self, node, job):
+        """The node's `ranks` and `report` of the job's step 0, read back by a daemon of its own
+        (the job's daemon is gone)."""
         data = self.root / "data" / node / f"job-{job}"
         daemon = Daemon(self.root / f"read-{node}")
         daemon.root.mkdir()
         daemon.data_dir = data
         daemon.start()
         try:
-            result = client(["ranks", f"{job}.0", "--socket", str(daemon.socket),
-                             "--format", "json"])
-            self.assertEqual(result.returncode, 0, result.stderr)
-            return json.loads(result.stdout)["ranks"]
+            return [self.json_of(client([command, f"{job}.0", "--socket", str(daemon.socket),
+                                         "--format", "json"])) for command in ("ranks", "report")]
         finally:
             self.assertEqual(daemon.stop(), 0, daemon.log())
 
-    def test_prolog_daemon_per_node_and_task_prolog_point_four_ranks_at_them(self):
+    def json_of(self, result):
+        self.assertEqual(result.returncode, 0, result.stderr)
+        return json.loads(result.stdout)
+
+    def aggregator_view(self, job):
+        """The aggregator's `ranks` and `report` of the job's step 0, asked over mutual TLS with
+        the job user's certificate."""
+        return [self.json_of(client([command, f"{job}.0", "--format", "json", "--server",
+                                     self.upstream, *self.tls(f"person-{self.user.pw_name}")]))
+                for command in ("ranks", "report")]
+
+    def test_prolog_daemons_forward_four_ranks_on_two_nodes_to_one_aggregator(self):
         self.start_cluster()
         as_user = ["setpriv", f"--reuid={self.user.pw_uid}", f"--regid={self.user.pw_gid}",
                    "--clear-groups"]
@@ -234,8 +274,12 @@ class SlurmTest(unittest.TestCase):
                                       for n in NODES), "the epilog's cleanup")
 
         expected = {"n1": [0, 1], "n2": [2, 3]}  # srun's default block distribution
+        on_nodes, node_calls = {}, []
         for node in NODES:
-            ranks = self.node_ranks(node, job)
+            listed, node_report = self.node_view(node, job)
+            ranks = listed["ranks"]
+            on_nodes.update({entry["rank"]: (node, entry) for entry in ranks})
+            node_calls.append(calls_by_path(node_report))
             self.assertEqual(sorted(r["rank"] for r in ranks), expected[node], ranks)
             for entry in ranks:
                 self.assertEqual(entry["world_size"], 4, entry)
@@ -244,6 +288,30 @@ class SlurmTest(unittest.TestCase):
                 self.assertFalse(entry["connected"], entry)
             log = (self.root / "data" / node / f"job-{job}" / "flopscoped.log").read_text()
             self.assertIn("stopped", log, f"{node}: the epilog's SIGTERM drained the daemon")
+            self.assertIn(f"forwarding every committed batch to {self.upstream}", log)
+            self.assertIn(f"forwarded every batch to {self.upstream}", log)
+        self.assert_one_aggregator_report(job, on_nodes, node_calls)
+
+    def assert_one_aggregator_report(self, job, on_nodes, node_calls):
+        """The aggregator's ranks are the nodes' ranks, each with what its node stored."""
+        listed, whole = self.aggregator_view(job)
+        ranks = listed["ranks"]
+        self.assertEqual(sorted(r["rank"] for r in ranks), [0, 1, 2, 3], ranks)
+        for entry in ranks:
+            node, there = on_nodes[entry["rank"]]
+            self.assertEqual(entry["world_size"], 4, entry)
+            self.assertEqual(entry["lost"], 0, entry)
+            self.assertEqual((entry["pid"], entry["ranges"], entry["sessions"]),
+                             (there["pid"], there["ranges"], there["sessions"]),
+                             f"rank {entry['rank']}: not what {node} stored")
+            node_file = (self.root / "data" / node / f"job-{job}" / "jobs" / f"{job}.0" /
+                         f"rank-{entry['rank']:05d}.sqlite")
+            self.assertEqual(sessions(self.aggregator.rank_file(f"{job}.0", entry["rank"])),
+                             sessions(node_file), f"rank {entry['rank']}: lost or stored twice")
+        expected = {path: sum(calls.get(path, 0) for calls in node_calls)
+                    for path in set().union(*node_calls)}
+        self.assertTrue(expected)
+        self.assertEqual(calls_by_path(whole), expected)
 
 
 if __name__ == "__main__":

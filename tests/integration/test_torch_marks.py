@@ -1,14 +1,15 @@
 """What the PyTorch hooks announce reaches the daemon: an unchanged script under
 `flopscope run --torch` (one rank, CPU) stores the whole module tree (containers and modules
-that never run included), the batch size from the model's input, and, with
-FLOPSCOPE_TORCH_ESTIMATE=1, estimated FLOPs per module. Every expected figure is worked out here
+that never run included), the batch size from the model's input, and, by default (no
+FLOPSCOPE_TORCH_ESTIMATE), estimated FLOPs per module. Every expected figure is worked out here
 from the model itself."""
 
+import json
 import os
 import subprocess
 import unittest
 
-from harness import DaemonTestCase, tool
+from harness import DaemonTestCase, client, tool
 from test_torch_support import HAVE_TORCH, NO_TORCH, PYTHON, grpc_report
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -28,6 +29,8 @@ def metadata(report_message, prefix):
 class TorchMarksTest(DaemonTestCase):
     def run_script(self, job, extra_env):
         env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1", **extra_env}
+        if "FLOPSCOPE_TORCH_ESTIMATE" not in extra_env:
+            env.pop("FLOPSCOPE_TORCH_ESTIMATE", None)  # the default settings
         result = subprocess.run(
             [tool("flopscope"), "run", "--torch", "--job", job, "--socket",
              str(self.daemon.socket), "--", PYTHON,
@@ -41,7 +44,7 @@ class TorchMarksTest(DaemonTestCase):
         # pylint: disable-next=import-outside-toplevel
         from test_torch_marks_job import BATCH, build_model
         self.daemon.start()
-        stored = self.run_script("marks", {"FLOPSCOPE_TORCH_ESTIMATE": "1"})
+        stored = self.run_script("marks", {})
         model = build_model()
         names = [name for name, _ in model.named_modules()]
         modules = dict(model.named_modules())
@@ -81,9 +84,19 @@ class TorchMarksTest(DaemonTestCase):
         self.assertEqual(int(flops["Marked"]),
                          sum(int(flops[p]) for p in flops if p.count("/") == 1))
 
-    def test_batch_size_from_the_environment_and_no_estimate_by_default(self):
+        # The report shows these figures, labelled estimated (no counters ran on this machine).
+        result = client(["report", "marks", "--socket", str(self.daemon.socket), "--format",
+                         "json"])
+        self.assertEqual(result.returncode, 0, result.stderr)
+        rows = {row["path"]: row for row in json.loads(result.stdout)["profile"]["modules"]}
+        for path in ("Marked/stem", "Marked/heads.main"):
+            self.assertEqual((rows[path]["flops"], rows[path]["flops_source"]),
+                             (int(flops[path]), "estimated"), path)
+
+    def test_batch_size_from_the_environment_and_no_estimate_when_switched_off(self):
         self.daemon.start()
-        stored = self.run_script("marks-env", {"FLOPSCOPE_BATCH_SIZE": "64"})
+        stored = self.run_script("marks-env", {"FLOPSCOPE_BATCH_SIZE": "64",
+                                               "FLOPSCOPE_TORCH_ESTIMATE": "0"})
         sizes = [m.value for m in stored.metadata if m.key == "batch_size"]
         self.assertEqual(sizes, ["64"])
         self.assertEqual(metadata(stored, "estimated_flops"), {})

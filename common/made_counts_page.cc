@@ -1,0 +1,176 @@
+// The made-counts file: creation and mapping for the writer, parsing for the collector.
+
+#include "common/made_counts_page.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <new>
+#include <utility>
+
+namespace flopscope {
+namespace {
+
+static_assert(sizeof(std::atomic<uint64_t>) == sizeof(uint64_t) &&
+              std::atomic<uint64_t>::is_always_lock_free);
+
+std::string ErrnoText(const char* what, const std::string& path) {
+  return std::string(what) + " " + path + ": " + std::strerror(errno);
+}
+
+// Sizes the new file and maps it; nullptr (the file removed) on failure.
+char* SizeAndMap(int fd, const std::string& path, std::string* error) {
+  if (ftruncate(fd, MadeCountsPage::kFileBytes) != 0) {
+    *error = ErrnoText("cannot size", path);
+    return nullptr;
+  }
+  void* map = mmap(nullptr, MadeCountsPage::kFileBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (map == MAP_FAILED) {
+    *error = ErrnoText("cannot map", path);
+    return nullptr;
+  }
+  return static_cast<char*>(map);
+}
+
+}  // namespace
+
+std::unique_ptr<MadeCountsPage> MadeCountsPage::Create(const std::string& path,
+                                                       std::string* error) {
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) {
+    *error = ErrnoText("cannot create", path);
+    return nullptr;
+  }
+  // Locked before it has a header: a collector never takes a file being made for an orphan.
+  char* map = nullptr;
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    *error = ErrnoText("cannot lock", path);
+  } else {
+    map = SizeAndMap(fd, path, error);
+  }
+  if (map == nullptr) {
+    close(fd);
+    unlink(path.c_str());
+    return nullptr;
+  }
+  // A fresh file reads as zeros: only the header is written. The magic goes last, so a reader
+  // never takes a half-made header for a whole one.
+  const uint32_t slots = kSlots;
+  std::memcpy(map + sizeof kMagic, &slots, sizeof slots);
+  for (uint32_t slot = 0; slot < kSlots; ++slot) {
+    new (map + kLineBytes * (slot + 1)) std::atomic<uint64_t>(0);
+  }
+  std::memcpy(map, kMagic, sizeof kMagic);
+  return std::unique_ptr<MadeCountsPage>(new MadeCountsPage(path, fd, map));
+}
+
+MadeCountsPage::MadeCountsPage(std::string path, int fd, char* map)
+    : path_(std::move(path)), fd_(fd), map_(map) {
+  MutexLock lock(&mutex_);
+  free_.reserve(kSlots - 1);
+  for (uint32_t slot = kSlots - 1; slot >= 1; --slot) free_.push_back(slot);  // 1 first
+}
+
+MadeCountsPage::~MadeCountsPage() {
+  munmap(map_, kFileBytes);
+  close(fd_);
+}
+
+void MadeCountsPage::Remove() { unlink(path_.c_str()); }
+
+bool MadeCountsPage::ReadOrphan(const std::string& path, uid_t* owner, uint64_t* total,
+                                std::string* error) {
+  error->clear();
+  // O_NONBLOCK: a FIFO planted under the name must not hang the reader.
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) {
+    *error = ErrnoText("cannot open", path);
+    return false;
+  }
+  struct stat st;
+  std::string bytes(kFileBytes, '\0');
+  bool ok = false;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    *error = path + " is not a regular file";
+  } else if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno != EWOULDBLOCK) *error = ErrnoText("cannot lock", path);  // else: owner lives
+  } else if (st.st_size != static_cast<off_t>(kFileBytes) ||
+             pread(fd, bytes.data(), kFileBytes, 0) != static_cast<ssize_t>(kFileBytes)) {
+    *error = path + " is " + std::to_string(st.st_size) + " bytes, not a made-counts file";
+  } else {
+    ok = ParseMadeCounts(bytes.data(), bytes.size(), total, error);
+    *owner = st.st_uid;
+  }
+  close(fd);
+  return ok;
+}
+
+std::atomic<uint64_t>* MadeCountsPage::SlotCount(uint32_t slot) const {
+  return std::launder(reinterpret_cast<std::atomic<uint64_t>*>(map_ + kLineBytes * (slot + 1)));
+}
+
+MadeCountsPage::Counter MadeCountsPage::Acquire() {
+  MutexLock lock(&mutex_);
+  if (free_.empty()) return Counter(SlotCount(0), 0, /*shared=*/true);
+  const uint32_t slot = free_.back();
+  free_.pop_back();
+  return Counter(SlotCount(slot), slot, /*shared=*/false);
+}
+
+void MadeCountsPage::Release(const Counter& counter) {
+  if (counter.count_ != SlotCount(counter.slot_) || counter.shared_) return;  // not an own slot
+  MutexLock lock(&mutex_);
+  free_.push_back(counter.slot_);
+}
+
+uint64_t MadeCountsPage::Total() const {
+  uint64_t total = 0;
+  for (uint32_t slot = 0; slot < kSlots; ++slot) {
+    total += SlotCount(slot)->load(std::memory_order_relaxed);
+  }
+  return total;
+}
+
+bool ParseMadeCounts(const char* data, size_t size, uint64_t* total, std::string* error) {
+  using Page = MadeCountsPage;
+  if (size != Page::kFileBytes) {
+    *error = "made-counts file is " + std::to_string(size) + " bytes, not " +
+             std::to_string(Page::kFileBytes);
+    return false;
+  }
+  uint32_t slots = 0;
+  std::memcpy(&slots, data + sizeof Page::kMagic, sizeof slots);
+  if (std::memcmp(data, Page::kMagic, sizeof Page::kMagic) != 0 || slots != Page::kSlots) {
+    *error = "made-counts file has no valid header";
+    return false;
+  }
+  static const char kZeros[Page::kLineBytes] = {};
+  const size_t header_used = sizeof Page::kMagic + sizeof slots;
+  if (std::memcmp(data + header_used, kZeros, Page::kLineBytes - header_used) != 0) {
+    *error = "made-counts file has bytes where its header has none";
+    return false;
+  }
+  uint64_t sum = 0;
+  for (uint32_t slot = 0; slot < Page::kSlots; ++slot) {
+    const char* line = data + Page::kLineBytes * (slot + 1);
+    uint64_t count = 0;
+    std::memcpy(&count, line, sizeof count);
+    if (std::memcmp(line + sizeof count, kZeros, Page::kLineBytes - sizeof count) != 0) {
+      *error = "made-counts file has bytes between its slots' counts";
+      return false;
+    }
+    if (__builtin_add_overflow(sum, count, &sum)) {
+      *error = "made-counts file's counts add up past 2^64";
+      return false;
+    }
+  }
+  *total = sum;
+  return true;
+}
+
+}  // namespace flopscope

@@ -1,0 +1,108 @@
+#pragma once
+
+// Counts of records made, per recording thread, kept in a memory-mapped file so that they
+// outlive the process: the page cache keeps a MAP_SHARED file's pages through SIGKILL. A thread
+// buffer adds one to its own slot as it accepts a record; after the process is gone, whoever
+// collects its orphaned spool sums the slots (ParseMadeCounts) and so knows how many records the
+// session made, including those still in thread buffers at the kill.
+//
+// Layout (host byte order: written and read on the same node), exactly kFileBytes long:
+//   header, 64 bytes: the 8-byte magic "FSMADE01", u32 slot count (kSlots), zeros;
+//   kSlots slots of 64 bytes each (one cache line: no two writers share a line), a u64 count at
+//   the start of each, zeros after it.
+// Slot 0 is shared (an atomic add) by the threads that find every other slot taken; each other
+// slot has one writer at a time, which adds with a relaxed load and store of its own line, no
+// atomic read-modify-write. A slot freed by an exiting thread keeps its count: the next owner
+// adds to it.
+//
+// The file is `<spool dir>/<session>.made` (common/spool_dir.h), beside the session's spool.
+// Its writer holds flock(LOCK_EX) on it for its whole life, as on the spool file: a file whose
+// lock can be taken was left by a process that is gone (ReadOrphan).
+//
+// Dependency-free (the injector links it): no Abseil.
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/mutex.h"
+
+namespace flopscope {
+
+class MadeCountsPage {
+ public:
+  static constexpr char kMagic[8] = {'F', 'S', 'M', 'A', 'D', 'E', '0', '1'};
+  static constexpr size_t kLineBytes = 64;
+  static constexpr uint32_t kSlots = 1023;  // with the header, 64 KiB
+  static constexpr size_t kFileBytes = kLineBytes * (kSlots + 1);
+  static constexpr const char* kSuffix = ".made";
+
+  // One writer's counter. Add() is the hot path: for an own slot one relaxed load and store.
+  class Counter {
+   public:
+    Counter() = default;
+    void Add(uint64_t records) {
+      if (count_ == nullptr) return;  // no page (counting off)
+      if (shared_) {
+        count_->fetch_add(records, std::memory_order_relaxed);
+      } else {
+        count_->store(count_->load(std::memory_order_relaxed) + records, std::memory_order_relaxed);
+      }
+    }
+    bool shared() const { return shared_; }
+
+   private:
+    friend class MadeCountsPage;
+    Counter(std::atomic<uint64_t>* count, uint32_t slot, bool shared)
+        : count_(count), slot_(slot), shared_(shared) {}
+    std::atomic<uint64_t>* count_ = nullptr;
+    uint32_t slot_ = 0;
+    bool shared_ = false;
+  };
+
+  // Creates `path` (it must not exist; mode 0600), locks, sizes and maps it. nullptr, with
+  // *error saying why, when that fails.
+  static std::unique_ptr<MadeCountsPage> Create(const std::string& path, std::string* error);
+  MadeCountsPage(const MadeCountsPage&) = delete;
+  MadeCountsPage& operator=(const MadeCountsPage&) = delete;
+  ~MadeCountsPage();  // unmaps and unlocks; the file stays unless Remove() was called
+  // Deletes the file (a clean exit: every record made is delivered, spooled or counted).
+  void Remove();
+
+  // Reads a file left by a process that is gone (its lock free): true with *total and its
+  // *owner uid. False when the owner still holds it (*error empty) or it is not a made-counts
+  // file (*error says why). The file is read as untrusted bytes, bounded to kFileBytes.
+  static bool ReadOrphan(const std::string& path, uid_t* owner, uint64_t* total,
+                         std::string* error);
+
+  // A counter for the calling writer: a free slot of its own, or the shared slot 0 when every
+  // other one is taken. Give it back with Release when the writer is done.
+  Counter Acquire();
+  void Release(const Counter& counter);
+
+  // The sum of every slot now (for tests and the exit line; the collector reads the file).
+  uint64_t Total() const;
+  const std::string& path() const { return path_; }
+
+ private:
+  MadeCountsPage(std::string path, int fd, char* map);
+  std::atomic<uint64_t>* SlotCount(uint32_t slot) const;
+
+  const std::string path_;
+  const int fd_;  // held open for its lock
+  char* const map_;
+  Mutex mutex_;  // taken only when a writer starts or ends
+  std::vector<uint32_t> free_ FS_GUARDED_BY(mutex_);
+};
+
+// Reads a made-counts file's bytes (untrusted: the collector reads files other users wrote).
+// True with *total the sum of the slots when `data` is exactly such a file; false with *error
+// naming what is wrong otherwise (wrong size or magic, a sum past 2^64, non-zero padding).
+bool ParseMadeCounts(const char* data, size_t size, uint64_t* total, std::string* error);
+
+}  // namespace flopscope

@@ -1,0 +1,90 @@
+// The collector of orphaned spools stops between batches when the daemon stops: a stop does not
+// wait for a whole file's replay, and the rest of the file is delivered at the next start.
+
+#include "daemon/spool_collector.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "daemon/catalog.h"
+#include "daemon/data_layout.h"
+#include "daemon/store_registry.h"
+#include "daemon/test_batches.h"
+#include "daemon/test_temp_dir.h"
+#include "injector/transport/spool_file.h"
+
+namespace flopscope::daemon {
+namespace {
+
+using transport::SpoolFile;
+
+constexpr int kBatches = 3;
+constexpr int kRangesPerBatch = 10;
+
+// A spool file left by an ended process: its hello and kBatches batches, unlocked.
+std::string LeaveOrphan(const std::string& spool_dir) {
+  std::string error;
+  EXPECT_TRUE(SpoolFile::PrepareDirectory(spool_dir, &error)) << error;
+  v1::UpMessage hello;
+  *hello.mutable_hello() = fixtures::Hello("job", 0, "s-orphan");
+  std::unique_ptr<SpoolFile> file = SpoolFile::Create(spool_dir, hello, 1 << 30, &error);
+  EXPECT_NE(file, nullptr) << error;
+  if (file == nullptr) return "";
+  for (uint64_t seq = 1; seq <= kBatches; ++seq) {
+    v1::UpMessage up;
+    v1::Batch& batch = *up.mutable_batch();
+    batch.set_seq(seq);
+    if (seq == 1) fixtures::AddPath(batch, 1, 0, "model");
+    for (int i = 0; i < kRangesPerBatch; ++i) {
+      fixtures::AddRange(batch, 1, static_cast<int64_t>(seq) * 10'000 + i * 100, 50);
+    }
+    SpoolFile::Entry entry;
+    EXPECT_TRUE(file->Append(seq, up, kRangesPerBatch, &entry));
+  }
+  return SpoolFile::List(spool_dir).front();  // the file stays when `file` closes
+}
+
+absl::Status AnyoneMayWrite(uid_t, const std::string&) { return absl::OkStatus(); }
+
+TEST(SpoolCollectorTest, AStopBetweenBatchesLeavesTheRestForTheNextStart) {
+  fixtures::ScopedTempDir dir;
+  const std::string data_dir = dir.path() + "/data";
+  const std::string spool_dir = dir.path() + "/spool";
+  ASSERT_TRUE(std::filesystem::create_directories(data_dir));
+  absl::StatusOr<std::unique_ptr<Catalog>> catalog = Catalog::Open(CatalogPath(data_dir));
+  ASSERT_TRUE(catalog.ok()) << catalog.status();
+  StoreRegistry stores(data_dir);
+  const std::string orphan = LeaveOrphan(spool_dir);
+
+  // The daemon stops (the collector is destroyed) while the first batch is being committed.
+  absl::Notification first_batch;
+  auto collector = std::make_unique<SpoolCollector>(std::vector<std::string>{spool_dir}, &stores,
+                                                    catalog->get(), AnyoneMayWrite);
+  collector->SetCommittedHook([&](const v1::SessionHello&, const v1::Batch&) {
+    if (first_batch.HasBeenNotified()) return;
+    first_batch.Notify();
+    absl::SleepFor(absl::Milliseconds(300));  // the destructor marks the stop meanwhile
+  });
+  collector->Start(absl::Hours(1));
+  first_batch.WaitForNotification();
+  collector.reset();
+  EXPECT_TRUE(std::filesystem::exists(orphan)) << "the replay ran to the file's end";
+
+  // The next start delivers the rest, once.
+  SpoolCollector next({spool_dir}, &stores, catalog->get(), AnyoneMayWrite);
+  const SpoolCollector::Outcome outcome = next.CollectOnce();
+  EXPECT_EQ(outcome.files, 1u);
+  EXPECT_EQ(outcome.batches, static_cast<uint64_t>(kBatches - 1));
+  EXPECT_FALSE(std::filesystem::exists(orphan));
+  absl::StatusOr<std::shared_ptr<RankStore>> store = stores.Acquire("job", 0);
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ((*store)->Totals().range_events, static_cast<uint64_t>(kBatches * kRangesPerBatch));
+}
+
+}  // namespace
+}  // namespace flopscope::daemon

@@ -1,0 +1,61 @@
+#!/bin/bash
+# load.sh DIR N STEPS: the campaign's row 4. N ranks of ranks.sh (transformer_nvtx, 25 range
+# events a step) stream into one daemon (DIR/s.sock; spool DIR/spool, collected every second).
+# While they run, the daemon's VmRSS and threads are sampled every 0.5 s and `ranks`, `report`
+# and `jobs` are timed in turn. After the job: stored / expected, ranks short, unfinished
+# sessions, losses, the ranks' stderr lines, and how long the spooled records took to arrive.
+# NICE=N runs the ranks niced. Needs BIN (the build's bin dir).
+set -u
+D=$1 N=$2 STEPS=$3
+R=$(cd "$(dirname "$0")" && pwd)
+JOB=$(basename "$D")
+rm -rf "$D"; mkdir -p "$D/spool"; chmod 700 "$D/spool"
+"$BIN/flopscoped" --data-dir "$D/data" --socket "$D/s.sock" --collect-spools "$D/spool" \
+  --collect-spools-period-s 1 >"$D/d.log" 2>&1 &
+DP=$!
+for i in $(seq 100); do "$BIN/flopscope" jobs --socket "$D/s.sock" >/dev/null 2>&1 && break; sleep 0.1; done
+load0=$(cut -d' ' -f1 /proc/loadavg)
+start=$(date +%s.%N)
+FLOPSCOPE_SPOOL_DIR=$D/spool OUTDIR=$D/ranks "$BIN/flopscope" run --job "$JOB" --socket "$D/s.sock" \
+  -- "$R/ranks.sh" "$N" "$STEPS" >"$D/job.out" 2>"$D/job.err" &
+JP=$!
+( while kill -0 $JP 2>/dev/null; do
+    awk '/VmRSS|Threads/ {printf "%s ", $2} END {print ""}' /proc/$DP/status >>"$D/rss"; sleep 0.5; done ) &
+while kill -0 $JP 2>/dev/null; do
+  for q in ranks report jobs; do
+    if [ $q = jobs ]; then a=(jobs); else a=($q "$JOB"); fi
+    t0=$(date +%s.%N); "$BIN/flopscope" "${a[@]}" --socket "$D/s.sock" >/dev/null 2>"$D/q.err"; rc=$?
+    [ $rc != 0 ] && sed "s/^/$q: /" "$D/q.err" >>"$D/query_errors"
+    echo "$q $rc $(echo "$(date +%s.%N) - $t0" | bc)" >>"$D/queries"
+  done
+  sleep 1
+done
+wait $JP; rc=$?
+end=$(date +%s.%N); load1=$(cut -d' ' -f1 /proc/loadavg)
+at_end=$(python3 "$R/count.py" "$D/data" "$JOB" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["total"]["committed"])')
+for i in $(seq 1200); do ls "$D"/spool/*.spool >/dev/null 2>&1 || break; sleep 0.1; done
+drained=$(echo "$(date +%s.%N) - $end" | bc)
+python3 "$R/count.py" "$D/data" "$JOB" --json >"$D/count.json"
+python3 - "$D" "$N" "$STEPS" <<'PY'
+import json, sys, statistics
+d, n, steps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+c = json.load(open(f"{d}/count.json"))
+per = 25 * steps
+short = [r for r, v in c["ranks"].items() if v["committed"] < per]
+t = c["total"]
+print(f"stored {t['committed']} of {n * per} ({100 * t['committed'] / (n * per):.1f} %), ranks with a file {t['ranks']}, "
+      f"short {len(short)}, dup {t['dup_instance']}, not_final {t['not_final']}, losses {t['losses']}")
+q = {}
+for line in open(f"{d}/queries"):
+    name, rc, s = line.split(); q.setdefault(name, []).append((int(rc), float(s)))
+for name, v in q.items():
+    ok = [s for rc, s in v if rc == 0]
+    print(f"  {name}: {len(v)} calls, {len(v) - len(ok)} failed, median {statistics.median(ok) if ok else 0:.2f} s, max {max(ok) if ok else 0:.2f} s")
+rss = [l.split() for l in open(f"{d}/rss") if len(l.split()) == 2]
+if rss:
+    print(f"  daemon VmRSS max {max(int(r[0]) for r in rss) // 1024} MB, threads max {max(int(r[1]) for r in rss)}")
+PY
+echo "  job rc $rc, wall $(echo "$end - $start" | bc | cut -c1-5) s, stored at job end $at_end, spools drained $(echo $drained | cut -c1-5) s after (left: $(ls "$D"/spool/*.spool 2>/dev/null | wc -l)), load $load0 -> $load1"
+[ -f "$D/query_errors" ] && sort "$D/query_errors" | uniq -c | sed 's/^/  failed query: /' | cut -c1-300
+echo "  ranks' stderr: $(grep -l 'not delivered' "$D"/ranks/*.err 2>/dev/null | wc -l) 'not delivered', $(grep -l 'spooled' "$D"/ranks/*.err 2>/dev/null | wc -l) 'spooled'; jobs: $("$BIN/flopscope" jobs --socket "$D/s.sock" | awk -v j="$JOB" '$1==j {print "ranks "$2, "connected "$3, "ranges "$4, "lost "$6}')"
+kill $DP
