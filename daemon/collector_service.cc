@@ -102,7 +102,10 @@ grpc::Status CollectorService::Serve(grpc::ServerContext* context, ServerStream*
   std::string issued_token;
   absl::StatusOr<Connection> connection = Connect(*caller, hello, token, &issued_token);
   if (!connection.ok()) {
-    LogWarning("refused a stream from pid ", hello.pid(), ": ", connection.status().message());
+    // Who the kernel says called (pid 0: a TLS peer, whose pid no kernel here knows); the
+    // hello's pid is the caller's claim and is named as such.
+    LogWarning("refused a stream from uid ", caller->uid, " pid ", caller->pid,
+               " (its hello claims pid ", hello.pid(), "): ", connection.status().message());
     if (IsDiskFull(connection.status())) {
       context->AddTrailingMetadata(kRefusalReasonKey, kDiskFullReason);
     }
@@ -270,8 +273,7 @@ grpc::Status CollectorService::StoreBatch(grpc::ServerContext* context,
                                           const Connection& connection, const v1::Batch& batch,
                                           StreamTally* tally) {
   CommitOutcome outcome;
-  absl::Status status =
-      stores_->CheckSpace(DiskSpaceGuard::CommitBytesFor(batch.ByteSizeLong()));
+  absl::Status status = stores_->CheckSpace(DiskSpaceGuard::CommitBytesFor(batch.ByteSizeLong()));
   if (status.ok()) status = connection.store->Commit(connection.sid, batch, &outcome);
   if (absl::IsInvalidArgument(status)) {
     LogWarning("rejected ", Describe(connection.hello), ": ", status.message());

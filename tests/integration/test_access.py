@@ -8,6 +8,7 @@ needs root (as in CI); otherwise it is skipped."""
 
 import json
 import os
+import pwd
 import shutil
 import subprocess
 import unittest
@@ -92,6 +93,10 @@ class AccessTest(DaemonTestCase):
         self.run_as(OWNER, "root-job", exit_timeout_ms=500)
         self.assertEqual(self.ranges("root-job"), before)
         self.assertIn("may not write to job root-job", self.daemon.log())
+        # The refusal names the kernel's uid of the caller, not what its hello claims.
+        owner_uid = pwd.getpwnam(OWNER).pw_uid
+        self.assertRegex(self.daemon.log(), rf"refused a stream from uid {owner_uid} pid [1-9]\d* "
+                                            r"\(its hello claims pid \d+\): .*may not write to job root-job")
 
     def test_owner_admin_and_root_are_allowed(self):
         flopscope = tool("flopscope")
