@@ -142,9 +142,9 @@ void SpoolCollector::RemoveStaleMadeCounts(const std::string& dir, uid_t owner) 
     uint64_t made = 0;
     std::string error;
     if (MadeCountsPage::ReadOrphan(path, &file_owner, &made, &error) && file_owner == owner) {
-      // Its process was killed before its first batch: no session in the store to charge.
+      // Its process was killed before its first batch: the file names no session to charge.
       LogInfo("removed ", path, ": its process ended before writing a batch; the ", made,
-              " records it made are counted nowhere (no session in the store)");
+              " records it made are counted nowhere (the file names no session)");
       unlink(path.c_str());
     } else if (!error.empty()) {
       NoteRefusal(path, error);
@@ -206,7 +206,8 @@ absl::Status SpoolCollector::Deliver(const SpoolFile& file, uid_t owner, Outcome
     ++outcome->batches;
     outcome->records += ProducerRecordCount(message.batch());
   }
-  ReadMadeCounts(file.path(), owner, &tally);
+  // Only once the whole file is in: a stop or a failure midway would count its rest as killed.
+  if (status.ok()) ReadMadeCounts(file.path(), owner, &tally);
   const int64_t now_ns = absl::GetCurrentTimeNanos();
   if (absl::Status s = (*store)->EndStream(session->sid, tally); !s.ok() && status.ok()) status = s;
   catalog_->UpdateTotals(hello.job_id(), hello.rank(), (*store)->Totals(), now_ns).IgnoreError();

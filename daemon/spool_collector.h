@@ -34,7 +34,7 @@ struct StreamTally;
 // common/made_counts_page.h), when its owner left one, says how many records the process made:
 // EndStream counts those neither stored nor counted lost as LOSS_CAUSE_KILLED, and the file is
 // removed with the spool. One without a spool (the process died before its first batch) is
-// removed, its count logged: there is no session in the store to charge.
+// removed, its count logged: the file names no session to charge.
 //
 // Untrusted input: the file's bytes, and who wrote it. A file counts as written by its owner
 // uid, and only in a directory that uid owns and no one else may write (mode without 022); it

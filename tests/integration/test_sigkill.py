@@ -281,6 +281,23 @@ class SigkillTest(DaemonTestCase):
         self.assertEqual(calls + sum(rep["losses"].values()), made, rep["losses"])
         self.assertEqual(rep["sessions_without_final"], 1)
 
+    def test_a_job_killed_before_its_first_batch_leaves_a_count_the_collector_logs(self):
+        # Fewer records than a wake threshold and a long flush interval: no batch, so no spool;
+        # only the made-counts file, which names no session. The collector removes it once its
+        # process is gone and logs what it counted.
+        self.daemon.start(extra_args=["--collect-spools", str(self.spool_dir()),
+                                      "--collect-spools-period-s", "0.2"])
+        self.start(self.daemon.socket, "killed-early", flush_ms=60000)
+        made = self.record(100)
+        self.assertEqual(self.spool_files(), [])
+        self.assertEqual(len(list(self.spool_dir().glob("*.made"))), 1)
+        self.kill_job()
+        deadline = time.monotonic() + 30
+        while list(self.spool_dir().glob("*.made")) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertEqual(list(self.spool_dir().glob("*.made")), [])
+        self.assertIn(f"the {made} records it made are counted nowhere", self.daemon.log())
+
     def stored_rows(self, job):
         """Range events in the job's rank file (0 before it exists); read-only, so it works
         whatever the daemon is doing."""
