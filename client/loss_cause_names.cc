@@ -20,7 +20,7 @@ std::string LossCauseDescription(int cause) {
     case LossCause::LOSS_CAUSE_BUFFER_FULL:
       return "the injector's buffer was full";
     case LossCause::LOSS_CAUSE_DAEMON_UNREACHABLE:
-      return "dropped while the daemon was unreachable";
+      return "dropped while the daemon was unreachable (memory queue and spool full)";
     case LossCause::LOSS_CAUSE_REJECTED:
       return "rejected by the daemon as invalid";
     case LossCause::LOSS_CAUSE_UNMATCHED_POP:
@@ -43,6 +43,8 @@ std::string LossCauseDescription(int cause) {
       return "sessions that ended without a final batch (killed, _exit or exec)";
     case LossCause::LOSS_CAUSE_KILLED:
       return "records made but still in the process's buffers when it was killed";
+    case LossCause::LOSS_CAUSE_BACKLOG_FULL:
+      return "dropped while the daemon was connected but behind (memory queue and spool full)";
     default:
       return "unknown cause";
   }

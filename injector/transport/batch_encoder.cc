@@ -32,6 +32,7 @@ static_assert(SameValue(FS_LOSS_COUNTER_UNMATCHED, v1::LOSS_CAUSE_COUNTER_UNMATC
 static_assert(SameValue(FS_LOSS_NOT_ARRIVED, v1::LOSS_CAUSE_NOT_ARRIVED));
 static_assert(SameValue(FS_LOSS_ENDED_WITHOUT_FINAL, v1::LOSS_CAUSE_ENDED_WITHOUT_FINAL));
 static_assert(SameValue(FS_LOSS_KILLED, v1::LOSS_CAUSE_KILLED));
+static_assert(SameValue(FS_LOSS_BACKLOG_FULL, v1::LOSS_CAUSE_BACKLOG_FULL));
 // Every cause the proto knows has an ABI name (a new cause must be added to both).
 static_assert(SameValue(FS_LOSS_CAUSE_MAX, v1::LossCause_MAX));
 static_assert(SameValue(FS_RANGE_KIND_START_END, v1::RangeKind_MAX));
@@ -135,6 +136,7 @@ void EncodeLosses(const fs_batch& batch, const TransportLosses& extra, v1::Batch
   if (extra.daemon_unreachable > 0) {
     by_cause[v1::LOSS_CAUSE_DAEMON_UNREACHABLE] += extra.daemon_unreachable;
   }
+  if (extra.backlog_full > 0) by_cause[v1::LOSS_CAUSE_BACKLOG_FULL] += extra.backlog_full;
   if (extra.rejected > 0) by_cause[v1::LOSS_CAUSE_REJECTED] += extra.rejected;
   for (const auto& [cause, records] : by_cause) {
     auto* loss = out->add_losses();

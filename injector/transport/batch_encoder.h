@@ -11,7 +11,8 @@ namespace flopscope::transport {
 // Records the transport itself gave up on; added to the core's cumulative counters in every
 // batch encoded afterwards (the daemon keeps the maximum per cause, so repeats are harmless).
 struct TransportLosses {
-  uint64_t daemon_unreachable = 0;
+  uint64_t daemon_unreachable = 0;  // no room while the daemon was not connected
+  uint64_t backlog_full = 0;        // no room while it was connected but behind
   uint64_t rejected = 0;
 };
 

@@ -180,7 +180,8 @@ TEST(BatchEncoderTest, KernelFlopsAndWindowsRoundTrip) {
 TEST(BatchEncoderTest, DroppingRecordsKeepsDefinitionsMetadataAndLosses) {
   TestBatch source(1, 2, 5, 1, {fs_loss{4, 1}});
   v1::Batch batch;
-  EncodeBatch(source.view(), 2, /*drop_records=*/true, TransportLosses{5, 0}, &batch);
+  EncodeBatch(source.view(), 2, /*drop_records=*/true, TransportLosses{.daemon_unreachable = 5},
+              &batch);
   EXPECT_EQ(batch.paths_size(), 2);
   EXPECT_EQ(batch.ranges_size(), 0);
   EXPECT_EQ(batch.metadata_size(), 1);
@@ -194,10 +195,12 @@ TEST(BatchEncoderTest, DroppingRecordsKeepsDefinitionsMetadataAndLosses) {
 TEST(BatchEncoderTest, TransportLossesAddToTheCoresCounters) {
   TestBatch source(1, 0, 0, 0, {fs_loss{3, 2}});
   v1::Batch batch;
-  EncodeBatch(source.view(), 1, false, TransportLosses{0, 10}, &batch);
-  ASSERT_EQ(batch.losses_size(), 1);
+  EncodeBatch(source.view(), 1, false, TransportLosses{.backlog_full = 7, .rejected = 10}, &batch);
+  ASSERT_EQ(batch.losses_size(), 2);
   EXPECT_EQ(batch.losses(0).cause(), v1::LOSS_CAUSE_REJECTED);
   EXPECT_EQ(batch.losses(0).records(), 12u);
+  EXPECT_EQ(batch.losses(1).cause(), v1::LOSS_CAUSE_BACKLOG_FULL);
+  EXPECT_EQ(batch.losses(1).records(), 7u);
 }
 
 }  // namespace

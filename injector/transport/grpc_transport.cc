@@ -207,7 +207,9 @@ void GrpcTransport::Submit(const fs_batch& batch) {
   } else if (!room && droppable > 0) {
     // No room on disk either: keep what the daemon needs to make sense of later batches
     // (definitions, metadata, losses), drop the records and say so in this very batch.
-    losses_.daemon_unreachable += droppable;
+    // The cause says whether the daemon was away or connected but behind (campaign: overload
+    // was once reported as "daemon unreachable" while the stream was up).
+    (stats_.connected ? losses_.backlog_full : losses_.daemon_unreachable) += droppable;
     stats_.records_dropped += droppable;
     stats_.dropped_unreachable += droppable;
     message = Encode(batch, seq, /*drop_records=*/true, losses_, &bytes);
@@ -294,6 +296,8 @@ void GrpcTransport::SpoolExitLossesLocked(SpoolFile* spool) {
   for (v1::LossCounter& loss : *batch->mutable_losses()) {
     if (loss.cause() == v1::LOSS_CAUSE_DAEMON_UNREACHABLE) {
       loss.set_records(losses_.daemon_unreachable);
+    } else if (loss.cause() == v1::LOSS_CAUSE_BACKLOG_FULL) {
+      loss.set_records(losses_.backlog_full);
     } else if (loss.cause() == v1::LOSS_CAUSE_REJECTED) {
       loss.set_records(losses_.rejected);
     }

@@ -201,6 +201,32 @@ TEST_F(GrpcTransportTest, FullPendingQueueDropsRecordsButKeepsDefinitions) {
   EXPECT_EQ(committed[1].losses(0).records(), 3u);
 }
 
+TEST_F(GrpcTransportTest, NoRoomWhileConnectedIsCountedAsABacklogNotAnAbsentDaemon) {
+  FakeCollector::Behaviour behind;
+  behind.ack = false;  // connected, but it never catches up
+  FakeCollector collector(socket(), behind);
+  auto transport = Connect(/*max_pending_bytes=*/1);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (transport->Stats().connected == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_EQ(transport->Stats().connected, 1);
+  TestBatch a(1, 1, 2), b(2, 1, 3);
+  transport->Submit(a.view());  // an empty queue takes anything
+  transport->Submit(b.view());  // over the bound, a still unacknowledged, the daemon connected
+  EXPECT_EQ(transport->Stats().records_dropped, 3u);
+  std::vector<v1::Batch> received;
+  while (received.size() < 2 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    received = collector.received();
+  }
+  ASSERT_EQ(received.size(), 2u);
+  EXPECT_EQ(received[1].ranges_size(), 0);
+  ASSERT_EQ(received[1].losses_size(), 1);
+  EXPECT_EQ(received[1].losses(0).cause(), v1::LOSS_CAUSE_BACKLOG_FULL);
+  EXPECT_EQ(received[1].losses(0).records(), 3u);
+}
+
 TEST_F(GrpcTransportTest, OverTheMemoryBoundBatchesWaitInTheSpoolAndArriveWhole) {
   auto transport = Connect(/*max_pending_bytes=*/1, /*spool=*/true);
   TestBatch a(1, 1, 2), b(2, 1, 3), c(3, 1, 4);

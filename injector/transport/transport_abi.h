@@ -36,7 +36,7 @@ extern "C" {
  *    bounds the queue's memory, not its encoded size.
  * 5: FS_LOSS_NOT_ARRIVED and FS_LOSS_ENDED_WITHOUT_FINAL (the daemon's own, never sent).
  * 6: FS_LOSS_KILLED (the daemon's own, never sent). */
-#define FS_TRANSPORT_ABI_VERSION 6u
+#define FS_TRANSPORT_ABI_VERSION 7u
 
 /* Named values of the uint32_t fields that cross the seam. Each mirrors a flopscope.v1 enum
  * (proto/flopscope/v1/records.proto) that the core cannot include; batch_encoder.cc, the one file
@@ -71,7 +71,8 @@ enum fs_loss_cause {
   FS_LOSS_NOT_ARRIVED = 11,         /* counted by the daemon only: a producer never sends it */
   FS_LOSS_ENDED_WITHOUT_FINAL = 12, /* counted by the daemon only (sessions, not records) */
   FS_LOSS_KILLED = 13,              /* counted by the daemon only: in thread buffers at a kill */
-  FS_LOSS_CAUSE_MAX = 13 /* the highest cause; a new one raises it (and the ABI version) */
+  FS_LOSS_BACKLOG_FULL = 14,        /* counted by the transport: no room while connected */
+  FS_LOSS_CAUSE_MAX = 14 /* the highest cause; a new one raises it (and the ABI version) */
 };
 
 /* fs_control.kind: which of flopscope.v1.Control's commands the daemon sent. */
@@ -226,7 +227,9 @@ typedef struct fs_transport_stats {
   uint64_t records_pending;  /* in batches not yet acknowledged (in memory or spooled) */
   uint64_t records_spooled;  /* of records_pending, those in the spool file */
   uint64_t orphans_replayed; /* spool files of ended processes delivered by this transport */
-  uint64_t dropped_unreachable, dropped_rejected; /* records_dropped by cause */
+  /* records_dropped by cause; dropped_unreachable: no room in memory or spool, whether the
+   * daemon was away (DAEMON_UNREACHABLE) or connected but behind (BACKLOG_FULL) */
+  uint64_t dropped_unreachable, dropped_rejected;
   /* Why the daemon last refused to take batches (trailer flopscope-refusal-reason, e.g.
    * "daemon disk full"), NUL-terminated; empty when it did not or took them since. */
   char refusal[64];

@@ -14,7 +14,7 @@ from pathlib import Path
 CAUSES = {1: "buffer_full", 2: "daemon_unreachable", 3: "rejected", 4: "unmatched_pop",
           5: "stack_overflow", 6: "too_many_paths", 7: "unclosed_range", 8: "cupti_dropped",
           9: "exit_undelivered", 10: "counter_unmatched", 11: "not_arrived",
-          12: "ended_without_final", 13: "killed"}
+          12: "ended_without_final", 13: "killed", 14: "backlog_full"}
 
 
 def count_rank(path):
