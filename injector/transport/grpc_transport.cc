@@ -110,6 +110,13 @@ std::unique_ptr<GrpcTransport> GrpcTransport::Create(const fs_transport_options&
   std::unique_ptr<GrpcTransport> transport(new GrpcTransport(
       std::string(options.target.data, options.target.size), max_pending, initial, max,
       std::move(hello_message), std::move(spool_dir), options.max_spool_bytes));
+  {
+    // The spool file exists from the start, holding the hello: a process killed before its
+    // first batch leaves it behind, so the daemon's collector knows whose session the records
+    // in the made-counts file beside it were (common/made_counts_page.h), and counts them there.
+    MutexLock lock(&transport->mutex_);
+    transport->SpoolLocked();
+  }
   transport->connection_thread_ = std::thread([t = transport.get()] { t->ConnectionLoop(); });
   return transport;
 }

@@ -281,22 +281,27 @@ class SigkillTest(DaemonTestCase):
         self.assertEqual(calls + sum(rep["losses"].values()), made, rep["losses"])
         self.assertEqual(rep["sessions_without_final"], 1)
 
-    def test_a_job_killed_before_its_first_batch_leaves_a_count_the_collector_logs(self):
-        # Fewer records than a wake threshold and a long flush interval: no batch, so no spool;
-        # only the made-counts file, which names no session. The collector removes it once its
-        # process is gone and logs what it counted.
+    def test_a_job_killed_before_its_first_batch_has_its_records_counted_as_killed(self):
+        # Fewer records than a wake threshold and a long flush interval: no batch is ever sent.
+        # The spool file still exists from the start with the session's hello, so the collector
+        # charges the made-counts file beside it to that session.
         self.daemon.start(extra_args=["--collect-spools", str(self.spool_dir()),
                                       "--collect-spools-period-s", "0.2"])
         self.start(self.daemon.socket, "killed-early", flush_ms=60000)
         made = self.record(100)
-        self.assertEqual(self.spool_files(), [])
+        deadline = time.monotonic() + 20  # the transport loads on the exporter thread
+        while not self.spool_files() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        self.assertEqual([spooled_records(f) for f in self.spool_files()], [0])  # its hello only
         self.assertEqual(len(list(self.spool_dir().glob("*.made"))), 1)
         self.kill_job()
-        deadline = time.monotonic() + 30
-        while list(self.spool_dir().glob("*.made")) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        self.wait_until_collected()
         self.assertEqual(list(self.spool_dir().glob("*.made")), [])
-        self.assertIn(f"the {made} records it made are counted nowhere", self.daemon.log())
+        rep = report(self.daemon.socket, "killed-early")
+        calls = {m["path"]: m["calls"] for m in rep["modules"]}.get("work", 0)
+        self.assertEqual(calls, 0)
+        self.assertEqual(rep["losses"].get("killed"), made, (rep["losses"], self.daemon.log()))
+        self.assertNotIn("counted nowhere", self.daemon.log())
 
     def stored_rows(self, job):
         """Range events in the job's rank file (0 before it exists); read-only, so it works
