@@ -4,7 +4,7 @@
 # While they run, the daemon's VmRSS and threads are sampled every 0.5 s and `ranks`, `report`
 # and `jobs` are timed in turn. After the job: stored / expected, ranks short, unfinished
 # sessions, losses, the ranks' stderr lines, and how long the spooled records took to arrive.
-# NICE=N runs the ranks niced. Needs BIN (the build's bin dir).
+# NICE=N runs the ranks niced; SETSID=1 in a session of their own. Needs BIN (the build's bin dir).
 set -u
 D=$1 N=$2 STEPS=$3
 R=$(cd "$(dirname "$0")" && pwd)
@@ -16,7 +16,10 @@ DP=$!
 for i in $(seq 100); do "$BIN/flopscope" jobs --socket "$D/s.sock" >/dev/null 2>&1 && break; sleep 0.1; done
 load0=$(cut -d' ' -f1 /proc/loadavg)
 start=$(date +%s.%N)
-FLOPSCOPE_SPOOL_DIR=$D/spool OUTDIR=$D/ranks "$BIN/flopscope" run --job "$JOB" --socket "$D/s.sock" \
+# SETSID=1 starts the job in a session of its own, as torchrun or srun do: with the kernel's
+# autogroup scheduling, ranks in the same session as the timed queries starve those queries.
+LAUNCH=(); [ "${SETSID:-0}" = 1 ] && LAUNCH=(setsid -w)
+FLOPSCOPE_SPOOL_DIR=$D/spool OUTDIR=$D/ranks "${LAUNCH[@]}" "$BIN/flopscope" run --job "$JOB" --socket "$D/s.sock" \
   -- "$R/ranks.sh" "$N" "$STEPS" >"$D/job.out" 2>"$D/job.err" &
 JP=$!
 ( while kill -0 $JP 2>/dev/null; do
