@@ -4,8 +4,8 @@
 #include <utility>
 
 #include "absl/strings/cord.h"
-#include "absl/types/optional.h"
 #include "absl/strings/str_cat.h"
+#include "absl/types/optional.h"
 #include "daemon/text_checks.h"
 
 namespace flopscope::daemon {
@@ -287,8 +287,8 @@ std::string BatchValidator::WindowProblem(const v1::CounterWindowRecord& window)
                         window.ranges_unmatched(), " is not below ", kMaxWindowCount);
   }
   if (window.comm_kernels_excluded() >= kMaxWindowCount) {
-    return absl::StrCat("comm_kernels_excluded ", window.comm_kernels_excluded(),
-                        " is not below ", kMaxWindowCount);
+    return absl::StrCat("comm_kernels_excluded ", window.comm_kernels_excluded(), " is not below ",
+                        kMaxWindowCount);
   }
   return "";
 }
@@ -328,9 +328,9 @@ absl::Status BatchValidator::CheckLosses(const v1::Batch& batch) const {
                                  " is counted by the daemon only, never sent by a producer"));
     }
     if (batch.losses(i).records() >= kMaxLossRecords) {
-      return Reject("losses", i,
-                    absl::StrCat("records ", batch.losses(i).records(), " is not below ",
-                                 kMaxLossRecords));
+      return Reject(
+          "losses", i,
+          absl::StrCat("records ", batch.losses(i).records(), " is not below ", kMaxLossRecords));
     }
   }
   return absl::OkStatus();

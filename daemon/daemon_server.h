@@ -32,8 +32,8 @@ namespace flopscope::daemon {
 // The whole daemon in-process: catalog, stores, the Collector, Query and Profiling services on a
 // unix socket (mode 0666; each call is authorised from its peer's uid: daemon/access_policy.h)
 // and optionally TCP: mutual TLS (the client certificate's subject is the caller:
-// daemon/tls_identity.h) or plain on loopback (no identity, so no job). main() runs one; tests and bench/ start
-// their own on a temporary socket:
+// daemon/tls_identity.h) or plain on loopback (no identity, so no job). main() runs one; tests and
+// bench/ start their own on a temporary socket:
 //   auto server = DaemonServer::Start(options);   // options.data_dir, options.socket_path
 //   grpc::CreateChannel((*server)->target(), grpc::InsecureChannelCredentials());
 class DaemonServer {

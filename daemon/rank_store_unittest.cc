@@ -345,9 +345,10 @@ TEST_F(RankStoreTest, UnknownSessionIsAnError) {
 
 TEST_F(RankStoreTest, RefusesAFileFromANewerDaemonWithoutTouchingIt) {
   const std::string newer = dir_.File("newer.sqlite");
-  const std::string schema = "CREATE TABLE schema_version(version INTEGER NOT NULL);"
-                             "INSERT INTO schema_version VALUES(" +
-                             std::to_string(kSchemaVersion + 1) + ");";
+  const std::string schema =
+      "CREATE TABLE schema_version(version INTEGER NOT NULL);"
+      "INSERT INTO schema_version VALUES(" +
+      std::to_string(kSchemaVersion + 1) + ");";
   ASSERT_TRUE(SqliteDb::OpenWithSchema(newer, schema.c_str()).ok());
   absl::StatusOr<std::unique_ptr<RankStore>> store = RankStore::Open(newer);
   ASSERT_FALSE(store.ok());

@@ -6,17 +6,17 @@
 #include <vector>
 
 #include "common/made_counts_page.h"
-#include "injector/ranges/domain_registry.h"
 #include "injector/export/exporter.h"
-#include "injector/records/identity.h"
 #include "injector/injector_config.h"
 #include "injector/kernel_api_sink.h"
 #include "injector/kernel_tracing.h"
-#include "injector/records/loss_counters.h"
+#include "injector/ranges/domain_registry.h"
 #include "injector/ranges/path_table.h"
 #include "injector/ranges/range_clock.h"
 #include "injector/ranges/range_tracker.h"
 #include "injector/ranges/step_tracker.h"
+#include "injector/records/identity.h"
+#include "injector/records/loss_counters.h"
 #include "injector/records/string_table.h"
 #include "injector/records/thread_buffer.h"
 
