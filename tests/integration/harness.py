@@ -3,6 +3,7 @@ jobs run under `flopscope run`, and reports read back as JSON."""
 
 import json
 import os
+import pwd
 import signal
 import subprocess
 import tempfile
@@ -119,6 +120,15 @@ def report(daemon_socket, job, rank=None, steps=None):
 
 def calls_by_path(report_json):
     return {m["path"]: m["calls"] for m in report_json["modules"]}
+
+
+def user_exists(name):
+    """Whether the Unix user `name` exists on this machine."""
+    try:
+        pwd.getpwnam(name)
+        return True
+    except KeyError:
+        return False
 
 
 def rank_env(rank, world_size, local_rank=None):

@@ -9,7 +9,6 @@ upstream, for the job's owner only."""
 
 import getpass
 import json
-import pwd
 import re
 import shutil
 import signal
@@ -20,10 +19,10 @@ import urllib.request
 from pathlib import Path
 
 from harness import (TEST_BIN_DIR, Daemon, DaemonTestCase, calls_by_path, client, rank_env, report,
-                     run_job, start_job, test_program)
+                     run_job, start_job, test_program, user_exists)
 from test_daemon_faults import private_spool, stored
 from test_orphan_spools import PROGRAM as PUSH_POP_PROGRAM
-from test_profile_window import ANSWER, SUMMARY
+from test_profile_window import parse_profile_answers
 
 MAKE_TEST_CA = Path(__file__).resolve().parents[2] / "deploy" / "tls" / "make_test_ca.sh"
 JOB = "fwd"
@@ -50,14 +49,6 @@ def forward_metrics(daemon):
         text = answer.read().decode()
     return {name: float(value) for name, value in
             re.findall(r"^(flopscope_forward_\w+) (\S+)$", text, re.MULTILINE)}
-
-
-def user_exists(name):
-    try:
-        pwd.getpwnam(name)
-        return True
-    except KeyError:
-        return False
 
 
 class ForwardingTest(DaemonTestCase):
@@ -257,19 +248,6 @@ class ForwardingTest(DaemonTestCase):
         self.fail("the aggregator never saw every rank connected:\n" + self.aggregator.log() +
                   "\n".join(node.log() for node in self.nodes))
 
-    def parse_profile(self, result):
-        """`flopscope profile`'s answer lines as (rank, verdict, message), and its summary."""
-        lines = result.stdout.splitlines()
-        self.assertGreaterEqual(len(lines), 2, result.stdout + result.stderr)
-        summary = SUMMARY.match(lines[-1])
-        self.assertIsNotNone(summary, lines[-1])
-        answers = []
-        for line in lines[:-1]:
-            match = ANSWER.match(line)
-            self.assertIsNotNone(match, f"not an answer line: {line!r}")
-            answers.append((int(match.group(1)), match.group(2), match.group(3) or ""))
-        return answers, int(summary.group(1)), int(summary.group(2))
-
     def test_profile_on_the_aggregator_reaches_ranks_on_every_node(self):
         if shutil.which("openssl") is None:
             self.fail("openssl is not installed (scripts/setup_deps.sh test installs it)")
@@ -301,7 +279,7 @@ class ForwardingTest(DaemonTestCase):
                 self.assertEqual(forward_metrics(node)["flopscope_forward_streams_connected"],
                                  WORLD // len(self.nodes), node.log())
             result = profile(me)
-            answers, accepted, asked = self.parse_profile(result)
+            answers, accepted, asked = parse_profile_answers(self, result)
             self.assertEqual([rank for rank, _, _ in answers], list(range(WORLD)), result.stdout)
             self.assertEqual(asked, WORLD)
             self.assertEqual(accepted, sum(verdict == "accepted" for _, verdict, _ in answers))

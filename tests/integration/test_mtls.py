@@ -7,7 +7,6 @@ and a certificate of another CA, no certificate and plain TCP are refused at the
 import getpass
 import json
 import os
-import pwd
 import re
 import shutil
 import subprocess
@@ -17,18 +16,10 @@ from pathlib import Path
 import grpc
 
 from harness import (DaemonTestCase, calls_by_path, client, rank_env, report, run_job,
-                     test_program, tool)
+                     test_program, tool, user_exists)
 
 SCRIPT = Path(__file__).resolve().parents[2] / "deploy" / "tls" / "make_test_ca.sh"
 JOB = "tls-job"
-
-
-def user_exists(name):
-    try:
-        pwd.getpwnam(name)
-        return True
-    except KeyError:
-        return False
 
 
 class MutualTlsTest(DaemonTestCase):

@@ -13,6 +13,21 @@ SUMMARY = re.compile(r"^(\d+) of (\d+) ranks? accepted$")
 ANSWER = re.compile(r"^rank (\d+)\s+(accepted|refused)(?:\s+(.*))?$")
 
 
+def parse_profile_answers(test, result):
+    """`flopscope profile`'s answer lines as (rank, verdict, message), and its summary's two
+    figures (accepted, asked); fails `test` on any line of another shape."""
+    lines = result.stdout.splitlines()
+    test.assertGreaterEqual(len(lines), 2, result.stdout + result.stderr)
+    summary = SUMMARY.match(lines[-1])
+    test.assertIsNotNone(summary, lines[-1])
+    answers = []
+    for line in lines[:-1]:
+        match = ANSWER.match(line)
+        test.assertIsNotNone(match, f"not an answer line: {line!r}")
+        answers.append((int(match.group(1)), match.group(2), match.group(3) or ""))
+    return answers, int(summary.group(1)), int(summary.group(2))
+
+
 class ProfileWindowTest(DaemonTestCase):
 
     def setUp(self):
@@ -69,21 +84,9 @@ class ProfileWindowTest(DaemonTestCase):
                 return result
             time.sleep(0.05)
 
-    def parse(self, result):
-        lines = result.stdout.splitlines()
-        self.assertGreaterEqual(len(lines), 2, result.stdout + result.stderr)
-        summary = SUMMARY.match(lines[-1])
-        self.assertIsNotNone(summary, lines[-1])
-        answers = []
-        for line in lines[:-1]:
-            match = ANSWER.match(line)
-            self.assertIsNotNone(match, f"not an answer line: {line!r}")
-            answers.append((int(match.group(1)), match.group(2), match.group(3) or ""))
-        return answers, int(summary.group(1)), int(summary.group(2))
-
     def test_the_running_rank_answers(self):
         result = self.profile()
-        answers, accepted, asked = self.parse(result)
+        answers, accepted, asked = parse_profile_answers(self, result)
         self.assertEqual([rank for rank, _, _ in answers], [0], result.stdout)
         self.assertEqual(asked, 1)
         rank, verdict, message = answers[0]
@@ -99,7 +102,7 @@ class ProfileWindowTest(DaemonTestCase):
 
     def test_a_listed_rank_that_is_not_there_is_named(self):
         result = self.profile("--rank", "0", "--rank", "3", "--set", "cheap")
-        answers, _, asked = self.parse(result)
+        answers, _, asked = parse_profile_answers(self, result)
         self.assertEqual([rank for rank, _, _ in answers], [0, 3], result.stdout)
         self.assertEqual(asked, 2)
         self.assertEqual(answers[1][1], "refused")
