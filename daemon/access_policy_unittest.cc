@@ -22,6 +22,7 @@
 #include "daemon/peer_identity.h"
 #include "daemon/resume_token.h"
 #include "daemon/test_batches.h"
+#include "daemon/test_daemon.h"
 #include "daemon/test_temp_dir.h"
 #include "flopscope/v1/collector.grpc.pb.h"
 #include "flopscope/v1/query.grpc.pb.h"
@@ -242,12 +243,9 @@ TEST_F(AccessControlTest, ASessionResumesOnlyWithItsToken) {
 class DaemonAccessTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    DaemonOptions options;
-    options.data_dir = dir_.File("data");
-    options.socket_path = dir_.File("fs.sock");
+    DaemonOptions options = fixtures::TestDaemonOptions(dir_);
     options.tcp_address = "127.0.0.1:0";
     options.insecure_loopback_tcp = true;
-    options.drain_timeout = absl::Milliseconds(200);
     absl::StatusOr<std::unique_ptr<DaemonServer>> server = DaemonServer::Start(options);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "daemon/test_batches.h"
+#include "daemon/test_daemon.h"
 #include "daemon/test_temp_dir.h"
 #include "flopscope/v1/collector.grpc.pb.h"
 #include "flopscope/v1/query.grpc.pb.h"
@@ -93,9 +94,7 @@ v1::Batch KernelBatch(uint64_t seq, int kernels) {
 class DaemonServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    options_.data_dir = dir_.File("data");
-    options_.socket_path = dir_.File("fs.sock");
-    options_.drain_timeout = absl::Milliseconds(200);
+    options_ = fixtures::TestDaemonOptions(dir_);
     absl::StatusOr<std::unique_ptr<DaemonServer>> server = DaemonServer::Start(options_);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);

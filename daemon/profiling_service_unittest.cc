@@ -16,6 +16,7 @@
 #include "absl/time/clock.h"
 #include "daemon/daemon_server.h"
 #include "daemon/test_batches.h"
+#include "daemon/test_daemon.h"
 #include "daemon/test_temp_dir.h"
 #include "flopscope/v1/collector.grpc.pb.h"
 #include "flopscope/v1/profiling.grpc.pb.h"
@@ -101,9 +102,7 @@ class FakeProducer {
 class ProfilingServiceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    options_.data_dir = dir_.File("data");
-    options_.socket_path = dir_.File("fs.sock");
-    options_.drain_timeout = absl::Milliseconds(200);
+    options_ = fixtures::TestDaemonOptions(dir_);
     absl::StatusOr<std::unique_ptr<DaemonServer>> server = DaemonServer::Start(options_);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);

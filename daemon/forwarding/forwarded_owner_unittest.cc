@@ -14,6 +14,7 @@
 #include "daemon/daemon_server.h"
 #include "daemon/data_layout.h"
 #include "daemon/test_batches.h"
+#include "daemon/test_daemon.h"
 #include "daemon/test_temp_dir.h"
 #include "flopscope/v1/collector.grpc.pb.h"
 
@@ -23,12 +24,8 @@ namespace {
 class ForwardedOwnerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    DaemonOptions options;
-    options.data_dir = dir_.File("data");
-    options.socket_path = dir_.File("fs.sock");
-    options.drain_timeout = absl::Milliseconds(200);
-    options.spool_patterns.clear();
-    absl::StatusOr<std::unique_ptr<DaemonServer>> server = DaemonServer::Start(options);
+    absl::StatusOr<std::unique_ptr<DaemonServer>> server =
+        DaemonServer::Start(fixtures::TestDaemonOptions(dir_));
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
   }

@@ -21,6 +21,7 @@
 #include "daemon/forwarding/outbox.h"
 #include "daemon/session_registry.h"
 #include "daemon/test_batches.h"
+#include "daemon/test_daemon.h"
 #include "daemon/test_temp_dir.h"
 #include "flopscope/v1/profiling.grpc.pb.h"
 
@@ -64,12 +65,8 @@ bool Eventually(const std::function<bool()>& done) {
 class SessionLinkTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    DaemonOptions options;
-    options.data_dir = dir_.File("aggregator");
-    options.socket_path = dir_.File("aggregator.sock");
-    options.drain_timeout = absl::Milliseconds(200);
-    options.spool_patterns.clear();
-    absl::StatusOr<std::unique_ptr<DaemonServer>> aggregator = DaemonServer::Start(options);
+    absl::StatusOr<std::unique_ptr<DaemonServer>> aggregator =
+        DaemonServer::Start(fixtures::TestDaemonOptions(dir_, "aggregator", "aggregator.sock"));
     ASSERT_TRUE(aggregator.ok()) << aggregator.status();
     aggregator_ = *std::move(aggregator);
     absl::StatusOr<std::unique_ptr<Outbox>> outbox =
