@@ -6,6 +6,7 @@
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "common/version.h"
 #include "daemon/batch_validator.h"
@@ -17,6 +18,16 @@
 
 namespace flopscope::daemon {
 namespace {
+
+// A refusal's message as trailer metadata: gRPC carries only printable ASCII in a text value, and
+// the producer keeps 63 bytes of it (fs_transport_stats.refusal).
+std::string RefusalReason(absl::string_view message) {
+  std::string reason(message.substr(0, 63));
+  for (char& c : reason) {
+    if (c < 0x20 || c > 0x7e) c = '?';
+  }
+  return reason;
+}
 
 std::string Describe(const v1::SessionHello& hello) {
   return absl::StrCat("job ", hello.job_id(), " rank ", hello.rank(), " session ",
@@ -106,9 +117,11 @@ grpc::Status CollectorService::Serve(grpc::ServerContext* context, ServerStream*
     // hello's pid is the caller's claim and is named as such.
     LogWarning("refused a stream from uid ", caller->uid, " pid ", caller->pid,
                " (its hello claims pid ", hello.pid(), "): ", connection.status().message());
-    if (IsDiskFull(connection.status())) {
-      context->AddTrailingMetadata(kRefusalReasonKey, kDiskFullReason);
-    }
+    // The producer prints this beside what it spooled, so the rank's own stderr says why.
+    context->AddTrailingMetadata(kRefusalReasonKey,
+                                 IsDiskFull(connection.status())
+                                     ? std::string(kDiskFullReason)
+                                     : RefusalReason(connection.status().message()));
     return ToGrpcStatus(connection.status());
   }
   StreamTally tally;

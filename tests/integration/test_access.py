@@ -90,8 +90,11 @@ class AccessTest(DaemonTestCase):
         # Writing: the stream is refused, so not one record lands in root's job.
         before = self.ranges("root-job")
         self.assertGreater(before, 0)
-        self.run_as(OWNER, "root-job", exit_timeout_ms=500)
+        refused = self.run_as(OWNER, "root-job", exit_timeout_ms=500)
         self.assertEqual(self.ranges("root-job"), before)
+        # The rank itself says why, beside what it spooled.
+        self.assertIn("the daemon refused them: uid", refused.stderr)
+        self.assertIn("may not write to job root-job", refused.stderr)
         self.assertIn("may not write to job root-job", self.daemon.log())
         # The refusal names the kernel's uid of the caller, not what its hello claims.
         owner_uid = pwd.getpwnam(OWNER).pw_uid
