@@ -92,8 +92,47 @@ absl::Status ReadMemoryStats(SqliteDb& db, RankSnapshot* snapshot) {
 }
 
 // The `flopscope`-domain paths of each session: the step and the phases (DESIGN: Time).
-enum class PathRole { kPhase, kStep, kForward, kBackward };
-using PathRoles = absl::flat_hash_map<std::pair<int64_t, uint64_t>, PathRole>;
+enum class PathRole : uint8_t { kModule, kPhase, kStep, kForward, kBackward };
+
+// Every range event asks for its path's role, so the roles sit in a vector per session indexed
+// by path id (ids are handed out densely, in first-seen order) rather than in a hash map. A
+// file is untrusted: an id past kDenseIds (no real session has that many paths) goes to a map.
+// Used by one reader thread (the last-session cache is not synchronised).
+class PathRoles {
+ public:
+  static constexpr uint64_t kDenseIds = 1 << 20;
+
+  void Set(int64_t sid, uint64_t path_id, PathRole role) {
+    if (path_id >= kDenseIds) {
+      sparse_[{sid, path_id}] = role;
+      return;
+    }
+    std::vector<PathRole>& roles = by_session_[sid];
+    if (path_id >= roles.size()) roles.resize(path_id + 1, PathRole::kModule);
+    roles[path_id] = role;
+  }
+  PathRole Of(int64_t sid, uint64_t path_id) const {
+    if (path_id >= kDenseIds) {
+      auto it = sparse_.find({sid, path_id});
+      return it == sparse_.end() ? PathRole::kModule : it->second;
+    }
+    if (sid != last_sid_) {
+      auto it = by_session_.find(sid);
+      last_ = it == by_session_.end() ? nullptr : &it->second;
+      last_sid_ = sid;
+    }
+    return last_ != nullptr && path_id < last_->size() ? (*last_)[path_id] : PathRole::kModule;
+  }
+  bool IsPhase(int64_t sid, uint64_t path_id) const {
+    return Of(sid, path_id) != PathRole::kModule;
+  }
+
+ private:
+  absl::flat_hash_map<int64_t, std::vector<PathRole>> by_session_;
+  absl::flat_hash_map<std::pair<int64_t, uint64_t>, PathRole> sparse_;
+  mutable int64_t last_sid_ = -1;  // the last session looked up: events come session by session
+  mutable const std::vector<PathRole>* last_ = nullptr;
+};
 
 PathRoles FlopscopeRoles(const RankSnapshot& snapshot) {
   PathRoles roles;
@@ -103,7 +142,7 @@ PathRoles FlopscopeRoles(const RankSnapshot& snapshot) {
     if (path.name == kStepRange) role = PathRole::kStep;
     if (path.name == kForwardPhase) role = PathRole::kForward;
     if (path.name == kBackwardPhase) role = PathRole::kBackward;
-    roles[{path.sid, path.id}] = role;
+    roles.Set(path.sid, path.id, role);
   }
   return roles;
 }
@@ -130,12 +169,11 @@ void AddRangeEvent(const RangeRow& row, bool with_spans, const PathRoles& roles,
   if (with_spans && row.kind == v1::RANGE_KIND_PUSH_POP) {
     span = rollup.AddRange(row.sid, row.instance_id, row.parent_instance_id, row.path_id);
   }
-  if (auto role = roles.find({row.sid, row.path_id}); role != roles.end()) {
-    if (role->second == PathRole::kForward || role->second == PathRole::kBackward) {
-      steps.AddPass(role->second == PathRole::kForward ? Pass::kForward : Pass::kBackward,
-                    occurrence);
+  if (const PathRole role = roles.Of(row.sid, row.path_id); role != PathRole::kModule) {
+    if (role == PathRole::kForward || role == PathRole::kBackward) {
+      steps.AddPass(role == PathRole::kForward ? Pass::kForward : Pass::kBackward, occurrence);
     }
-    steps.AddPhase(row.sid, row.path_id, occurrence, role->second == PathRole::kStep);
+    steps.AddPhase(row.sid, row.path_id, occurrence, role == PathRole::kStep);
     return;
   }
   if (span) {
@@ -191,21 +229,38 @@ absl::Status ReadRanges(SqliteDb& db, bool has_kernel_tables, const RankReadOpti
                   with_spans, roles, rollup, steps);
   });
   if (!status.ok()) return status;
-  status = ForEachRow(
-      db,
-      "SELECT sid, instance_id, parent_instance_id, path_id, start_ns, end_ns, kind, counted "
-      "FROM range_events ORDER BY rowid",
-      [&](SqliteStatement& row) {
-        AddRangeEvent({row.ColumnInt(0), row.ColumnUint(1), row.ColumnUint(2), row.ColumnUint(3),
-                       row.ColumnInt(4), row.ColumnInt(5), row.ColumnInt(6), row.ColumnInt(7) != 0},
-                      with_spans, roles, rollup, steps);
-      });
+  if (with_spans) {
+    status = ForEachRow(
+        db,
+        "SELECT sid, instance_id, parent_instance_id, path_id, start_ns, end_ns, kind, counted "
+        "FROM range_events ORDER BY rowid",
+        [&](SqliteStatement& row) {
+          AddRangeEvent(
+              {row.ColumnInt(0), row.ColumnUint(1), row.ColumnUint(2), row.ColumnUint(3),
+               row.ColumnInt(4), row.ColumnInt(5), row.ColumnInt(6), row.ColumnInt(7) != 0},
+              with_spans, roles, rollup, steps);
+        });
+  } else {
+    // No kernels: the parent links are not followed, so five columns of the eight are read
+    // (a report over a live 64-rank job streams millions of rows; each column costs).
+    status = ForEachRow(
+        db, "SELECT sid, path_id, start_ns, end_ns, counted FROM range_events ORDER BY rowid",
+        [&](SqliteStatement& row) {
+          RangeRow range;
+          range.sid = row.ColumnInt(0);
+          range.path_id = row.ColumnUint(1);
+          range.start_ns = row.ColumnInt(2);
+          range.end_ns = row.ColumnInt(3);
+          range.counted = row.ColumnInt(4) != 0;
+          AddRangeEvent(range, with_spans, roles, rollup, steps);
+        });
+  }
   if (!status.ok()) return status;
   std::vector<OccurrenceSpan> unclosed;
   if (with_spans) snapshot->spans = rollup.Finish(steps.wants_modules() ? &unclosed : nullptr);
   for (const OccurrenceSpan& span : unclosed) {
     // Kernels with no range event of their own (graph replays): placed by their first start.
-    if (!roles.contains({span.sid, span.path_id})) {
+    if (!roles.IsPhase(span.sid, span.path_id)) {
       steps.AddModule(span.sid, span.path_id, {span.first_start_ns, 0, span.busy_ns, true, false});
     }
   }

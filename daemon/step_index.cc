@@ -24,13 +24,15 @@ StepIndex::StepIndex(std::vector<StepSpan> steps) : steps_(std::move(steps)) {
 }
 
 int64_t StepIndex::StepAt(int64_t time_ns) const {
+  size_t hint = 0;
+  return StepAt(time_ns, &hint);
+}
+
+int64_t StepIndex::StepAt(int64_t time_ns, size_t* hint) const {
   // The last step starting at or before the moment is the only one that can hold it.
-  auto after =
-      std::upper_bound(steps_.begin(), steps_.end(), time_ns,
-                       [](int64_t time, const StepSpan& step) { return time < step.start_ns; });
-  if (after == steps_.begin()) return -1;
-  const auto candidate = std::prev(after);
-  return time_ns <= candidate->end_ns ? candidate - steps_.begin() : -1;
+  const int64_t candidate = LastStartingAtOrBefore(steps_, time_ns, hint);
+  if (candidate < 0) return -1;
+  return time_ns <= steps_[static_cast<size_t>(candidate)].end_ns ? candidate : -1;
 }
 
 }  // namespace flopscope::daemon

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -11,6 +13,25 @@ inline constexpr char kStepRange[] = "step";
 // The phases of the `flopscope` domain that split a module's time into its passes.
 inline constexpr char kForwardPhase[] = "forward";
 inline constexpr char kBackwardPhase[] = "backward";
+
+// The position of the last of `spans` (sorted by start_ns) that starts at or before `time_ns`;
+// -1 when none does. `hint` carries the answer from one call to the next: moments asked for in
+// time order (range events come in commit order, close to it) are answered from it, or from the
+// span after it, without a binary search.
+template <typename Span>
+int64_t LastStartingAtOrBefore(const std::vector<Span>& spans, int64_t time_ns, size_t* hint) {
+  const auto holds = [&](size_t at) {
+    return at < spans.size() && spans[at].start_ns <= time_ns &&
+           (at + 1 == spans.size() || spans[at + 1].start_ns > time_ns);
+  };
+  if (holds(*hint)) return static_cast<int64_t>(*hint);
+  if (holds(*hint + 1)) return static_cast<int64_t>(++*hint);
+  auto after = std::upper_bound(spans.begin(), spans.end(), time_ns,
+                                [](int64_t t, const Span& span) { return t < span.start_ns; });
+  if (after == spans.begin()) return -1;
+  *hint = static_cast<size_t>(after - spans.begin()) - 1;
+  return static_cast<int64_t>(*hint);
+}
 
 // A step range of one rank: an occurrence of `step` in the `flopscope` NVTX domain.
 struct StepSpan {
@@ -37,6 +58,8 @@ class StepIndex {
   const StepSpan& at(int64_t step) const { return steps_[static_cast<size_t>(step)]; }
   // The number of the step whose range holds `time_ns` (start <= time <= end); -1 when none does.
   int64_t StepAt(int64_t time_ns) const;
+  // The same, fast for moments asked for in time order (LastStartingAtOrBefore).
+  int64_t StepAt(int64_t time_ns, size_t* hint) const;
 
  private:
   std::vector<StepSpan> steps_;  // by start, then end

@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <tuple>
 
-#include "absl/container/flat_hash_map.h"
-
 namespace flopscope::daemon {
 namespace {
 
@@ -47,56 +45,93 @@ void StepRollup::AddRank(int32_t rank, const RankStepFigures& figures, const Res
   AddModules(figures, resolve);
 }
 
+namespace {
+
+// The paths of one target (module or phase) in one rank, merged into one sum per bucket, in
+// bucket order. Most targets have one path per rank, whose buckets are already merged and sorted.
+std::vector<BucketSum> MergeBuckets(const std::vector<const PathStepFigures*>& paths) {
+  if (paths.size() == 1) return paths.front()->buckets;
+  std::vector<BucketSum> all;
+  for (const PathStepFigures* path : paths) {
+    all.insert(all.end(), path->buckets.begin(), path->buckets.end());
+  }
+  std::stable_sort(all.begin(), all.end(),
+                   [](const BucketSum& a, const BucketSum& b) { return a.bucket < b.bucket; });
+  std::vector<BucketSum> merged;
+  for (const BucketSum& sum : all) {
+    if (merged.empty() || merged.back().bucket != sum.bucket) {
+      merged.push_back(sum);
+      continue;
+    }
+    BucketSum& into = merged.back();
+    into.cpu_ns += sum.cpu_ns;
+    into.busy_ns += sum.busy_ns;
+    AddPass(sum.forward, into.forward);
+    AddPass(sum.backward, into.backward);
+  }
+  return merged;
+}
+
+// Groups a rank's paths by the index `target_of` gives them (-1: left out).
+template <typename TargetOf>
+std::vector<std::vector<const PathStepFigures*>> GroupPaths(
+    const std::vector<PathStepFigures>& paths, TargetOf target_of) {
+  std::vector<std::vector<const PathStepFigures*>> groups;
+  for (const PathStepFigures& path : paths) {
+    const int target = target_of(path);
+    if (target < 0) continue;
+    Slot(groups, target).push_back(&path);
+  }
+  return groups;
+}
+
+}  // namespace
+
 void StepRollup::AddPhases(int32_t rank, const RankStepFigures& figures, const Resolve& resolve) {
   // This rank's sum per (phase, bucket): paths of one phase name share their steps.
-  absl::flat_hash_map<std::pair<int, int64_t>, int64_t> per_bucket;
-  for (const PathStepFigures& path : figures.phases) {
-    const StepTarget target = resolve(path.sid, path.path_id);
-    if (target.phase < 0) continue;
-    PhaseSamples& phase = Slot(phases_, target.phase);
+  const auto groups = GroupPaths(figures.phases, [&](const PathStepFigures& path) {
+    return resolve(path.sid, path.path_id).phase;
+  });
+  for (size_t index = 0; index < groups.size(); ++index) {
+    if (groups[index].empty()) continue;
+    PhaseSamples& phase = Slot(phases_, static_cast<int>(index));
     phase.seen = true;
-    phase.calls += path.occurrences;
-    phase.cpu_time_ns += path.cpu_time_ns;
-    for (const BucketSum& sum : path.buckets) per_bucket[{target.phase, sum.bucket}] += sum.cpu_ns;
-  }
-  for (const auto& [key, ns] : per_bucket) {
-    PhaseSamples& phase = phases_[key.first];
-    phase.samples.push_back(ns);
-    // Buckets are step numbers only where the rank marks steps (else one per occurrence).
-    if (figures.steps_marked == 0) continue;
-    if (phase.per_step.size() < kMaxPhaseStepTimes) {
-      phase.per_step.push_back({rank, key.second, ns});
-    } else {
-      phase.per_step_truncated = true;
+    for (const PathStepFigures* path : groups[index]) {
+      phase.calls += path->occurrences;
+      phase.cpu_time_ns += path->cpu_time_ns;
+    }
+    for (const BucketSum& sum : MergeBuckets(groups[index])) {
+      phase.samples.push_back(sum.cpu_ns);
+      // Buckets are step numbers only where the rank marks steps (else one per occurrence).
+      if (figures.steps_marked == 0) continue;
+      if (phase.per_step.size() < kMaxPhaseStepTimes) {
+        phase.per_step.push_back({rank, sum.bucket, sum.cpu_ns});
+      } else {
+        phase.per_step_truncated = true;
+      }
     }
   }
 }
 
 void StepRollup::AddModules(const RankStepFigures& figures, const Resolve& resolve) {
   // This rank's sums per (module, step): a restarted rank's sessions add up.
-  absl::flat_hash_map<std::pair<int, int64_t>, StepSums> per_step;
-  for (const PathStepFigures& path : figures.modules) {
+  const auto groups = GroupPaths(figures.modules, [&](const PathStepFigures& path) {
     const StepTarget target = resolve(path.sid, path.path_id);
-    if (target.module < 0 || target.phase >= 0) continue;
-    ModuleSamples& module = Slot(modules_, target.module);
-    module.gpu = module.gpu || path.gpu;
-    for (const BucketSum& sum : path.buckets) {
-      StepSums& entry = per_step[{target.module, sum.bucket}];
-      entry.cpu_ns += sum.cpu_ns;
-      entry.busy_ns += sum.busy_ns;
-      AddPass(sum.forward, entry.forward);
-      AddPass(sum.backward, entry.backward);
-    }
-  }
-  for (const auto& [key, sums] : per_step) {
-    ModuleSamples& module = modules_[key.first];
-    module.cpu_ns.push_back(sums.cpu_ns);
-    module.busy_ns.push_back(sums.busy_ns);
-    for (auto [pass, samples] :
-         {std::pair{&sums.forward, &module.forward}, std::pair{&sums.backward, &module.backward}}) {
-      if (!pass->ran) continue;
-      samples->cpu_ns.push_back(pass->cpu_ns);
-      samples->busy_ns.push_back(pass->busy_ns);
+    return target.phase >= 0 ? -1 : target.module;
+  });
+  for (size_t index = 0; index < groups.size(); ++index) {
+    if (groups[index].empty()) continue;
+    ModuleSamples& module = Slot(modules_, static_cast<int>(index));
+    for (const PathStepFigures* path : groups[index]) module.gpu = module.gpu || path->gpu;
+    for (const BucketSum& sums : MergeBuckets(groups[index])) {
+      module.cpu_ns.push_back(sums.cpu_ns);
+      module.busy_ns.push_back(sums.busy_ns);
+      for (auto [pass, samples] : {std::pair{&sums.forward, &module.forward},
+                                   std::pair{&sums.backward, &module.backward}}) {
+        if (!pass->ran) continue;
+        samples->cpu_ns.push_back(pass->cpu_ns);
+        samples->busy_ns.push_back(pass->busy_ns);
+      }
     }
   }
 }
@@ -111,9 +146,13 @@ void StepRollup::FillPhase(int index, v1::PhaseStats* row) const {
   row->set_max_ns(summary.max_ns);
   row->set_median_ns(summary.median_ns);
   std::vector<StepTime> per_step = phase.per_step;
-  std::sort(per_step.begin(), per_step.end(), [](const StepTime& a, const StepTime& b) {
+  const auto by_rank_and_step = [](const StepTime& a, const StepTime& b) {
     return std::tie(a.rank, a.step) < std::tie(b.rank, b.step);
-  });
+  };
+  // Ranks usually arrive in order, each with its steps in order: then nothing is to sort.
+  if (!std::is_sorted(per_step.begin(), per_step.end(), by_rank_and_step)) {
+    std::sort(per_step.begin(), per_step.end(), by_rank_and_step);
+  }
   for (const StepTime& time : per_step) {
     v1::PhaseStepTime* entry = row->add_per_step();
     entry->set_rank(time.rank);

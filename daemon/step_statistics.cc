@@ -1,10 +1,34 @@
 #include "daemon/step_statistics.h"
 
 #include <algorithm>
-#include <iterator>
-#include <map>
 
 namespace flopscope::daemon {
+
+namespace {
+
+// The sum of `bucket` in a path's buckets, kept sorted by bucket. Occurrences come in commit
+// order, which follows time closely, so the bucket is nearly always the last one or a new last.
+BucketSum& BucketOf(std::vector<BucketSum>& buckets, int64_t bucket) {
+  BucketSum fresh;
+  fresh.bucket = bucket;
+  if (buckets.empty() || buckets.back().bucket < bucket) {
+    buckets.push_back(fresh);
+    return buckets.back();
+  }
+  if (buckets.back().bucket == bucket) return buckets.back();
+  auto it = std::lower_bound(buckets.begin(), buckets.end(), bucket,
+                             [](const BucketSum& sum, int64_t b) { return sum.bucket < b; });
+  if (it == buckets.end() || it->bucket != bucket) it = buckets.insert(it, fresh);
+  return *it;
+}
+
+}  // namespace
+
+uint32_t StepStatistics::SlotOf(int64_t sid, uint64_t path_id) {
+  const auto [it, added] = slots_.try_emplace(Key{sid, path_id}, paths_.size());
+  if (added) paths_.push_back({sid, path_id});
+  return it->second;
+}
 
 void StepStatistics::AddPhase(int64_t sid, uint64_t path_id, const RangeOccurrence& occurrence,
                               bool is_step) {
@@ -13,7 +37,7 @@ void StepStatistics::AddPhase(int64_t sid, uint64_t path_id, const RangeOccurren
     counted_moments_.push_back(occurrence.start_ns);
     return;
   }
-  phases_.push_back({{sid, path_id}, occurrence});
+  phases_.push_back({SlotOf(sid, path_id), occurrence});
 }
 
 void StepStatistics::AddModule(int64_t sid, uint64_t path_id, const RangeOccurrence& occurrence) {
@@ -21,7 +45,7 @@ void StepStatistics::AddModule(int64_t sid, uint64_t path_id, const RangeOccurre
     counted_moments_.push_back(occurrence.start_ns);
     return;
   }
-  if (wants_modules()) modules_.push_back({{sid, path_id}, occurrence});
+  if (wants_modules()) modules_.push_back({SlotOf(sid, path_id), occurrence});
 }
 
 void StepStatistics::AddPass(Pass pass, const RangeOccurrence& occurrence) {
@@ -29,11 +53,15 @@ void StepStatistics::AddPass(Pass pass, const RangeOccurrence& occurrence) {
 }
 
 Pass StepStatistics::PassAt(int64_t time_ns) const {
+  size_t hint = 0;
+  return PassAt(time_ns, &hint);
+}
+
+Pass StepStatistics::PassAt(int64_t time_ns, size_t* hint) const {
   // The last span starting at or before the moment is the only one that can hold it.
-  auto after = std::upper_bound(passes_.begin(), passes_.end(), time_ns,
-                                [](int64_t t, const PassSpan& span) { return t < span.start_ns; });
-  if (after == passes_.begin()) return Pass::kNone;
-  const PassSpan& span = *std::prev(after);
+  const int64_t candidate = LastStartingAtOrBefore(passes_, time_ns, hint);
+  if (candidate < 0) return Pass::kNone;
+  const PassSpan& span = passes_[static_cast<size_t>(candidate)];
   return time_ns <= span.end_ns ? span.pass : Pass::kNone;
 }
 
@@ -49,30 +77,28 @@ std::vector<PathStepFigures> StepStatistics::SumPerPath(const std::vector<Pendin
                                                         const StepIndex& index,
                                                         const std::vector<bool>& counted,
                                                         const RankStepFigures& figures) const {
-  struct Sums {
-    PathStepFigures figures;
-    std::map<int64_t, BucketSum> buckets;
-  };
-  absl::flat_hash_map<Key, Sums> by_path;
+  std::vector<PathStepFigures> by_slot(paths_.size());
+  std::vector<bool> seen(paths_.size(), false);
   const bool has_steps = index.size() > 0;
   int64_t next_lone_bucket = 0;  // without steps, every occurrence is a bucket of its own
+  size_t step_hint = 0;
+  size_t pass_hint = 0;
   for (const Pending& pending : occurrences) {
     const RangeOccurrence& occurrence = pending.occurrence;
-    const int64_t step = has_steps ? index.StepAt(occurrence.start_ns) : -1;
+    const int64_t step = has_steps ? index.StepAt(occurrence.start_ns, &step_hint) : -1;
     if (step >= 0 && counted[step]) continue;  // replay-slowed, though not closed in the window
     const bool in_window = step >= figures.first_step && step <= figures.last_step;
     if (figures.window_requested && !in_window) continue;
-    Sums& sums = by_path[pending.key];
-    ++sums.figures.occurrences;
-    sums.figures.cpu_time_ns += occurrence.cpu_ns;
-    sums.figures.gpu = sums.figures.gpu || occurrence.gpu;
+    PathStepFigures& path = by_slot[pending.slot];
+    seen[pending.slot] = true;
+    ++path.occurrences;
+    path.cpu_time_ns += occurrence.cpu_ns;
+    path.gpu = path.gpu || occurrence.gpu;
     if (has_steps && !in_window) continue;  // the whole run: outside every step
-    const int64_t bucket = has_steps ? step : next_lone_bucket++;
-    BucketSum& sum = sums.buckets[bucket];
-    sum.bucket = bucket;
+    BucketSum& sum = BucketOf(path.buckets, has_steps ? step : next_lone_bucket++);
     sum.cpu_ns += occurrence.cpu_ns;
     sum.busy_ns += occurrence.busy_ns;
-    const Pass pass = PassAt(occurrence.start_ns);
+    const Pass pass = PassAt(occurrence.start_ns, &pass_hint);
     if (pass == Pass::kNone) continue;
     PassSum& part = pass == Pass::kForward ? sum.forward : sum.backward;
     part.ran = true;
@@ -80,12 +106,11 @@ std::vector<PathStepFigures> StepStatistics::SumPerPath(const std::vector<Pendin
     part.busy_ns += occurrence.busy_ns;
   }
   std::vector<PathStepFigures> out;
-  out.reserve(by_path.size());
-  for (auto& [key, sums] : by_path) {
-    sums.figures.sid = key.first;
-    sums.figures.path_id = key.second;
-    for (const auto& [bucket, sum] : sums.buckets) sums.figures.buckets.push_back(sum);
-    out.push_back(std::move(sums.figures));
+  for (size_t slot = 0; slot < by_slot.size(); ++slot) {
+    if (!seen[slot]) continue;
+    by_slot[slot].sid = paths_[slot].first;
+    by_slot[slot].path_id = paths_[slot].second;
+    out.push_back(std::move(by_slot[slot]));
   }
   std::sort(out.begin(), out.end(), [](const PathStepFigures& a, const PathStepFigures& b) {
     return a.sid != b.sid ? a.sid < b.sid : a.path_id < b.path_id;
@@ -118,6 +143,8 @@ RankStepFigures StepStatistics::Finish() {
   }
   phases_.clear();
   modules_.clear();
+  paths_.clear();
+  slots_.clear();
   counted_moments_.clear();
   passes_.clear();
   return figures;

@@ -83,15 +83,20 @@ class StepStatistics {
   void AddPass(Pass pass, const RangeOccurrence& occurrence);
   // The pass holding `time_ns` (after Finish has sorted the spans; kNone outside every pass).
   Pass PassAt(int64_t time_ns) const;
+  // The same, fast for moments asked for in time order (LastStartingAtOrBefore).
+  Pass PassAt(int64_t time_ns, size_t* hint) const;
 
   RankStepFigures Finish();
 
  private:
   using Key = std::pair<int64_t, uint64_t>;  // (session, path)
+  // Occurrences name their path by a dense slot (paths_), so that summing them indexes a vector
+  // instead of hashing a key per occurrence (a report streams millions of them).
   struct Pending {
-    Key key;
+    uint32_t slot = 0;
     RangeOccurrence occurrence;
   };
+  uint32_t SlotOf(int64_t sid, uint64_t path_id);
   // Which steps are counted, by step number.
   std::vector<bool> CountedSteps(const StepIndex& index) const;
   std::vector<PathStepFigures> SumPerPath(const std::vector<Pending>& occurrences,
@@ -99,6 +104,8 @@ class StepStatistics {
                                           const RankStepFigures& figures) const;
 
   std::optional<StepWindowRequest> window_;
+  std::vector<Key> paths_;                    // by slot
+  absl::flat_hash_map<Key, uint32_t> slots_;  // the inverse
   std::vector<StepSpan> steps_;
   std::vector<Pending> phases_;   // uncounted only
   std::vector<Pending> modules_;  // uncounted only, and only for a window

@@ -55,6 +55,30 @@ TEST(StepIndexTest, NumbersStepsInStartOrderAndPlacesMoments) {
   EXPECT_EQ(StepIndex({}).StepAt(5), -1);
 }
 
+TEST(StepIndexTest, AHintedLookupAgreesWithTheSearchInAnyOrder) {
+  // Steps with gaps; moments before, inside, between and after them, asked for in time order,
+  // backwards and shuffled: the hint only saves searches, it never changes an answer.
+  std::vector<StepSpan> spans;
+  for (int64_t step = 0; step < 50; ++step) spans.push_back({step * 100, step * 100 + 60});
+  const StepIndex index(spans);
+  std::vector<int64_t> moments;
+  for (int64_t t = -30; t < 5100; t += 7) moments.push_back(t);
+  std::vector<std::vector<int64_t>> orders = {moments, {moments.rbegin(), moments.rend()}};
+  std::vector<int64_t> shuffled = moments;
+  for (size_t i = 0; i < shuffled.size(); ++i)
+    std::swap(shuffled[i], shuffled[(i * 7919) % shuffled.size()]);
+  orders.push_back(shuffled);
+  for (const std::vector<int64_t>& order : orders) {
+    size_t hint = 0;
+    for (int64_t t : order) {
+      size_t fresh = 0;
+      ASSERT_EQ(index.StepAt(t, &hint), index.StepAt(t, &fresh)) << "at " << t;
+      const int64_t expected = t >= 0 && t % 100 <= 60 && t < 5000 ? t / 100 : -1;
+      ASSERT_EQ(index.StepAt(t), expected) << "at " << t;
+    }
+  }
+}
+
 TEST(StepIndexTest, OverlappingStepRangesAreOneStep) {
   // Two threads each open `step` for the same training step; the injector counts it once.
   const StepIndex index({{1000, 1900}, {1100, 2000}, {3000, 3900}, {3900, 4100}});
