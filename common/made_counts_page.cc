@@ -9,9 +9,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <new>
 #include <utility>
+
+#include "common/utf8.h"
 
 namespace flopscope {
 namespace {
@@ -37,10 +40,95 @@ char* SizeAndMap(int fd, const std::string& path, std::string* error) {
   return static_cast<char*>(map);
 }
 
+// The session's fixed-size fields, in the file's order.
+constexpr size_t kSessionFixedBytes =
+    3 * sizeof(int32_t) + 6 * sizeof(uint32_t) + 2 * sizeof(int64_t);
+// No single string may take more than this, so the others always fit beside it (the command may
+// take what they leave).
+constexpr size_t kMaxSessionString = 1024;
+
+template <typename T>
+void Put(T value, std::string* out) {
+  out->append(reinterpret_cast<const char*>(&value), sizeof value);
+}
+
+void PutString(std::string text, size_t max_bytes, std::string* out) {
+  TruncateUtf8(max_bytes, &text);
+  Put(static_cast<uint32_t>(text.size()), out);
+  out->append(text);
+}
+
+// Reads the encoded session; false with *error when it overruns `size` or leaves bytes over.
+class SessionReader {
+ public:
+  SessionReader(const char* data, size_t size) : data_(data), size_(size) {}
+  template <typename T>
+  bool Get(T* value) {
+    if (size_ - offset_ < sizeof *value) return false;
+    std::memcpy(value, data_ + offset_, sizeof *value);
+    offset_ += sizeof *value;
+    return true;
+  }
+  bool GetString(std::string* text) {
+    uint32_t length = 0;
+    if (!Get(&length) || size_ - offset_ < length) return false;
+    text->assign(data_ + offset_, length);
+    offset_ += length;
+    return true;
+  }
+  bool AtEnd() const { return offset_ == size_; }
+
+ private:
+  const char* const data_;
+  const size_t size_;
+  size_t offset_ = 0;
+};
+
+bool DecodeSession(const char* data, size_t size, MadeSession* out) {
+  SessionReader in(data, size);
+  MadeSession s;
+  const bool ok = in.Get(&s.rank) && in.Get(&s.local_rank) && in.Get(&s.world_size) &&
+                  in.Get(&s.tp_size) && in.Get(&s.pp_size) && in.Get(&s.dp_size) &&
+                  in.Get(&s.tp_rank) && in.Get(&s.pp_rank) && in.Get(&s.dp_rank) &&
+                  in.Get(&s.pid) && in.Get(&s.start_time_ns) && in.GetString(&s.session_id) &&
+                  in.GetString(&s.job_id) && in.GetString(&s.host) &&
+                  in.GetString(&s.injector_version) && in.GetString(&s.layout_source) &&
+                  in.GetString(&s.command) && in.AtEnd() && s.known();
+  if (ok) *out = std::move(s);
+  return ok;
+}
+
 }  // namespace
+
+std::string EncodeMadeSession(const MadeSession& session) {
+  std::string out;
+  for (int32_t value : {session.rank, session.local_rank, session.world_size}) Put(value, &out);
+  for (uint32_t value : {session.tp_size, session.pp_size, session.dp_size, session.tp_rank,
+                         session.pp_rank, session.dp_rank}) {
+    Put(value, &out);
+  }
+  Put(session.pid, &out);
+  Put(session.start_time_ns, &out);
+  for (const std::string* text : {&session.session_id, &session.job_id, &session.host,
+                                  &session.injector_version, &session.layout_source}) {
+    PutString(*text, kMaxSessionString, &out);
+  }
+  // 5 strings of at most kMaxSessionString, and the fixed part, always leave room for a length.
+  static_assert(kSessionFixedBytes + 6 * sizeof(uint32_t) + 5 * kMaxSessionString <
+                MadeCountsPage::kSessionBytes);
+  PutString(session.command, MadeCountsPage::kSessionBytes - out.size() - sizeof(uint32_t), &out);
+  return out;
+}
 
 std::unique_ptr<MadeCountsPage> MadeCountsPage::Create(const std::string& path,
                                                        std::string* error) {
+  return Create(path, MadeSession{}, error);
+}
+
+std::unique_ptr<MadeCountsPage> MadeCountsPage::Create(const std::string& path,
+                                                       const MadeSession& session,
+                                                       std::string* error) {
+  const std::string encoded = session.known() ? EncodeMadeSession(session) : std::string();
   const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) {
     *error = ErrnoText("cannot create", path);
@@ -58,10 +146,13 @@ std::unique_ptr<MadeCountsPage> MadeCountsPage::Create(const std::string& path,
     unlink(path.c_str());
     return nullptr;
   }
-  // A fresh file reads as zeros: only the header is written. The magic goes last, so a reader
-  // never takes a half-made header for a whole one.
+  // A fresh file reads as zeros: only the header and the session are written. The magic goes
+  // last, so a reader never takes a half-made file for a whole one.
   const uint32_t slots = kSlots;
+  const uint32_t session_bytes = static_cast<uint32_t>(encoded.size());
   std::memcpy(map + sizeof kMagic, &slots, sizeof slots);
+  std::memcpy(map + sizeof kMagic + sizeof slots, &session_bytes, sizeof session_bytes);
+  std::memcpy(map + kLineBytes * (kSlots + 1), encoded.data(), encoded.size());
   for (uint32_t slot = 0; slot < kSlots; ++slot) {
     new (map + kLineBytes * (slot + 1)) std::atomic<uint64_t>(0);
   }
@@ -84,7 +175,7 @@ MadeCountsPage::~MadeCountsPage() {
 void MadeCountsPage::Remove() { unlink(path_.c_str()); }
 
 bool MadeCountsPage::ReadOrphan(const std::string& path, uid_t* owner, uint64_t* total,
-                                std::string* error) {
+                                MadeSession* session, std::string* error) {
   error->clear();
   // O_NONBLOCK: a FIFO planted under the name must not hang the reader.
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
@@ -103,7 +194,7 @@ bool MadeCountsPage::ReadOrphan(const std::string& path, uid_t* owner, uint64_t*
              pread(fd, bytes.data(), kFileBytes, 0) != static_cast<ssize_t>(kFileBytes)) {
     *error = path + " is " + std::to_string(st.st_size) + " bytes, not a made-counts file";
   } else {
-    ok = ParseMadeCounts(bytes.data(), bytes.size(), total, error);
+    ok = ParseMadeCounts(bytes.data(), bytes.size(), total, session, error);
     *owner = st.st_uid;
   }
   close(fd);
@@ -136,7 +227,8 @@ uint64_t MadeCountsPage::Total() const {
   return total;
 }
 
-bool ParseMadeCounts(const char* data, size_t size, uint64_t* total, std::string* error) {
+bool ParseMadeCounts(const char* data, size_t size, uint64_t* total, MadeSession* session,
+                     std::string* error) {
   using Page = MadeCountsPage;
   if (size != Page::kFileBytes) {
     *error = "made-counts file is " + std::to_string(size) + " bytes, not " +
@@ -144,13 +236,16 @@ bool ParseMadeCounts(const char* data, size_t size, uint64_t* total, std::string
     return false;
   }
   uint32_t slots = 0;
+  uint32_t session_bytes = 0;
   std::memcpy(&slots, data + sizeof Page::kMagic, sizeof slots);
-  if (std::memcmp(data, Page::kMagic, sizeof Page::kMagic) != 0 || slots != Page::kSlots) {
+  std::memcpy(&session_bytes, data + sizeof Page::kMagic + sizeof slots, sizeof session_bytes);
+  if (std::memcmp(data, Page::kMagic, sizeof Page::kMagic) != 0 || slots != Page::kSlots ||
+      session_bytes > Page::kSessionBytes) {
     *error = "made-counts file has no valid header";
     return false;
   }
   static const char kZeros[Page::kLineBytes] = {};
-  const size_t header_used = sizeof Page::kMagic + sizeof slots;
+  const size_t header_used = sizeof Page::kMagic + sizeof slots + sizeof session_bytes;
   if (std::memcmp(data + header_used, kZeros, Page::kLineBytes - header_used) != 0) {
     *error = "made-counts file has bytes where its header has none";
     return false;
@@ -169,7 +264,21 @@ bool ParseMadeCounts(const char* data, size_t size, uint64_t* total, std::string
       return false;
     }
   }
+  const char* area = data + Page::kLineBytes * (Page::kSlots + 1);
+  MadeSession named;
+  if (session_bytes > 0 && !DecodeSession(area, session_bytes, &named)) {
+    *error = "made-counts file's session is malformed (a field runs past its length, or no id)";
+    return false;
+  }
+  for (size_t at = session_bytes; at < Page::kSessionBytes; at += Page::kLineBytes) {
+    const size_t n = std::min<size_t>(Page::kLineBytes, Page::kSessionBytes - at);
+    if (std::memcmp(area + at, kZeros, n) != 0) {
+      *error = "made-counts file has bytes after its session";
+      return false;
+    }
+  }
   *total = sum;
+  *session = std::move(named);
   return true;
 }
 

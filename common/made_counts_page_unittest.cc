@@ -1,6 +1,7 @@
 // Tests of the made-counts file (common/made_counts_page.h): the counts survive the writer (a
-// forked child killed with SIGKILL), slots are reused with their counts, and the parser
-// refuses every malformed file.
+// forked child killed with SIGKILL), slots are reused with their counts, the session the file
+// names is read back whole (a long command cut to fit), and the parser refuses every malformed
+// file.
 
 #include "common/made_counts_page.h"
 
@@ -14,6 +15,7 @@
 #include <iterator>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -40,7 +42,8 @@ class MadeCountsPageTest : public testing::Test {
   }
 
   bool Parse(const std::string& bytes, uint64_t* total, std::string* error) const {
-    return ParseMadeCounts(bytes.data(), bytes.size(), total, error);
+    MadeSession session;
+    return ParseMadeCounts(bytes.data(), bytes.size(), total, &session, error);
   }
 
   std::string dir_;
@@ -79,12 +82,80 @@ TEST_F(MadeCountsPageTest, AnOrphanIsReadOnlyOnceItsWriterIsGone) {
   counter.Add(42);
   uid_t owner = 0;
   uint64_t total = 0;
-  EXPECT_FALSE(MadeCountsPage::ReadOrphan(path_, &owner, &total, &error));
+  MadeSession session;
+  EXPECT_FALSE(MadeCountsPage::ReadOrphan(path_, &owner, &total, &session, &error));
   EXPECT_EQ(error, "");  // the writer holds its lock: not an orphan
   page.reset();
-  ASSERT_TRUE(MadeCountsPage::ReadOrphan(path_, &owner, &total, &error)) << error;
+  ASSERT_TRUE(MadeCountsPage::ReadOrphan(path_, &owner, &total, &session, &error)) << error;
   EXPECT_EQ(total, 42u);
   EXPECT_EQ(owner, geteuid());
+  EXPECT_FALSE(session.known());  // made without one
+}
+
+MadeSession ASession() {
+  MadeSession session;
+  session.session_id = "node7-4242-1764000000000000000";
+  session.job_id = "job-17";
+  session.host = "node7";
+  session.injector_version = "0.9.0";
+  session.layout_source = "env";
+  session.command = "python3 train.py --name caf\xc3\xa9";
+  session.rank = 3;
+  session.local_rank = 1;
+  session.world_size = 8;
+  session.tp_size = 2;
+  session.dp_size = 4;
+  session.tp_rank = 1;
+  session.dp_rank = 1;
+  session.pid = 4242;
+  session.start_time_ns = 1764000000000000000;
+  return session;
+}
+
+void ExpectSameSession(const MadeSession& a, const MadeSession& b) {
+  EXPECT_EQ(a.session_id, b.session_id);
+  EXPECT_EQ(a.job_id, b.job_id);
+  EXPECT_EQ(a.host, b.host);
+  EXPECT_EQ(a.injector_version, b.injector_version);
+  EXPECT_EQ(a.layout_source, b.layout_source);
+  EXPECT_EQ(a.command, b.command);
+  EXPECT_EQ(std::tie(a.rank, a.local_rank, a.world_size, a.pid, a.start_time_ns),
+            std::tie(b.rank, b.local_rank, b.world_size, b.pid, b.start_time_ns));
+  EXPECT_EQ(std::tie(a.tp_size, a.pp_size, a.dp_size, a.tp_rank, a.pp_rank, a.dp_rank),
+            std::tie(b.tp_size, b.pp_size, b.dp_size, b.tp_rank, b.pp_rank, b.dp_rank));
+}
+
+TEST_F(MadeCountsPageTest, TheSessionItNamesIsReadBackFromAnOrphan) {
+  const MadeSession written = ASession();
+  std::string error;
+  std::unique_ptr<MadeCountsPage> page = MadeCountsPage::Create(path_, written, &error);
+  ASSERT_NE(page, nullptr) << error;
+  page->Acquire().Add(9);
+  page.reset();
+  uid_t owner = 0;
+  uint64_t total = 0;
+  MadeSession read;
+  ASSERT_TRUE(MadeCountsPage::ReadOrphan(path_, &owner, &total, &read, &error)) << error;
+  EXPECT_EQ(total, 9u);
+  ASSERT_TRUE(read.known());
+  ExpectSameSession(read, written);
+}
+
+TEST_F(MadeCountsPageTest, ALongCommandIsCutToFitAtACharacterBoundary) {
+  MadeSession written = ASession();
+  written.command.clear();
+  for (size_t i = 0; i < MadeCountsPage::kSessionBytes; ++i) written.command += "\xc3\xa9";
+  std::string error;
+  ASSERT_NE(MadeCountsPage::Create(path_, written, &error), nullptr) << error;
+  uint64_t total = 0;
+  MadeSession read;
+  const std::string bytes = ReadFile();
+  ASSERT_TRUE(ParseMadeCounts(bytes.data(), bytes.size(), &total, &read, &error)) << error;
+  EXPECT_LT(read.command.size(), MadeCountsPage::kSessionBytes);
+  EXPECT_GT(read.command.size(), MadeCountsPage::kSessionBytes / 2);
+  EXPECT_EQ(read.command.size() % 2, 0u);  // whole two-byte characters
+  EXPECT_EQ(written.command.compare(0, read.command.size(), read.command), 0);
+  EXPECT_EQ(read.session_id, written.session_id);
 }
 
 TEST_F(MadeCountsPageTest, RemoveDeletesTheFile) {
@@ -175,11 +246,45 @@ TEST_F(MadeCountsPageTest, ParserRefusesMalformedFiles) {
   EXPECT_NE(error.find("between"), std::string::npos) << error;
 
   bad = good;
+  bad[MadeCountsPage::kFileBytes - 1] = 1;  // past the session (here: none)
+  EXPECT_FALSE(Parse(bad, &total, &error));
+  EXPECT_NE(error.find("after its session"), std::string::npos) << error;
+
+  bad = good;
   const uint64_t huge = ~uint64_t{0};
   std::memcpy(&bad[MadeCountsPage::kLineBytes * 2], &huge, sizeof huge);
   std::memcpy(&bad[MadeCountsPage::kLineBytes * 3], &huge, sizeof huge);
   EXPECT_FALSE(Parse(bad, &total, &error));
   EXPECT_NE(error.find("2^64"), std::string::npos) << error;
+}
+
+TEST_F(MadeCountsPageTest, ParserRefusesAMalformedSession) {
+  std::string error;
+  ASSERT_NE(MadeCountsPage::Create(path_, ASession(), &error), nullptr) << error;
+  const std::string good = ReadFile();
+  uint32_t length = 0;
+  std::memcpy(&length, &good[12], sizeof length);
+  ASSERT_GT(length, 0u);
+  uint64_t total = 0;
+  const auto set_length = [](std::string bytes, uint32_t value) {
+    std::memcpy(&bytes[12], &value, sizeof value);
+    return bytes;
+  };
+  // Shorter than its fields, longer than them (a zero string length would be left over), and
+  // longer than its area.
+  EXPECT_FALSE(Parse(set_length(good, length - 1), &total, &error));
+  EXPECT_NE(error.find("session is malformed"), std::string::npos) << error;
+  EXPECT_FALSE(Parse(set_length(good, length + 4), &total, &error));
+  EXPECT_NE(error.find("session is malformed"), std::string::npos) << error;
+  EXPECT_FALSE(Parse(set_length(good, MadeCountsPage::kSessionBytes + 1), &total, &error));
+  EXPECT_NE(error.find("header"), std::string::npos) << error;
+  // A string length that runs past the session.
+  std::string bad = good;
+  const size_t first_string = MadeCountsPage::kLineBytes * (MadeCountsPage::kSlots + 1) + 52;
+  const uint32_t huge = 0xfffffff0u;
+  std::memcpy(&bad[first_string], &huge, sizeof huge);
+  EXPECT_FALSE(Parse(bad, &total, &error));
+  EXPECT_NE(error.find("session is malformed"), std::string::npos) << error;
 }
 
 }  // namespace

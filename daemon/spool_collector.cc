@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/made_counts_page.h"
+#include "common/version.h"
 #include "daemon/batch_validator.h"
 #include "daemon/hello_validator.h"
 #include "daemon/logger.h"
@@ -54,6 +55,33 @@ std::vector<std::string> MadeCountsFiles(const std::string& dir) {
   }
   globfree(&matches);
   return files;
+}
+
+// The hello of the session a made-counts file names (MadeSession holds the fields the injector
+// knows before its transport starts); validated like any hello before it is used.
+v1::SessionHello HelloOf(const MadeSession& made) {
+  v1::SessionHello hello;
+  hello.set_protocol_version(kProtocolVersion);
+  hello.set_session_id(made.session_id);
+  hello.set_job_id(made.job_id);
+  hello.set_rank(made.rank);
+  hello.set_local_rank(made.local_rank);
+  hello.set_world_size(made.world_size);
+  v1::ParallelLayout* layout = hello.mutable_layout();
+  layout->set_tp_size(made.tp_size);
+  layout->set_pp_size(made.pp_size);
+  layout->set_dp_size(made.dp_size);
+  layout->set_tp_rank(made.tp_rank);
+  layout->set_pp_rank(made.pp_rank);
+  layout->set_dp_rank(made.dp_rank);
+  layout->set_source(made.layout_source);
+  hello.set_host(made.host);
+  hello.set_pid(made.pid);
+  hello.set_injector_version(made.injector_version);
+  hello.set_start_time_ns(made.start_time_ns);
+  hello.set_command(made.command);
+  hello.set_gpu_status("unknown: the process ended before its transport started");
+  return hello;
 }
 
 std::string Describe(const v1::SessionHello& hello) {
@@ -127,28 +155,54 @@ SpoolCollector::Outcome SpoolCollector::CollectOnce() {
       ++outcome.files;
     }
     if (lstat(dir.c_str(), &st) == 0 && PrivateTo(dir, st.st_uid)) {
-      RemoveStaleMadeCounts(dir, st.st_uid);
+      CollectMadeCountsAlone(dir, st.st_uid, &outcome);
     }
   }
   return outcome;
 }
 
-void SpoolCollector::RemoveStaleMadeCounts(const std::string& dir, uid_t owner) {
+void SpoolCollector::CollectMadeCountsAlone(const std::string& dir, uid_t owner, Outcome* outcome) {
   for (const std::string& path : MadeCountsFiles(dir)) {
     const std::string stem = path.substr(0, path.size() - std::strlen(MadeCountsPage::kSuffix));
     struct stat st;
     if (lstat((stem + SpoolFile::kSuffix).c_str(), &st) == 0) continue;  // its spool's turn
     uid_t file_owner = 0;
     uint64_t made = 0;
+    MadeSession named;
     std::string error;
-    if (MadeCountsPage::ReadOrphan(path, &file_owner, &made, &error) && file_owner == owner) {
-      // Its process was killed before its first batch: the file names no session to charge.
+    if (!MadeCountsPage::ReadOrphan(path, &file_owner, &made, &named, &error)) {
+      if (!error.empty()) NoteRefusal(path, error);  // else its process still lives
+      continue;
+    }
+    if (file_owner != owner) {
+      NoteRefusal(path,
+                  absl::StrCat("owned by uid ", file_owner, ", its directory by uid ", owner));
+      continue;
+    }
+    if (!named.known()) {
       LogInfo("removed ", path, ": its process ended before writing a batch; the ", made,
               " records it made are counted nowhere (the file names no session)");
       unlink(path.c_str());
-    } else if (!error.empty()) {
-      NoteRefusal(path, error);
+      continue;
     }
+    // The process ended before its transport made a spool (or the user's next process replayed
+    // it): what the store lacks of what it made is charged to its session as killed.
+    const v1::SessionHello hello = HelloOf(named);
+    StreamTally tally;
+    tally.made_known = true;
+    tally.made = made;
+    absl::StatusOr<OrphanTarget> target = OpenOrphanSession(hello, owner);
+    absl::Status status = target.status();
+    if (status.ok()) status = EndOrphanSession(hello, *target, tally);
+    if (!status.ok()) {
+      ++outcome->refused;
+      NoteRefusal(path, status.message());
+      continue;
+    }
+    LogInfo("charged ", path, " (", made, " records made, no spool) to ", Describe(hello),
+            ": what its store lacks is counted as killed");
+    unlink(path.c_str());
+    ++outcome->made_alone;
   }
 }
 
@@ -163,8 +217,8 @@ bool SpoolCollector::PrivateTo(const std::string& dir, uid_t owner) {
          (st.st_mode & 022) == 0;
 }
 
-absl::Status SpoolCollector::Deliver(const SpoolFile& file, uid_t owner, Outcome* outcome) {
-  const v1::SessionHello& hello = file.hello().hello();
+absl::StatusOr<SpoolCollector::OrphanTarget> SpoolCollector::OpenOrphanSession(
+    const v1::SessionHello& hello, uid_t owner) {
   if (absl::Status s = ValidateHello(hello); !s.ok()) return s;
   if (absl::Status s = may_write_(owner, hello.job_id()); !s.ok()) return s;
   if (absl::Status s = stores_->CheckSpace(); !s.ok()) return s;
@@ -173,6 +227,26 @@ absl::Status SpoolCollector::Deliver(const SpoolFile& file, uid_t owner, Outcome
   absl::StatusOr<SessionHandle> session = (*store)->OpenSession(hello);
   if (!session.ok()) return session.status();
   catalog_->SessionConnected(hello, absl::GetCurrentTimeNanos()).IgnoreError();  // a listing
+  return OrphanTarget{*std::move(store), *session};
+}
+
+absl::Status SpoolCollector::EndOrphanSession(const v1::SessionHello& hello,
+                                              const OrphanTarget& target,
+                                              const StreamTally& tally) {
+  const int64_t now_ns = absl::GetCurrentTimeNanos();
+  absl::Status status = target.store->EndStream(target.session.sid, tally);
+  catalog_->UpdateTotals(hello.job_id(), hello.rank(), target.store->Totals(), now_ns)
+      .IgnoreError();
+  catalog_->SessionDisconnected(hello.job_id(), hello.rank(), now_ns).IgnoreError();
+  return status;
+}
+
+absl::Status SpoolCollector::Deliver(const SpoolFile& file, uid_t owner, Outcome* outcome) {
+  const v1::SessionHello& hello = file.hello().hello();
+  absl::StatusOr<OrphanTarget> target = OpenOrphanSession(hello, owner);
+  if (!target.ok()) return target.status();
+  RankStore& store = *target->store;
+  const int64_t sid = target->session.sid;
   StreamTally tally;
   absl::Status status;
   v1::UpMessage message;
@@ -181,14 +255,14 @@ absl::Status SpoolCollector::Deliver(const SpoolFile& file, uid_t owner, Outcome
       status = absl::CancelledError("the daemon is stopping");
       break;
     }
-    if (entry.seq <= session->committed_seq) continue;  // the daemon has it: (session, seq)
+    if (entry.seq <= target->session.committed_seq) continue;  // the daemon has it
     if (!file.Read(entry, &message)) {
       status = absl::DataLossError(absl::StrCat("batch seq ", entry.seq, " cannot be read"));
       break;
     }
     if (!message.has_batch()) continue;
     CommitOutcome committed;
-    status = (*store)->Commit(session->sid, message.batch(), &committed);
+    status = store.Commit(sid, message.batch(), &committed);
     if (absl::IsInvalidArgument(status)) {
       // Counted as a stream's rejection is; the file's later batches are still tried.
       LogWarning("rejected from the spool of ", Describe(hello), ": ", status.message());
@@ -208,10 +282,7 @@ absl::Status SpoolCollector::Deliver(const SpoolFile& file, uid_t owner, Outcome
   }
   // Only once the whole file is in: a stop or a failure midway would count its rest as killed.
   if (status.ok()) ReadMadeCounts(file.path(), owner, &tally);
-  const int64_t now_ns = absl::GetCurrentTimeNanos();
-  if (absl::Status s = (*store)->EndStream(session->sid, tally); !s.ok() && status.ok()) status = s;
-  catalog_->UpdateTotals(hello.job_id(), hello.rank(), (*store)->Totals(), now_ns).IgnoreError();
-  catalog_->SessionDisconnected(hello.job_id(), hello.rank(), now_ns).IgnoreError();
+  if (absl::Status s = EndOrphanSession(hello, *target, tally); !s.ok() && status.ok()) status = s;
   return status;
 }
 
@@ -221,8 +292,9 @@ void SpoolCollector::ReadMadeCounts(const std::string& spool_path, uid_t owner,
   struct stat st;
   if (lstat(path.c_str(), &st) != 0) return;  // a clean exit removed it, or there never was one
   uid_t file_owner = 0;
+  MadeSession named;  // the spool's hello names the session already
   std::string error;
-  if (!MadeCountsPage::ReadOrphan(path, &file_owner, &tally->made, &error)) {
+  if (!MadeCountsPage::ReadOrphan(path, &file_owner, &tally->made, &named, &error)) {
     NoteRefusal(path, error.empty() ? "its writer still holds it" : error);
     return;
   }

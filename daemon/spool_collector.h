@@ -11,9 +11,11 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "daemon/catalog.h"
+#include "daemon/rank_store.h"
 #include "daemon/store_registry.h"
 
 namespace flopscope::transport {
@@ -21,8 +23,6 @@ class SpoolFile;
 }
 
 namespace flopscope::daemon {
-
-struct StreamTally;
 
 // Collects orphaned spool files (injector/transport/spool_file.h): the batches a process could
 // not deliver before it ended, which otherwise wait for the same user's next injected process.
@@ -33,8 +33,11 @@ struct StreamTally;
 // flagged), and the file is removed. The made-counts file beside it (`<session>.made`,
 // common/made_counts_page.h), when its owner left one, says how many records the process made:
 // EndStream counts those neither stored nor counted lost as LOSS_CAUSE_KILLED, and the file is
-// removed with the spool. One without a spool (the process died before its first batch) is
-// removed, its count logged: the file names no session to charge.
+// removed with the spool. One without a spool (the process died before its transport made one,
+// or the user's next process replayed its spool) is charged to the session the file names (its
+// hello rebuilt from the file, validated and checked like a spool's): the session is opened,
+// created when the store never saw it, and ended as a spool's would be; then the file is
+// removed. A file that names no session (none was written) is removed, its count logged.
 //
 // Untrusted input: the file's bytes, and who wrote it. A file counts as written by its owner
 // uid, and only in a directory that uid owns and no one else may write (mode without 022); it
@@ -48,10 +51,11 @@ class SpoolCollector {
   // OK when `uid` may write to `job_id` (a job not listed yet included).
   using MayWrite = std::function<absl::Status(uid_t uid, const std::string& job_id)>;
   struct Outcome {
-    uint64_t files = 0;    // delivered and removed
-    uint64_t batches = 0;  // committed (duplicates not)
-    uint64_t records = 0;  // in those batches
-    uint64_t refused = 0;  // files left in place: not allowed, damaged, or the store refused
+    uint64_t files = 0;       // delivered and removed
+    uint64_t batches = 0;     // committed (duplicates not)
+    uint64_t records = 0;     // in those batches
+    uint64_t refused = 0;     // files left in place: not allowed, damaged, or the store refused
+    uint64_t made_alone = 0;  // made-counts files without a spool charged to their sessions
   };
 
   SpoolCollector(std::vector<std::string> patterns, StoreRegistry* stores, Catalog* catalog,
@@ -74,9 +78,19 @@ class SpoolCollector {
   // (left unknown when there is none, or it is not one `owner` left).
   void ReadMadeCounts(const std::string& spool_path, uid_t owner, StreamTally* tally)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // Removes the made-counts files of `dir` without a spool whose process is gone (killed before
-  // its first batch), saying in the log what they counted.
-  void RemoveStaleMadeCounts(const std::string& dir, uid_t owner) ABSL_LOCKS_EXCLUDED(mu_);
+  // Charges the made-counts files of `dir` without a spool whose process is gone to the sessions
+  // they name, and removes them; adds to *outcome.
+  void CollectMadeCountsAlone(const std::string& dir, uid_t owner, Outcome* outcome)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Opens the session of an orphan's `hello` in its rank's store, once `owner` may write there.
+  struct OrphanTarget {
+    std::shared_ptr<RankStore> store;
+    SessionHandle session;
+  };
+  absl::StatusOr<OrphanTarget> OpenOrphanSession(const v1::SessionHello& hello, uid_t owner);
+  // Ends it as a stream's end would (EndStream with `tally`) and updates the catalog.
+  absl::Status EndOrphanSession(const v1::SessionHello& hello, const OrphanTarget& target,
+                                const StreamTally& tally);
   // Whether `dir` is a directory only `owner` may write.
   static bool PrivateTo(const std::string& dir, uid_t owner);
   void NoteRefusal(const std::string& path, absl::string_view why) ABSL_LOCKS_EXCLUDED(mu_);

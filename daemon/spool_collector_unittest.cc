@@ -1,5 +1,6 @@
 // The collector of orphaned spools stops between batches when the daemon stops: a stop does not
-// wait for a whole file's replay, and the rest of the file is delivered at the next start.
+// wait for a whole file's replay, and the rest of the file is delivered at the next start. A
+// made-counts file left without a spool is charged, as killed, to the session it names.
 
 #include "daemon/spool_collector.h"
 
@@ -11,6 +12,7 @@
 
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "common/made_counts_page.h"
 #include "daemon/catalog.h"
 #include "daemon/data_layout.h"
 #include "daemon/store_registry.h"
@@ -84,6 +86,69 @@ TEST(SpoolCollectorTest, AStopBetweenBatchesLeavesTheRestForTheNextStart) {
   absl::StatusOr<std::shared_ptr<RankStore>> store = stores.Acquire("job", 0);
   ASSERT_TRUE(store.ok()) << store.status();
   EXPECT_EQ((*store)->Totals().range_events, static_cast<uint64_t>(kBatches * kRangesPerBatch));
+}
+
+TEST(SpoolCollectorTest, AMadeCountsFileWithoutASpoolIsChargedToTheSessionItNames) {
+  fixtures::ScopedTempDir dir;
+  const std::string data_dir = dir.path() + "/data";
+  const std::string spool_dir = dir.path() + "/spool";
+  ASSERT_TRUE(std::filesystem::create_directories(data_dir));
+  std::string error;
+  ASSERT_TRUE(SpoolFile::PrepareDirectory(spool_dir, &error)) << error;
+  absl::StatusOr<std::unique_ptr<Catalog>> catalog = Catalog::Open(CatalogPath(data_dir));
+  ASSERT_TRUE(catalog.ok()) << catalog.status();
+  StoreRegistry stores(data_dir);
+  // A process killed before its transport made a spool: only its made-counts file is left.
+  MadeSession session;
+  session.session_id = "s-early";
+  session.job_id = "job";
+  session.rank = 2;
+  session.world_size = 4;
+  session.host = "node";
+  session.injector_version = "test";
+  constexpr uint64_t kMade = 1234;
+  const std::string made_path = spool_dir + "/s-early" + MadeCountsPage::kSuffix;
+  {
+    std::unique_ptr<MadeCountsPage> page = MadeCountsPage::Create(made_path, session, &error);
+    ASSERT_NE(page, nullptr) << error;
+    page->Acquire().Add(kMade);
+  }  // unlocked: its writer is gone
+
+  SpoolCollector collector({spool_dir}, &stores, catalog->get(), AnyoneMayWrite);
+  const SpoolCollector::Outcome outcome = collector.CollectOnce();
+  EXPECT_EQ(outcome.made_alone, 1u);
+  EXPECT_EQ(outcome.refused, 0u);
+  EXPECT_FALSE(std::filesystem::exists(made_path));
+  absl::StatusOr<std::shared_ptr<RankStore>> store = stores.Acquire("job", 2);
+  ASSERT_TRUE(store.ok()) << store.status();
+  const RankTotals totals = (*store)->Totals();
+  EXPECT_EQ(totals.sessions, 1u);
+  EXPECT_EQ(totals.range_events, 0u);
+  static_assert(v1::LOSS_CAUSE_KILLED == 13);
+  EXPECT_EQ(totals.losses.at(v1::LOSS_CAUSE_KILLED), kMade);
+}
+
+TEST(SpoolCollectorTest, AMadeCountsFileWhoseSessionIsRefusedStays) {
+  fixtures::ScopedTempDir dir;
+  const std::string data_dir = dir.path() + "/data";
+  const std::string spool_dir = dir.path() + "/spool";
+  ASSERT_TRUE(std::filesystem::create_directories(data_dir));
+  std::string error;
+  ASSERT_TRUE(SpoolFile::PrepareDirectory(spool_dir, &error)) << error;
+  absl::StatusOr<std::unique_ptr<Catalog>> catalog = Catalog::Open(CatalogPath(data_dir));
+  ASSERT_TRUE(catalog.ok()) << catalog.status();
+  StoreRegistry stores(data_dir);
+  MadeSession session;
+  session.session_id = "s-bad";
+  session.job_id = "../escape";  // not a job id: validated like a hello
+  const std::string made_path = spool_dir + "/s-bad" + MadeCountsPage::kSuffix;
+  ASSERT_NE(MadeCountsPage::Create(made_path, session, &error), nullptr) << error;
+
+  SpoolCollector collector({spool_dir}, &stores, catalog->get(), AnyoneMayWrite);
+  const SpoolCollector::Outcome outcome = collector.CollectOnce();
+  EXPECT_EQ(outcome.made_alone, 0u);
+  EXPECT_EQ(outcome.refused, 1u);
+  EXPECT_TRUE(std::filesystem::exists(made_path));
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -10,9 +11,11 @@
 #include "common/made_counts_page.h"
 #include "common/mutex.h"
 #include "common/spool_dir.h"
+#include "common/version.h"
 #include "injector/export/dump_sink.h"
 #include "injector/export/transport_loader.h"
 #include "injector/export/transport_sink.h"
+#include "injector/sigterm_drain.h"
 #include "injector/warn.h"
 
 namespace flopscope::injector {
@@ -22,6 +25,9 @@ constexpr const char* kNoDriverStatus = "no CUDA driver: NVTX ranges only";
 constexpr const char* kAwaitingCudaStatus =
     "CUDA was not initialised in this process (kernel tracing starts when it is)";
 constexpr const char* kGpuStatusKey = "gpu.status";
+// SIGTERM's share of SigtermDrain::kBoundMs spent waiting for acknowledgements; the rest is for
+// the final cycle and the spool (what is not acknowledged by then is in the spool file).
+constexpr uint32_t kSigtermAckWaitMs = SigtermDrain::kBoundMs / 2;
 
 // True while this thread builds the session: a nested start (from something the start itself
 // loads) must not deadlock on the start mutex.
@@ -67,6 +73,32 @@ bool DriverWillInjectUs() {
 uint64_t ThreadBufferShare(uint64_t budget) { return budget / 8 * 3; }
 uint64_t PendingShare(uint64_t budget) { return budget / 4; }
 
+// What the made-counts file says about the session: the hello's fields known before the
+// transport starts, so that the daemon's collector can charge the file's count to the session
+// even when the process died before its spool (and the hello in it) existed.
+MadeSession MadeSessionOf(const SessionIdentity& identity) {
+  MadeSession session;
+  session.session_id = identity.session_id;
+  session.job_id = identity.job_id;
+  session.host = identity.host;
+  session.injector_version = kVersion;
+  session.command = identity.command;
+  session.rank = identity.rank;
+  session.local_rank = identity.local_rank;
+  session.world_size = identity.world_size;
+  const ParallelLayout& layout = identity.layout;
+  session.layout_source = layout.source;
+  session.tp_size = layout.tp_size;
+  session.pp_size = layout.pp_size;
+  session.dp_size = layout.dp_size;
+  session.tp_rank = layout.tp_rank;
+  session.pp_rank = layout.pp_rank;
+  session.dp_rank = layout.dp_rank;
+  session.pid = identity.pid;
+  session.start_time_ns = identity.start_time_ns;
+  return session;
+}
+
 // The session's made-counts file, beside its spool: only when batches go to a daemon through a
 // spool (its collector reads the file). Null, with one stderr line when creating it failed
 // (the transport says it when the directory is unusable).
@@ -77,7 +109,8 @@ std::unique_ptr<MadeCountsPage> CreateMadeCounts(const InjectorConfig& config,
   if (!PrepareSpoolDirectory(config.spool_dir, &error)) return nullptr;
   const std::string path =
       config.spool_dir + "/" + SessionFileStem(identity.session_id) + MadeCountsPage::kSuffix;
-  std::unique_ptr<MadeCountsPage> page = MadeCountsPage::Create(path, &error);
+  std::unique_ptr<MadeCountsPage> page =
+      MadeCountsPage::Create(path, MadeSessionOf(identity), &error);
   if (page == nullptr) {
     Warn("records left in buffers by a SIGKILL will not be counted: " + error);
   }
@@ -160,6 +193,9 @@ void Session::StartBackground(StartReason reason) {
   std::atexit(&Session::OnProcessExit);
   exporter_->Start();
   running_exporter_.store(exporter_.get(), std::memory_order_release);
+  // After the exporter runs: SIGTERM from now on drains it (only where SIGTERM's disposition is
+  // the default; an application's handler is left alone).
+  SigtermDrain::Install(&Session::DrainOnSigterm);
 }
 
 std::string Session::InitialGpuStatus(StartReason reason) {
@@ -225,22 +261,42 @@ std::unique_ptr<BatchSink> Session::MakeSink() const {
 }
 
 void Session::OnProcessExit() {
-  // Runs on whichever thread called exit() (main returning, or any other thread). Threads still
-  // running may keep calling NVTX; what they record after the final drain is not sent.
+  // Runs on whichever thread called exit() (main returning, or any other thread), or on the
+  // SIGTERM drain's thread. Threads still running may keep calling NVTX; what they record after
+  // the final drain is not sent.
   static std::atomic<bool> ran{false};
-  if (ran.exchange(true) || disabled_.load(std::memory_order_acquire)) return;
+  if (ran.exchange(true)) return;
+  RunExitPath();
+  exit_done_.store(true, std::memory_order_release);
+}
+
+void Session::RunExitPath() {
+  if (disabled_.load(std::memory_order_acquire)) return;
   Session* session = Current();
   if (session == nullptr) return;
   // Idempotent: this is the tracer's own exit handler when that one has not run yet (the
   // session's handler was registered after the attach, as when InitializeInjection started it).
   if (session->tracing_ != nullptr) session->tracing_->FinishAtExit();
   if (session->exporter() == nullptr) return;
-  session->exporter()->Stop();
-  // Every record made is now delivered, spooled (behind a final batch) or counted lost.
-  if (session->made_counts_ != nullptr) session->made_counts_->Remove();
+  // Every record made is now delivered, spooled (behind a final batch) or counted lost, unless
+  // the exporter overran its bound: then the made-counts file stays, for the daemon's collector
+  // to count what the store lacks.
+  if (session->exporter()->Stop() && session->made_counts_ != nullptr) {
+    session->made_counts_->Remove();
+  }
   // Stop is bounded: an exporter that overran may still be inside its cycle. No CUPTI call may
   // follow, whatever it does next (exit goes on into CUDA's and libcupti's teardown).
   if (session->tracing_ != nullptr) session->tracing_->Abandon();
+}
+
+void Session::DrainOnSigterm() {
+  if (Session* session = Current(); session != nullptr && session->exporter() != nullptr) {
+    session->exporter()->LimitExitTimeout(kSigtermAckWaitMs);
+  }
+  OnProcessExit();
+  // Another thread may be in the exit path already (exit() came first): SIGTERM waits for it.
+  // SigtermDrain bounds this wait like any other.
+  while (!exit_done_.load(std::memory_order_acquire)) usleep(5000);
 }
 
 void Session::OnTracingExit() {
@@ -250,10 +306,12 @@ void Session::OnTracingExit() {
 }
 
 void Session::OnForkChild() {
-  // Only async-signal-safe work here: two atomic stores. NVTX calls in the child then see no
-  // session and return at once; no exporter runs and nothing is flushed at the child's exit.
+  // Only async-signal-safe work here: two atomic stores and a sigaction. NVTX calls in the child
+  // then see no session and return at once; no exporter runs and nothing is flushed at the
+  // child's exit; SIGTERM ends it as it would without the injector (no drain thread here).
   disabled_.store(true, std::memory_order_release);
   current_.store(nullptr, std::memory_order_release);
+  SigtermDrain::ResetInForkChild();
 }
 
 }  // namespace flopscope::injector

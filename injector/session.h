@@ -41,6 +41,10 @@ class Session {
   // The process is ending: final batch, bounded wait for acks, spool (once; nothing in a forked
   // child). The atexit handler, and the _exit / exec wrappers of entry_points.cc.
   static void OnProcessExit();
+  // SIGTERM's drain (sigterm_drain.h), on a thread of the injector: the exit path with its wait
+  // for acknowledgements cut to fit SigtermDrain::kBoundMs; when another thread runs the exit
+  // path already (exit() came first), waits for it instead. Returns once it is done.
+  static void DrainOnSigterm();
 
   // InitializeInjection: attaches kernel tracing if the session's start did not already (the
   // session began at an earlier NVTX call). The outcome goes out as `gpu.status` metadata.
@@ -80,8 +84,12 @@ class Session {
   static void OnTracingExit();
   static void OnForkChild();
 
+  // The exit path's body (OnProcessExit runs it once).
+  static void RunExitPath();
+
   static inline std::atomic<Session*> current_{nullptr};
   static inline std::atomic<bool> disabled_{false};
+  static inline std::atomic<bool> exit_done_{false};  // the exit path has run to its end
 
   const InjectorConfig config_;
   const SessionIdentity identity_;

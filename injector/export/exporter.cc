@@ -28,7 +28,8 @@ Exporter::Exporter(Options options, Sources sources, std::unique_ptr<BatchSink> 
     : options_(options),
       sources_(std::move(sources)),
       sink_(std::move(sink)),
-      assembler_(options.max_batch_items, options.max_batch_bytes) {}
+      assembler_(options.max_batch_items, options.max_batch_bytes),
+      exit_timeout_ms_(options.exit_timeout_ms) {}
 
 Exporter::~Exporter() {
   Stop();
@@ -49,19 +50,28 @@ void Exporter::Wake() {
   wake_.Signal();
 }
 
-void Exporter::Stop() {
+bool Exporter::Stop() {
   MutexLock lock(&mutex_);
-  if (!started_ || finished_) return;
+  if (!started_) return false;
+  if (finished_) return true;
   stop_requested_ = true;
   wake_.Signal();
   // Bounded: the job's exit must never hang on us. If the thread overruns, the process exits
   // around it.
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::milliseconds(options_.exit_timeout_ms + kStopMarginMs);
+  const uint32_t timeout_ms = exit_timeout_ms_.load(std::memory_order_relaxed);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms + kStopMarginMs);
   while (!finished_) {
     const auto now = std::chrono::steady_clock::now();
     if (now >= deadline) break;
     done_.WaitFor(&mutex_, deadline - now);
+  }
+  return finished_;
+}
+
+void Exporter::LimitExitTimeout(uint32_t ms) {
+  uint32_t current = exit_timeout_ms_.load(std::memory_order_relaxed);
+  while (ms < current && !exit_timeout_ms_.compare_exchange_weak(current, ms)) {
   }
 }
 
@@ -188,7 +198,7 @@ ControlAnswer Exporter::AnswerCounterWindow(const fs_control& control) {
 void Exporter::FinishSink() {
   DeliveryOutcome outcome;
   if (sink_open_) {
-    outcome = sink_->Finish(options_.exit_timeout_ms);
+    outcome = sink_->Finish(exit_timeout_ms_.load(std::memory_order_relaxed));
   } else if (undelivered_while_closed_ > 0) {
     outcome.undelivered_records = undelivered_while_closed_;
     outcome.reason = "the transport could not be opened";

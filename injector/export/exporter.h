@@ -66,8 +66,13 @@ class Exporter {
   // Asks for an early drain; callable from any thread, cheap, never blocks.
   void Wake();
   // Sends the final batch, waits for delivery (bounded by exit_timeout_ms plus a margin for the
-  // thread itself) and prints one stderr line if records stay undelivered. Idempotent.
-  void Stop() FS_EXCLUDES(mutex_);
+  // thread itself) and prints one stderr line if records stay undelivered. Idempotent. True
+  // when the thread finished (final batch submitted, delivery settled); false when it overran
+  // the bound or never started.
+  bool Stop() FS_EXCLUDES(mutex_);
+  // Cuts the wait for acknowledgements at exit to at most `ms` (SIGTERM's drain: the process
+  // must die in time). Callable from any thread; a wait already begun keeps its length.
+  void LimitExitTimeout(uint32_t ms);
 
   Stats stats() FS_EXCLUDES(mutex_);
 
@@ -102,6 +107,8 @@ class Exporter {
   Stats stats_ FS_GUARDED_BY(mutex_);
   // Set from application threads without the mutex (Wake must never block a hot path).
   std::atomic<bool> early_{false};
+  // options_.exit_timeout_ms, or less after LimitExitTimeout.
+  std::atomic<uint32_t> exit_timeout_ms_;
 };
 
 }  // namespace flopscope::injector

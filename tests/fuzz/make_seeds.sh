@@ -58,6 +58,21 @@ batch rejected_undefined_path <<'PB'
 seq: 3
 ranges { path_id: 99 instance_id: 1 start_ns: 1764000000000000000 end_ns: 1764000000000000001 }
 PB
+batch nested_ranges <<'PB'
+seq: 4
+paths { id: 1 name: "Model" }
+paths { id: 2 parent_id: 1 name: "attn" }
+ranges { path_id: 2 instance_id: 1026 parent_instance_id: 1025 thread_id: 77
+         start_ns: 1764000000001000000 end_ns: 1764000000002000000 kind: RANGE_KIND_PUSH_POP }
+ranges { path_id: 1 instance_id: 1025 thread_id: 77 start_ns: 1764000000000000000
+         end_ns: 1764000000003000000 kind: RANGE_KIND_PUSH_POP }
+PB
+batch rejected_repeated_instance <<'PB'
+seq: 5
+paths { id: 1 name: "Model" }
+ranges { path_id: 1 instance_id: 7 start_ns: 1764000000000000000 end_ns: 1764000000000000001 }
+ranges { path_id: 1 instance_id: 7 start_ns: 1764000000000000002 end_ns: 1764000000000000003 }
+PB
 
 # ---- parallel_mark and metadata_mark: the texts frameworks write.
 printf 'tp=2 pp=1 dp=4 tp_rank=1 pp_rank=0 dp_rank=3' | seed parallel_mark layout
@@ -192,16 +207,28 @@ PY
 rm -rf "$spool_dir"
 
 # ---- made_counts_page: a session's made-counts file (common/made_counts_page.h): a 64-byte
-# header (magic, u32 slot count), then 1023 64-byte slots each starting with a u64 count.
-python3 - <<'PY' | seed made_counts_page three_slots
+# header (magic, u32 slot count, u32 session length), 1023 64-byte slots each starting with a u64
+# count, then 8192 bytes for the session that made the records (fixed fields, six strings).
+made_counts() {  # made_counts NAME NAMED: NAMED=1 writes a session
+  python3 - "$2" <<'PY' | seed made_counts_page "$1"
 import struct, sys
-line, slots = 64, 1023
-data = bytearray(line * (slots + 1))
-data[0:8] = b"FSMADE01"
-struct.pack_into("<I", data, 8, slots)
+line, slots, session_area = 64, 1023, 8192
+data = bytearray(line * (slots + 1) + session_area)
+data[0:8] = b"FSMADE02"
 for slot, count in ((0, 3), (1, 8192), (2, 1808)):  # slot 0 is the shared one
     struct.pack_into("<Q", data, line * (slot + 1), count)
+session = b""
+if sys.argv[1] == "1":
+    session = struct.pack("<iii6Iqq", 3, 1, 8, 2, 1, 4, 1, 0, 1, 4242, 1764000000000000000)
+    for text in (b"node7-4242-1764000000000000000", b"job-17", b"node7", b"0.9.0", b"env",
+                 "python3 train.py --name caf\u00e9".encode()):
+        session += struct.pack("<I", len(text)) + text
+data[line * (slots + 1):line * (slots + 1) + len(session)] = session
+struct.pack_into("<II", data, 8, slots, len(session))
 sys.stdout.buffer.write(data)
 PY
+}
+made_counts three_slots 0
+made_counts named_session 1
 
 echo "seeds: $(find "$CORPUS" -type f | wc -l) files, $(du -sk "$CORPUS" | cut -f1) KiB in $CORPUS"
