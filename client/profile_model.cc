@@ -221,6 +221,9 @@ void FillLayout(const Report& report, Profile& profile) {
   for (const auto& unreadable : report.unreadable_ranks()) {
     profile.unreadable_ranks.emplace_back(unreadable.rank(), unreadable.problem());
   }
+  for (const auto& left_alone : report.left_alone_files()) {
+    profile.left_alone_files.emplace_back(left_alone.rank(), left_alone.problem());
+  }
   if (report.ranks().empty()) return;
   const auto& first = report.ranks(0);
   profile.world_size = std::max(first.world_size(), profile.ranks);
@@ -617,11 +620,16 @@ std::string FlopsSource(const std::vector<ModuleRow>& modules, const Report& rep
 }  // namespace
 
 std::string PartialRanksLine(const Profile& profile) {
-  if (profile.ranks >= profile.world_size && profile.unreadable_ranks.empty()) return "";
-  std::string line = absl::StrCat(profile.ranks, " of ", profile.world_size,
-                                  " ranks reported (the figures cover those ranks only)");
+  std::string line;
+  if (profile.ranks < profile.world_size || !profile.unreadable_ranks.empty()) {
+    line = absl::StrCat(profile.ranks, " of ", profile.world_size,
+                        " ranks reported (the figures cover those ranks only)");
+  }
   for (const auto& [rank, problem] : profile.unreadable_ranks) {
     absl::StrAppend(&line, "; left out, unreadable: rank ", rank, ": ", problem);
+  }
+  for (const auto& [rank, note] : profile.left_alone_files) {
+    absl::StrAppend(&line, line.empty() ? "" : "; ", "rank ", rank, ": ", note);
   }
   return line;
 }

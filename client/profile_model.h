@@ -158,6 +158,9 @@ struct Profile {
   std::vector<std::pair<int32_t, uint32_t>> merged_sessions;
   // Ranks the daemon had to leave out (a damaged or unreadable file), each with its problem.
   std::vector<std::pair<int32_t, std::string>> unreadable_ranks;
+  // Ranks read from the file beside their usual one, which the daemon left alone (a directory,
+  // a symlink, a newer daemon's file), each with the daemon's words naming both files.
+  std::vector<std::pair<int32_t, std::string>> left_alone_files;
   std::string precision;           // the precision MFU is measured against
   std::string flops_source;        // "counted", "announced", or why there are none
   std::vector<ModuleRow> modules;  // depth-first, as the Report
@@ -180,8 +183,8 @@ Profile BuildProfile(const flopscope::v1::Report& report, const ProfileOptions& 
 void DeriveRates(const ProfileOptions& options, Profile& profile);
 
 // "2 of 8 ranks reported (the figures cover those ranks only)" when the report covers fewer
-// ranks than the job's world size, followed by each unreadable rank and its problem; "" for the
-// whole job.
+// ranks than the job's world size, followed by each unreadable rank and its problem, and by each
+// file the daemon left alone (left_alone_files); "" for the whole job read from its usual files.
 std::string PartialRanksLine(const Profile& profile);
 
 // "rank 0 has 2 sessions: ..." when some rank has more than one (see merged_sessions); "" else.

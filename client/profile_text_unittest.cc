@@ -348,6 +348,20 @@ TEST(PartialJobTest, FewerRanksThanTheWorldSizeAreSaidAtTheTop) {
   EXPECT_TRUE(absl::StartsWith(RenderProfileText(BuildProfile(whole, {}), {}), "\n"));
 }
 
+// Issue 15: a rank read from the file beside its usual one, which the daemon left alone (a
+// directory, a symlink, a newer daemon's file), is named though every rank reported.
+TEST(PartialJobTest, AFileTheDaemonLeftAloneIsNamed) {
+  Report report = TorchJob().Build();
+  const std::string note = "rank-00000.sqlite is a directory: left alone, not read";
+  flopscope::v1::UnreadableRank* left_alone = report.add_left_alone_files();
+  left_alone->set_rank(report.ranks(0).rank());
+  left_alone->set_problem(note);
+  const Profile profile = BuildProfile(report, {});
+  EXPECT_EQ(PartialRanksLine(profile), absl::StrCat("rank ", report.ranks(0).rank(), ": ", note));
+  EXPECT_TRUE(absl::StartsWith(RenderProfileText(profile, {}),
+                               "flopscope: warning: " + PartialRanksLine(profile)));
+}
+
 // A rank the daemon could not read (a damaged file moved aside) is named with its problem where
 // the report says it covers fewer ranks (reliability campaign, row 6: "names the bad one").
 TEST(PartialJobTest, UnreadableRanksAreNamedWithTheirProblem) {

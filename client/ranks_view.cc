@@ -145,6 +145,10 @@ std::string RenderRanksText(const flopscope::v1::ListRanksResponse& ranks,
       absl::StrAppend(&text, "Rank ", ranks.ranks(i).rank(),
                       ": no figures: ", PrintableForTerminal(rank_figures->problem), "\n");
     }
+    if (rank_figures == nullptr) continue;
+    for (const auto& [rank, note] : rank_figures->profile.left_alone_files) {
+      absl::StrAppend(&text, "Rank ", rank, ": ", PrintableForTerminal(note), "\n");
+    }
   }
   return text;
 }

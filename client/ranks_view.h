@@ -22,7 +22,8 @@ struct RankFigures {
 // connected, time per step, fwd / bwd / optimizer step latency, fwd+bwd FLOPS per GPU, MFU,
 // kernels, lost records and, for the stragglers, how much slower than the median and the module
 // that makes them slow — and below the table, once per distinct status, why ranks have no GPU
-// records, then one line per rank whose report could not be read. `figures` is empty (timing
+// records, then one line per rank whose report could not be read or whose usual file the daemon
+// left alone (its figures come from the file beside it). `figures` is empty (timing
 // columns show "-") or holds one entry per rank, in order.
 std::string RenderRanksText(const flopscope::v1::ListRanksResponse& ranks,
                             const std::vector<RankFigures>& figures = {});

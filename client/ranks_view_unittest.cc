@@ -170,6 +170,16 @@ TEST(RenderRanksTextTest, ARankWithoutFiguresSaysWhy) {
   EXPECT_EQ(flat->at("ranks[1].problem"), "\"\"");
 }
 
+TEST(RenderRanksTextTest, ARankReadFromBesideAFileLeftAloneSaysSo) {
+  std::vector<RankFigures> figures = TwoRankFigures();
+  const std::string note = "rank-00001.sqlite is a symbolic link to /etc/passwd: left alone";
+  figures[1].profile.left_alone_files.emplace_back(1, note);
+  const std::string text = RenderRanksText(TwoRanks(), figures);
+  const std::vector<std::string> lines = absl::StrSplit(text, '\n', absl::SkipEmpty());
+  ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(lines.back(), "Rank 1: " + note) << text;
+}
+
 TEST(RenderRanksJsonTest, NoFiguresNoFigureKeys) {
   const std::string json = RenderRanksJson(TwoRanks());
   EXPECT_EQ(json.find("step_s"), std::string::npos);

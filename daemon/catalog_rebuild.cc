@@ -6,23 +6,26 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "common/job_id.h"
 #include "common/sqlite/sqlite_db.h"
 #include "common/sqlite/sqlite_statement.h"
 #include "daemon/data_layout.h"
+#include "daemon/left_alone_files.h"
 #include "daemon/logger.h"
 #include "daemon/rank_store.h"
 
 namespace flopscope::daemon {
 namespace {
 
-// The rank number of "rank-<NNNNN>.sqlite", or nullopt for any other name.
+// The rank number of "rank-<NNNNN>.sqlite" or "rank-<NNNNN>.alt.sqlite", or nullopt for any
+// other name.
 std::optional<int32_t> RankOfFileName(const std::string& name) {
-  constexpr absl::string_view kPrefix = "rank-";
-  constexpr absl::string_view kSuffix = ".sqlite";
-  if (!absl::StartsWith(name, kPrefix) || !absl::EndsWith(name, kSuffix)) return std::nullopt;
-  const absl::string_view digits =
-      absl::string_view(name).substr(kPrefix.size(), name.size() - kPrefix.size() - kSuffix.size());
+  absl::string_view digits = name;
+  if (!absl::ConsumePrefix(&digits, "rank-") || !absl::ConsumeSuffix(&digits, ".sqlite")) {
+    return std::nullopt;
+  }
+  absl::ConsumeSuffix(&digits, ".alt");
   int32_t rank = 0;
   if (digits.empty() || !absl::SimpleAtoi(digits, &rank) || rank < 0) return std::nullopt;
   return rank;
@@ -75,8 +78,13 @@ size_t RelistRankFiles(const std::string& data_dir, Catalog* catalog) {
     const std::string job_id = job.path().filename().string();
     if (!job.is_directory(error) || !JobIdProblem(job_id).empty()) continue;
     for (const auto& file : std::filesystem::directory_iterator(job.path(), error)) {
-      const std::optional<int32_t> rank = RankOfFileName(file.path().filename().string());
-      if (rank && file.is_regular_file(error) &&
+      const std::string name = file.path().filename().string();
+      const std::optional<int32_t> rank = RankOfFileName(name);
+      // One file per rank, the one queries read (left_alone_files.h); never through a link.
+      const absl::StatusOr<RankFile> read =
+          rank ? RankFileForReading(data_dir, job_id, *rank) : absl::NotFoundError(name);
+      if (read.ok() && !file.is_symlink(error) && file.is_regular_file(error) &&
+          std::filesystem::path(read->path).filename() == name &&
           Relist(file.path().string(), job_id, *rank, catalog)) {
         ++listed;
       }

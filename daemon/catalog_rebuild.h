@@ -7,7 +7,8 @@
 
 namespace flopscope::daemon {
 
-// Lists in `catalog` every rank file under `data_dir` (jobs/<job>/rank-<NNNNN>.sqlite), with the
+// Lists in `catalog` every rank file under `data_dir` (jobs/<job>/rank-<NNNNN>.sqlite, or the
+// .alt.sqlite beside one left alone, as queries pick it: left_alone_files.h), with the
 // identity of its latest session and its totals, as if its streams had connected and ended.
 // For a catalog started anew (the old one was damaged and moved aside, or deleted) while rank
 // files remain: their jobs are listed and reported again instead of hidden. Files that cannot

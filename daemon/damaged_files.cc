@@ -9,9 +9,11 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "common/sqlite/sqlite_db.h"
 #include "common/sqlite/sqlite_statement.h"
 #include "daemon/data_layout.h"
+#include "daemon/left_alone_files.h"
 #include "daemon/logger.h"
 
 namespace flopscope::daemon {
@@ -28,15 +30,16 @@ bool SaysDamaged(absl::string_view problem) {
 }
 
 // "" when `path` opens and passes PRAGMA quick_check, or cannot be checked now (left in place:
-// whoever opens it next reports that error); else what is wrong with it.
-std::string DamageOf(const std::string& path) {
+// whoever opens it next reports that error); else what is wrong with it. `*newer`: it is a
+// newer daemon's file (sound, and left alone).
+std::string DamageOf(const std::string& path, bool* newer) {
   absl::StatusOr<std::unique_ptr<SqliteDb>> db = SqliteDb::OpenExisting(path);
   if (!db.ok()) {
     // A newer daemon's file, or an empty one, is sound: opening it says what to do.
     const absl::string_view problem = db.status().message();
     if (SaysDamaged(problem)) return std::string(problem);
-    if (!absl::StrContains(problem, "has schema version") &&
-        !absl::EndsWith(problem, "is not a flopscope database")) {
+    *newer = absl::StrContains(problem, "has schema version");
+    if (!*newer && !absl::EndsWith(problem, "is not a flopscope database")) {
       LogWarning("cannot check ", path, " now (", problem, "): left in place");
     }
     return "";
@@ -76,14 +79,26 @@ bool MoveAside(const std::string& path, const std::string& to) {
   return true;
 }
 
-void CheckOne(const std::string& path, std::vector<DamagedFile>* damaged) {
+// One error line for an entry the daemon leaves alone (left_alone_files.h). `alternate`: where
+// the rank of a rank file `path` is stored instead; "" for the catalog and alternates themselves.
+void LogLeftAlone(const std::string& path, const std::string& alternate) {
+  LogError(path, " ", WhyLeftAlone(path), ": left alone, and never written",
+           alternate.empty()
+               ? ""
+               : absl::StrCat("; its rank's new sessions are stored beside it in ", alternate));
+}
+
+void CheckOne(const std::string& path, const std::string& alternate,
+              std::vector<DamagedFile>* damaged) {
   struct stat info;
   if (lstat(path.c_str(), &info) != 0) return;
   if (!S_ISREG(info.st_mode)) {
-    LogError(path, " is not a regular file: left alone, and never written");
+    LogLeftAlone(path, alternate);
     return;
   }
-  std::string problem = DamageOf(path);
+  bool newer = false;
+  std::string problem = DamageOf(path, &newer);
+  if (newer) LogLeftAlone(path, alternate);
   if (problem.empty()) return;
   const std::string to = FreeDamagedName(path);
   if (!MoveAside(path, to)) {
@@ -95,20 +110,27 @@ void CheckOne(const std::string& path, std::vector<DamagedFile>* damaged) {
   damaged->push_back(DamagedFile{path, to, std::move(problem)});
 }
 
+// The alternate of the usual rank file `path` (data_layout.h); "" when `path` is an alternate.
+std::string AlternateOf(const std::string& path) {
+  constexpr absl::string_view kAlternate = ".alt.sqlite";
+  if (absl::EndsWith(path, kAlternate)) return "";
+  return absl::StrCat(absl::StripSuffix(path, ".sqlite"), kAlternate);
+}
+
 }  // namespace
 
 std::vector<DamagedFile> QuarantineDamagedFiles(const std::string& data_dir) {
   std::vector<DamagedFile> damaged;
-  CheckOne(CatalogPath(data_dir), &damaged);
+  CheckOne(CatalogPath(data_dir), "", &damaged);
   std::error_code error;
   const std::filesystem::path jobs = std::filesystem::path(data_dir) / "jobs";
   for (const auto& job : std::filesystem::directory_iterator(jobs, error)) {
     if (!job.is_directory(error)) continue;
     for (const auto& file : std::filesystem::directory_iterator(job.path(), error)) {
       const std::string name = file.path().filename().string();
-      if (absl::StartsWith(name, "rank-") && absl::EndsWith(name, ".sqlite")) {
-        CheckOne(file.path().string(), &damaged);
-      }
+      if (!absl::StartsWith(name, "rank-") || !absl::EndsWith(name, ".sqlite")) continue;
+      const std::string path = file.path().string();
+      CheckOne(path, AlternateOf(path), &damaged);
     }
   }
   return damaged;

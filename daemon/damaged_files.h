@@ -16,8 +16,9 @@ struct DamagedFile {
 // anything opens them for writing. A damaged one (and its WAL) is renamed to
 // "<path>.damaged", with one error log line naming both paths, so that it is never written
 // again: the next session of that rank starts a fresh file, and reports name the moved file
-// (DamagedCopyOf). Files that are not regular files (a directory, a symlink) are only logged:
-// nothing is ever written through them anyway. Cost: one read of every page of every file.
+// (DamagedCopyOf). What the daemon must leave alone (a directory, a symlink, a newer daemon's
+// file: left_alone_files.h) stays, with one error log line naming the file its rank's new
+// sessions go to. Cost: one read of every page of every file.
 std::vector<DamagedFile> QuarantineDamagedFiles(const std::string& data_dir);
 
 // The path a damaged `path` was moved to at some start, or "" when there is none.

@@ -20,6 +20,11 @@ std::string RankFilePath(absl::string_view data_dir, absl::string_view job_id, i
   return absl::StrFormat("%s/rank-%05d.sqlite", JobDirectory(data_dir, job_id), rank);
 }
 
+std::string AlternateRankFilePath(absl::string_view data_dir, absl::string_view job_id,
+                                  int32_t rank) {
+  return absl::StrFormat("%s/rank-%05d.alt.sqlite", JobDirectory(data_dir, job_id), rank);
+}
+
 absl::Status EnsureDirectory(const std::string& dir) {
   namespace fs = std::filesystem;
   std::error_code error;

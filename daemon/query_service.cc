@@ -7,8 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "common/job_id.h"
 #include "daemon/damaged_files.h"
-#include "daemon/data_layout.h"
 #include "daemon/grpc_status.h"
+#include "daemon/left_alone_files.h"
 #include "daemon/logger.h"
 #include "daemon/ordered_reads.h"
 #include "daemon/query_spans.h"
@@ -141,14 +141,16 @@ size_t QueryService::WarmRecentJobs(const std::atomic<bool>& stop) {
     if (!ranks.ok()) continue;
     for (const v1::RankInfo& rank : *ranks) {
       if (stop.load(std::memory_order_relaxed) || readers_.full()) return opened;
-      if (readers_.Warm(RankFilePath(data_dir_, job.job_id(), rank.rank())).ok()) ++opened;
+      absl::StatusOr<RankFile> file = RankFileForReading(data_dir_, job.job_id(), rank.rank());
+      if (file.ok() && readers_.Warm(file->path).ok()) ++opened;
     }
   }
   return opened;
 }
 
 void QueryService::PrepareReader(const std::string& job_id, int32_t rank) {
-  readers_.Warm(RankFilePath(data_dir_, job_id, rank)).IgnoreError();
+  absl::StatusOr<RankFile> file = RankFileForReading(data_dir_, job_id, rank);
+  if (file.ok()) readers_.Warm(file->path).IgnoreError();
 }
 
 absl::StatusOr<RankSnapshot> QueryService::ReadRank(const std::string& job_id, int32_t rank,
@@ -156,14 +158,19 @@ absl::StatusOr<RankSnapshot> QueryService::ReadRank(const std::string& job_id, i
   // Lock hazard avoided: the pooled connection is this query's own, so the rank's RankStore and
   // its mutex (held across each batch's commit and a fold's ~0.4 s) are never touched; WAL lets
   // the read run beside the writer and see its last commit.
+  // The usual file, or the one beside it when the usual one was left alone (left_alone_files.h).
+  const absl::StatusOr<RankFile> file = RankFileForReading(data_dir_, job_id, rank);
   absl::StatusOr<std::unique_ptr<SqliteDb>> db =
-      readers_.Take(RankFilePath(data_dir_, job_id, rank));
+      file.ok() ? readers_.Take(file->path) : file.status();
   absl::StatusOr<RankSnapshot> snapshot =
       db.ok() ? RankReader::Read(**db, options) : absl::StatusOr<RankSnapshot>(db.status());
-  if (snapshot.ok()) readers_.GiveBack(*std::move(db));
+  if (snapshot.ok()) {
+    readers_.GiveBack(*std::move(db));
+    snapshot->left_alone = file->note;
+  }
   if (!snapshot.ok()) {
     // A file found damaged at start was moved aside (damaged_files.h): say so, by name.
-    const std::string moved = DamagedCopyOf(RankFilePath(data_dir_, job_id, rank));
+    const std::string moved = file.ok() ? DamagedCopyOf(file->path) : "";
     const std::string where =
         moved.empty() ? "" : absl::StrCat(" (its damaged file was moved aside to ", moved, ")");
     return absl::Status(
@@ -221,6 +228,7 @@ absl::StatusOr<v1::Report> QueryService::BuildReport(const v1::ReportRequest& re
   }
   // An unreadable rank is left out and named; only when every wanted rank is, the report fails.
   std::vector<v1::UnreadableRank> unreadable;
+  std::vector<v1::UnreadableRank> left_alone;  // read from beside a file left alone: named
   absl::Status failure;
   ReadRanks(
       request.job_id(), *ranks, read_options,
@@ -233,6 +241,11 @@ absl::StatusOr<v1::Report> QueryService::BuildReport(const v1::ReportRequest& re
           return true;
         }
         builder.AddRank((*ranks)[index], *snapshot);
+        if (!snapshot->left_alone.empty()) {
+          v1::UnreadableRank& note = left_alone.emplace_back();
+          note.set_rank((*ranks)[index].rank());
+          note.set_problem(snapshot->left_alone);
+        }
         return true;
       },
       spans);
@@ -247,6 +260,7 @@ absl::StatusOr<v1::Report> QueryService::BuildReport(const v1::ReportRequest& re
   for (v1::UnreadableRank& left_out : unreadable) {
     *report.add_unreadable_ranks() = std::move(left_out);
   }
+  for (v1::UnreadableRank& note : left_alone) *report.add_left_alone_files() = std::move(note);
   if (spans != nullptr) spans->End("build");
   return report;
 }
@@ -274,6 +288,11 @@ absl::Status QueryService::ForEachRankReport(const v1::ReportRequest& request,
             snapshot.ok() ? CheckStepWindow(request, builder.step_rollup()) : snapshot.status();
         if (problem.ok()) {
           *answer.mutable_report() = builder.Build();
+          if (!snapshot->left_alone.empty()) {
+            v1::UnreadableRank* note = answer.mutable_report()->add_left_alone_files();
+            note->set_rank(rank.rank());
+            note->set_problem(snapshot->left_alone);
+          }
         } else {
           // One unreadable rank loses its own figures, not the listing of the others.
           answer.set_problem(std::string(problem.message()));

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "daemon/data_layout.h"
 #include "daemon/grpc_status.h"
+#include "daemon/left_alone_files.h"
 #include "daemon/logger.h"
 #include "daemon/query_service.h"
 #include "daemon/trace_reader.h"
@@ -62,8 +62,10 @@ absl::Status QueryService::ForEachTraceChunk(const v1::TraceRequest& request,
   std::vector<absl::Status> problems(ranks->size());
   bool any_step = !steps->has_value();
   for (size_t i = 0; i < ranks->size() && steps->has_value(); ++i) {
+    const absl::StatusOr<RankFile> file =
+        RankFileForReading(data_dir_, request.job_id(), (*ranks)[i].rank());
     absl::StatusOr<std::unique_ptr<SqliteDb>> db =
-        readers_.Take(RankFilePath(data_dir_, request.job_id(), (*ranks)[i].rank()));
+        file.ok() ? readers_.Take(file->path) : file.status();
     absl::StatusOr<std::optional<TraceWindow>> window =
         db.ok() ? StepTimeWindow(**db, **steps) : db.status();
     if (!window.ok()) {
@@ -88,8 +90,9 @@ absl::Status QueryService::ForEachTraceChunk(const v1::TraceRequest& request,
       continue;
     }
     if (!windows[i].has_value()) continue;  // none of the wanted steps on this rank
+    const absl::StatusOr<RankFile> file = RankFileForReading(data_dir_, request.job_id(), rank);
     absl::StatusOr<std::unique_ptr<SqliteDb>> db =
-        readers_.Take(RankFilePath(data_dir_, request.job_id(), rank));
+        file.ok() ? readers_.Take(file->path) : file.status();
     absl::Status status = db.ok() ? ReadRankTrace(**db, rank, *windows[i], emit) : db.status();
     if (absl::IsCancelled(status)) return status;
     if (!status.ok()) {

@@ -67,6 +67,9 @@ struct RankSnapshot {
   // Per-step figures from the range events (steps, phases; modules for a step window). Absent
   // only in snapshots built by hand, whose phases then come from `stats`.
   std::optional<RankStepFigures> step_figures;
+  // Set by the query service, not the reader: what it left alone or out to read this rank (a
+  // usual file left alone, the file beside it: left_alone_files.h), naming both; "" else.
+  std::string left_alone;
 };
 
 }  // namespace flopscope::daemon

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "daemon/data_layout.h"
+#include "daemon/left_alone_files.h"
 
 namespace flopscope::daemon {
 
@@ -16,8 +17,10 @@ absl::StatusOr<std::shared_ptr<RankStore>> StoreRegistry::Acquire(absl::string_v
   if (std::shared_ptr<RankStore> open = stores_[key].lock()) return open;
   ForgetClosed();
   if (absl::Status s = EnsureDirectory(JobDirectory(data_dir_, job_id)); !s.ok()) return s;
-  absl::StatusOr<std::unique_ptr<RankStore>> store =
-      RankStore::Open(RankFilePath(data_dir_, job_id, rank), fold_);
+  // The usual file, or the one beside it when the usual one must be left alone.
+  absl::StatusOr<RankFile> file = RankFileForWriting(data_dir_, job_id, rank);
+  if (!file.ok()) return file.status();
+  absl::StatusOr<std::unique_ptr<RankStore>> store = RankStore::Open(file->path, fold_);
   if (!store.ok()) return store.status();
   std::shared_ptr<RankStore> shared = *std::move(store);
   stores_[key] = shared;

@@ -35,8 +35,9 @@ class StoreRegistry {
     return space_.Check(incoming_bytes);
   }
 
-  // Opens (creating its directory and file when missing) or shares the store of `job_id`/`rank`.
-  // `job_id` must have passed JobIdProblem.
+  // Opens (creating its directory and file when missing) or shares the store of `job_id`/`rank`:
+  // its usual file, or the one beside it when the usual one must be left alone
+  // (left_alone_files.h). `job_id` must have passed JobIdProblem.
   absl::StatusOr<std::shared_ptr<RankStore>> Acquire(absl::string_view job_id, int32_t rank)
       ABSL_LOCKS_EXCLUDED(mu_);
 

@@ -1,7 +1,8 @@
 """The daemon's own faults (issue 15): one daemon per data dir, a restart right after kill -9
 that serves at once with nothing lost or stored twice, a full disk refused by name with the
-files consistent, a damaged rank file moved aside at start, and client text that cannot forge
-log lines."""
+files consistent, a damaged rank file moved aside at start, a rank file left alone (a symlink, a
+newer daemon's file) with its rank stored beside it, and client text that cannot forge log
+lines."""
 
 import json
 import signal
@@ -223,6 +224,68 @@ class DamagedFileTest(DaemonTestCase):
         self.assertEqual(jobs.returncode, 0, jobs.stderr)
         self.assertIn("cat", jobs.stdout)
         self.assertEqual(report(self.daemon.socket, "cat")["modules"][0]["calls"], 20)
+
+
+class LeftAloneFileTest(DaemonTestCase):
+    """Rank files the daemon leaves alone (reliability campaign rerun, row 6): a symlink in the
+    rank file's place and a newer daemon's file. Their ranks' new runs used to be refused
+    forever (spooled, waiting for a daemon that never takes them)."""
+
+    def test_new_runs_are_stored_beside_a_symlink_and_a_newer_daemons_file(self):
+        self.daemon.start()
+        before, again = 50, 7
+        for rank in range(3):
+            result = run_job(self.daemon.socket, "alone", [test_program("nvtx_phases"),
+                                                           "--before", str(before)],
+                             env=private_spool(self, rank_env(rank, 3)))
+            self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(self.daemon.stop(), 0)
+        link, newer = self.daemon.rank_file("alone", 1), self.daemon.rank_file("alone", 2)
+        # Rank 1's file replaced by a link to a file that is not the daemon's to write.
+        target = self.root / "passwd"
+        target.write_bytes(b"root:x:0:0:root:/root:/bin/bash\n")
+        link.unlink()
+        link.symlink_to(target)
+        # Rank 2's file as a newer flopscoped left it.
+        db = sqlite3.connect(newer)
+        db.execute("UPDATE schema_version SET version = 99")
+        db.commit()
+        db.close()
+        newer_bytes, target_bytes = newer.read_bytes(), target.read_bytes()
+
+        self.daemon.start()
+        for path, why in ((link, f"is a symbolic link to {target}"),
+                          (newer, "is a newer flopscoped's file (schema version 99")):
+            lines = [line for line in self.daemon.log().splitlines() if str(path) in line]
+            self.assertEqual(len(lines), 1, self.daemon.log())
+            self.assertIn(f"{path} {why}", lines[0])
+            self.assertIn(f"left alone, and never written; its rank's new sessions are stored "
+                          f"beside it in {path.with_suffix('.alt.sqlite')}", lines[0])
+
+        for rank in (1, 2):
+            result = run_job(self.daemon.socket, "alone", [test_program("nvtx_phases"),
+                                                           "--before", str(again)],
+                             env=private_spool(self, rank_env(rank, 3)), run_args=["--append"])
+            self.assertEqual(result.returncode, 0, result.stderr)
+            self.assertNotIn("spooled", result.stderr)  # stored now, not left waiting
+        # Stored beside, each run once; the link's target and the newer file untouched.
+        for path in (link, newer):
+            # nvtx_phases --before N: N "before" ranges, each holding one "work" range.
+            self.assertEqual(stored(path.with_suffix(".alt.sqlite"))[:2], (2 * again, 2 * again))
+        self.assertEqual(target.read_bytes(), target_bytes)
+        self.assertTrue(link.is_symlink())
+        self.assertEqual(newer.read_bytes(), newer_bytes)
+
+        # The reports hold the new data and name what was left alone.
+        whole = report(self.daemon.socket, "alone")
+        self.assertEqual(whole["modules"][0]["calls"], before + 2 * again)
+        self.assertIn(f"rank 1: {link} is a symbolic link", whole["profile"]["partial"])
+        self.assertIn(f"rank 2: {newer} is a newer flopscoped's file", whole["profile"]["partial"])
+        self.assertEqual(report(self.daemon.socket, "alone", rank=1)["modules"][0]["calls"], again)
+        ranks = client(["ranks", "alone", "--socket", str(self.daemon.socket)])
+        self.assertEqual(ranks.returncode, 0, ranks.stderr)
+        self.assertIn(f"Rank 1: {link} is a symbolic link to {target}", ranks.stdout)
+        self.assertIn(f"Rank 2: {newer} is a newer flopscoped's file", ranks.stdout)
 
 
 class LogInjectionTest(DaemonTestCase):
