@@ -149,6 +149,12 @@ void AddDaemonFlags(CLI::App& app, DaemonOptions* options, std::string* log_leve
                  "steps of each rank whose raw kernels and range events are kept; older steps "
                  "are folded into rollups that give the same reports (0: keep everything raw)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option_function<int64_t>(
+         "--report-cache-mb", [options](int64_t mb) { options->report_cache_bytes = mb << 20; },
+         "MiB of memory for the rank files' range events kept between reports, so that a "
+         "report over a running job reads only what was committed since the last one "
+         "(default 512; 0: read everything every time)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
   app.add_option("--max-disk", options->max_disk,
                  "keep the jobs' files under SIZE (e.g. 20G, 500M; units K, M, G, T of 1024) by "
                  "deleting the least recently seen finished jobs, whole; running jobs are never "

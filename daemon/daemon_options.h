@@ -68,6 +68,9 @@ struct DaemonOptions {
   // --upstream-drain-s: how long SIGTERM keeps forwarding until the outbox is empty, for a
   // daemon that never starts again on its data dir (a Slurm job's); 0: not at all.
   double upstream_drain_s = 0;
+  // --report-cache-mb: memory for the rank files' range events kept between reports
+  // (daemon/range_row_cache.h); 0: every report reads them from the files.
+  int64_t report_cache_bytes = int64_t{512} << 20;
 };
 
 // $FLOPSCOPE_DATA_DIR, else /var/lib/flopscope when it is (or can be made) writable, else

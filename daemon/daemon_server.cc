@@ -46,7 +46,8 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(const DaemonOp
     daemon->metrics_ = std::make_unique<metrics::MetricsRegistry>(options.metrics_max_ranks);
     daemon->collector_->SetMetrics(daemon->metrics_.get());
   }
-  daemon->query_ = std::make_unique<QueryService>(options.data_dir, daemon->catalog_.get());
+  daemon->query_ = std::make_unique<QueryService>(options.data_dir, daemon->catalog_.get(),
+                                                  static_cast<size_t>(options.report_cache_bytes));
   QueryService* query = daemon->query_.get();
   daemon->collector_->SetConnectedHook(
       [query](const std::string& job_id, int32_t rank) { query->PrepareReader(job_id, rank); });

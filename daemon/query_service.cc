@@ -162,8 +162,12 @@ absl::StatusOr<RankSnapshot> QueryService::ReadRank(const std::string& job_id, i
   const absl::StatusOr<RankFile> file = RankFileForReading(data_dir_, job_id, rank);
   absl::StatusOr<std::unique_ptr<SqliteDb>> db =
       file.ok() ? readers_.Take(file->path) : file.status();
-  absl::StatusOr<RankSnapshot> snapshot =
-      db.ok() ? RankReader::Read(**db, options) : absl::StatusOr<RankSnapshot>(db.status());
+  // Lock hazard: the lease holds this file's entry of the range cache until the read is done;
+  // another report reading the same rank waits for it (never for a stream: the cache is the
+  // readers' alone).
+  RangeRowCache::Lease cached = file.ok() ? range_rows_.Take(file->path) : RangeRowCache::Lease();
+  absl::StatusOr<RankSnapshot> snapshot = db.ok() ? RankReader::Read(**db, options, cached.rows())
+                                                  : absl::StatusOr<RankSnapshot>(db.status());
   if (snapshot.ok()) {
     readers_.GiveBack(*std::move(db));
     snapshot->left_alone = file->note;

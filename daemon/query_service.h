@@ -12,6 +12,7 @@
 #include "daemon/catalog.h"
 #include "daemon/job_pruner.h"
 #include "daemon/query_spans.h"
+#include "daemon/range_row_cache.h"
 #include "daemon/rank_reader.h"
 #include "daemon/reader_pool.h"
 #include "daemon/report_builder.h"
@@ -32,8 +33,13 @@ namespace flopscope::daemon {
 // Thread-safe: the Catalog and the ReaderPool are, and a report has its connections to itself.
 class QueryService final : public v1::Query::Service {
  public:
-  QueryService(std::string data_dir, Catalog* catalog)
-      : data_dir_(std::move(data_dir)), catalog_(catalog) {}
+  // `range_cache_bytes`: memory for the rank files' range events between reports
+  // (RangeRowCache; flopscoped --report-cache-mb).
+  QueryService(std::string data_dir, Catalog* catalog,
+               size_t range_cache_bytes = kDefaultRangeCacheBytes)
+      : data_dir_(std::move(data_dir)), catalog_(catalog), range_rows_(range_cache_bytes) {}
+
+  static constexpr size_t kDefaultRangeCacheBytes = size_t{512} << 20;
 
   grpc::Status ListJobs(grpc::ServerContext* context, const v1::ListJobsRequest* request,
                         v1::ListJobsResponse* response) override;
@@ -54,7 +60,10 @@ class QueryService final : public v1::Query::Service {
   // The job deleter PruneJobs uses (daemon/job_pruner.h); set before serving.
   void SetPruner(JobPruner* pruner) { pruner_ = pruner; }
   // Closes the idle read connections to files under `directory` (a pruned job's).
-  void DropReaders(const std::string& directory) { readers_.DropUnder(directory); }
+  void DropReaders(const std::string& directory) {
+    readers_.DropUnder(directory);
+    range_rows_.DropUnder(directory);
+  }
   // The prune itself, for callers in the same process (tests): as PruneJobs for `caller`.
   absl::StatusOr<v1::PruneResponse> Prune(const PeerIdentity& caller,
                                           const v1::PruneRequest& request);
@@ -74,6 +83,8 @@ class QueryService final : public v1::Query::Service {
   size_t WarmRecentJobs(const std::atomic<bool>& stop);
   // Read connections kept open between reports.
   size_t idle_readers() { return readers_.idle(); }
+  // The range events kept between reports (tests).
+  RangeRowCache& range_rows() { return range_rows_; }
 
   // The report itself, for callers in the same process (tests, bench). `spans`, when given, gets
   // the report's phases (catalog, read+add, build).
@@ -109,6 +120,7 @@ class QueryService final : public v1::Query::Service {
   const AccessControl* access_ = nullptr;
   JobPruner* pruner_ = nullptr;
   ReaderPool readers_{ReaderPool::CapacityForFileLimit()};
+  RangeRowCache range_rows_;
 };
 
 // "0-3,5,7-8" for ranks {0,1,2,3,5,7,8} (sorted, duplicates ignored).

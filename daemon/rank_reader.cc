@@ -8,6 +8,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "common/sqlite/sqlite_db.h"
 #include "daemon/range_fold_codec.h"
+#include "daemon/range_row_cache.h"
 #include "daemon/rank_schema.h"
 #include "daemon/report_builder.h"
 
@@ -147,18 +148,6 @@ PathRoles FlopscopeRoles(const RankSnapshot& snapshot) {
   return roles;
 }
 
-// One range event as the pass over them needs it, from a raw row or from a fold.
-struct RangeRow {
-  int64_t sid = 0;
-  uint64_t instance_id = 0;
-  uint64_t parent_instance_id = 0;
-  uint64_t path_id = 0;
-  int64_t start_ns = 0;
-  int64_t end_ns = 0;
-  int64_t kind = 0;
-  bool counted = false;
-};
-
 // Module occurrences roll their kernels up to the occurrences enclosing them (SpanRollup: only
 // occurrences with kernels stay in memory), and every occurrence goes to the per-step figures
 // (StepStatistics). Events must come in commit order.
@@ -198,32 +187,10 @@ absl::Status ForEachFoldedRange(SqliteDb& db,
 
 namespace {
 
-// The kernels of every occurrence (folded ones too) first, then one pass over the range events
-// in commit order: the folded ones, then the raw ones.
-absl::Status ReadRanges(SqliteDb& db, bool has_kernel_tables, const RankReadOptions& options,
-                        RankSnapshot* snapshot) {
-  SpanRollup rollup;
+// The range events streamed from the file: the folded ones, then the raw ones.
+absl::Status StreamRanges(SqliteDb& db, bool with_spans, const PathRoles& roles, SpanRollup& rollup,
+                          StepStatistics& steps) {
   absl::Status status = ForEachFoldedRange(db, [&](const FoldedRange& event) {
-    if (event.has_stats) rollup.AddOccurrence(event.sid, event.instance_id, event.stats);
-  });
-  if (!status.ok()) return status;
-  if (has_kernel_tables) {
-    status = ForEachRow(
-        db,
-        "SELECT sid, instance_id, path_id, kernels, first_start_ns, last_end_ns, busy_ns "
-        "FROM instance_stats",
-        [&](SqliteStatement& row) {
-          rollup.AddOccurrence(
-              row.ColumnInt(0), row.ColumnUint(1),
-              InstanceActivity{row.ColumnUint(2), row.ColumnUint(3), row.ColumnInt(4),
-                               row.ColumnInt(5), row.ColumnInt(6)});
-        });
-    if (!status.ok()) return status;
-  }
-  const bool with_spans = !rollup.empty();
-  const PathRoles roles = FlopscopeRoles(*snapshot);
-  StepStatistics steps(options.step_window);
-  status = ForEachFoldedRange(db, [&](const FoldedRange& event) {
     AddRangeEvent({event.sid, event.instance_id, event.parent_instance_id, event.path_id,
                    event.start_ns, event.end_ns, event.kind, event.counted},
                   with_spans, roles, rollup, steps);
@@ -235,10 +202,10 @@ absl::Status ReadRanges(SqliteDb& db, bool has_kernel_tables, const RankReadOpti
         "SELECT sid, instance_id, parent_instance_id, path_id, start_ns, end_ns, kind, counted "
         "FROM range_events ORDER BY rowid",
         [&](SqliteStatement& row) {
-          AddRangeEvent(
-              {row.ColumnInt(0), row.ColumnUint(1), row.ColumnUint(2), row.ColumnUint(3),
-               row.ColumnInt(4), row.ColumnInt(5), row.ColumnInt(6), row.ColumnInt(7) != 0},
-              with_spans, roles, rollup, steps);
+          AddRangeEvent({row.ColumnInt(0), row.ColumnUint(1), row.ColumnUint(2), row.ColumnUint(3),
+                         row.ColumnInt(4), row.ColumnInt(5), static_cast<int32_t>(row.ColumnInt(6)),
+                         row.ColumnInt(7) != 0},
+                        with_spans, roles, rollup, steps);
         });
   } else {
     // No kernels: the parent links are not followed, so five columns of the eight are read
@@ -255,7 +222,51 @@ absl::Status ReadRanges(SqliteDb& db, bool has_kernel_tables, const RankReadOpti
           AddRangeEvent(range, with_spans, roles, rollup, steps);
         });
   }
-  if (!status.ok()) return status;
+  return status;
+}
+
+// The kernels of every occurrence (folded ones too) first, then one pass over the range events
+// in commit order: the folded ones, then the raw ones. From `cached` when given (brought up to
+// date first), else streamed from the file.
+absl::Status ReadRanges(SqliteDb& db, bool has_kernel_tables, const RankReadOptions& options,
+                        RangeRows* cached, RankSnapshot* snapshot) {
+  SpanRollup rollup;
+  absl::Status status = absl::OkStatus();
+  if (cached != nullptr) {
+    status = cached->Refresh(db, db.path());
+    if (!status.ok()) return status;
+    for (const FoldedActivity& folded : cached->folded_activity) {
+      rollup.AddOccurrence(folded.sid, folded.instance_id, folded.activity);
+    }
+  } else {
+    status = ForEachFoldedRange(db, [&](const FoldedRange& event) {
+      if (event.has_stats) rollup.AddOccurrence(event.sid, event.instance_id, event.stats);
+    });
+    if (!status.ok()) return status;
+  }
+  if (has_kernel_tables) {
+    status = ForEachRow(
+        db,
+        "SELECT sid, instance_id, path_id, kernels, first_start_ns, last_end_ns, busy_ns "
+        "FROM instance_stats",
+        [&](SqliteStatement& row) {
+          rollup.AddOccurrence(
+              row.ColumnInt(0), row.ColumnUint(1),
+              InstanceActivity{row.ColumnUint(2), row.ColumnUint(3), row.ColumnInt(4),
+                               row.ColumnInt(5), row.ColumnInt(6)});
+        });
+    if (!status.ok()) return status;
+  }
+  const bool with_spans = !rollup.empty();
+  const PathRoles roles = FlopscopeRoles(*snapshot);
+  StepStatistics steps(options.step_window);
+  if (cached != nullptr) {
+    steps.Reserve(cached->rows.size());
+    for (const RangeRow& row : cached->rows) AddRangeEvent(row, with_spans, roles, rollup, steps);
+  } else {
+    status = StreamRanges(db, with_spans, roles, rollup, steps);
+    if (!status.ok()) return status;
+  }
   std::vector<OccurrenceSpan> unclosed;
   if (with_spans) snapshot->spans = rollup.Finish(steps.wants_modules() ? &unclosed : nullptr);
   for (const OccurrenceSpan& span : unclosed) {
@@ -391,6 +402,11 @@ absl::StatusOr<RankSnapshot> RankReader::Read(const std::string& path,
 }
 
 absl::StatusOr<RankSnapshot> RankReader::Read(SqliteDb& db, const RankReadOptions& options) {
+  return Read(db, options, nullptr);
+}
+
+absl::StatusOr<RankSnapshot> RankReader::Read(SqliteDb& db, const RankReadOptions& options,
+                                              RangeRows* cached) {
   // One read transaction: every table as of the same commit.
   if (absl::Status s = db.Exec("BEGIN"); !s.ok()) return s;
   RankSnapshot snapshot;
@@ -399,7 +415,7 @@ absl::StatusOr<RankSnapshot> RankReader::Read(SqliteDb& db, const RankReadOption
   absl::StatusOr<bool> has_kernel_tables = TableExists(db, "instance_stats");
   if (status.ok()) status = has_kernel_tables.status();
   if (status.ok() && *has_kernel_tables) status = ReadMemoryStats(db, &snapshot);
-  if (status.ok()) status = ReadRanges(db, *has_kernel_tables, options, &snapshot);
+  if (status.ok()) status = ReadRanges(db, *has_kernel_tables, options, cached, &snapshot);
   if (status.ok() && options.kernel_groups) status = ReadKernelGroups(db, &snapshot);
   if (status.ok()) status = ReadMetadata(db, &snapshot);
   if (status.ok()) status = ReadLosses(db, &snapshot);

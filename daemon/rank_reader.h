@@ -12,6 +12,8 @@
 
 namespace flopscope::daemon {
 
+struct RangeRows;  // range_row_cache.h
+
 // Reads a rank file for a report on a connection of its own, inside one read transaction: a
 // consistent snapshot that never waits for (nor blocks) the stream writing the file (WAL).
 // Works on files of jobs long gone, which no RankStore has open.
@@ -32,6 +34,11 @@ class RankReader {
   // checks the file's schema (upgrading an older one), Read reads one snapshot from it.
   static absl::StatusOr<std::unique_ptr<SqliteDb>> Open(const std::string& path);
   static absl::StatusOr<RankSnapshot> Read(SqliteDb& db, const RankReadOptions& options = {});
+  // The same, with the file's range events kept in `cached` between reads (range_row_cache.h):
+  // only the raw rows committed since its last read come from SQLite. `cached` must be this
+  // file's (or empty), and no other thread may use it meanwhile.
+  static absl::StatusOr<RankSnapshot> Read(SqliteDb& db, const RankReadOptions& options,
+                                           RangeRows* cached);
 };
 
 // Calls `on_event` for each folded range event of the file (range_folds, step_folding.h), oldest

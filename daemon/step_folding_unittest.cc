@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "daemon/range_fold_codec.h"
+#include "daemon/range_row_cache.h"
 #include "daemon/rank_reader.h"
 #include "daemon/rank_store.h"
 #include "daemon/report_builder.h"
@@ -135,11 +136,20 @@ class StepFoldingTest : public ::testing::Test {
     }
   }
 
-  v1::Report Report(const std::string& name, std::optional<StepWindowRequest> window) {
+  // The report of one file, read whole, or through `cached` (range_row_cache.h) when given.
+  v1::Report Report(const std::string& name, std::optional<StepWindowRequest> window,
+                    RangeRows* cached = nullptr) {
     RankReadOptions options;
     options.kernel_groups = true;
     options.step_window = window;
-    absl::StatusOr<RankSnapshot> snapshot = RankReader::Read(dir_.File(name), options);
+    absl::StatusOr<RankSnapshot> snapshot = absl::UnknownError("not read");
+    if (cached == nullptr) {
+      snapshot = RankReader::Read(dir_.File(name), options);
+    } else {
+      absl::StatusOr<std::unique_ptr<SqliteDb>> db = RankReader::Open(dir_.File(name));
+      EXPECT_TRUE(db.ok()) << db.status();
+      if (db.ok()) snapshot = RankReader::Read(**db, options, cached);
+    }
     EXPECT_TRUE(snapshot.ok()) << snapshot.status();
     ReportBuilder builder("job-f");
     builder.ListTopKernels("/", 100);
@@ -254,6 +264,107 @@ TEST_F(StepFoldingTest, AFoldTakesAtMostItsShareOfStepsAndTheNextOneGoesOn) {
   EXPECT_EQ(second->horizon_ns, fixtures::BaseNs() + (steps_ - 2) * kStepNs);
   db->reset();
   ExpectSameReports();
+}
+
+// The range events a report keeps between reads (range_row_cache.h): after every commit, a
+// report read through the kept rows equals one read whole, on a file that folds every few steps
+// (the rows are read again) and on one that never folds (only the new rows are read), with
+// kernels of a step that arrive a step late (instance_stats changes under rows already kept).
+TEST_F(StepFoldingTest, KeptRangeEventsGiveTheSameReportAsAWholeReadAfterEveryCommit) {
+  struct File {
+    const char* name;
+    FoldPolicy policy;
+    std::unique_ptr<RankStore> store;
+    int64_t sid = 0;
+    RangeRows cached;
+  };
+  std::vector<File> files(2);
+  files[0].name = "raw";
+  files[1].name = "folded";
+  files[1].policy = FoldPolicy{/*keep_raw_steps=*/3, /*check_every_records=*/1};
+  for (File& file : files) {
+    absl::StatusOr<std::unique_ptr<RankStore>> store =
+        RankStore::Open(dir_.File(file.name), file.policy);
+    ASSERT_TRUE(store.ok()) << store.status();
+    file.store = *std::move(store);
+    absl::StatusOr<SessionHandle> session =
+        file.store->OpenSession(fixtures::Hello("job-f", 0, "node-1-1-1"));
+    ASSERT_TRUE(session.ok()) << session.status();
+    file.sid = session->sid;
+  }
+  const std::vector<std::optional<StepWindowRequest>> windows = {
+      std::nullopt, StepWindowRequest{1, std::nullopt}, StepWindowRequest{2, 5}};
+  uint64_t seq = 0;
+  for (int step = 0; step < kSteps; ++step) {
+    v1::Batch batch = step == 0 ? Definitions() : v1::Batch();
+    StepWriter(step, &batch).Write();
+    if (step > 0) {
+      // A kernel of the previous step's attn, arriving late.
+      v1::KernelRecord* late = fixtures::AddKernel(batch, kAttn, 1, step * kStepNs - 3'000, 700);
+      late->set_range_instance_id(100 * uint64_t(step) + kAttn);
+    }
+    batch.set_seq(++seq);
+    for (File& file : files) {
+      ASSERT_TRUE(file.store->Commit(file.sid, batch).ok());
+      for (const std::optional<StepWindowRequest>& window : windows) {
+        std::string differences;
+        google::protobuf::util::MessageDifferencer differ;
+        differ.ReportDifferencesToString(&differences);
+        EXPECT_TRUE(
+            differ.Compare(Report(file.name, window), Report(file.name, window, &file.cached)))
+            << file.name << " after step " << step << ", window " << (window ? window->first : -1)
+            << ":\n"
+            << differences;
+      }
+    }
+  }
+  // The raw file's rows were only ever added to; the folded one's were read again after folds.
+  EXPECT_EQ(files[0].cached.folded_rows, 0u);
+  EXPECT_GT(files[1].cached.folded_rows, 0u);
+  EXPECT_EQ(static_cast<int64_t>(files[0].cached.rows.size()),
+            Count("raw", "SELECT COUNT(*) FROM range_events"));
+}
+
+// Another file put in the path's place (same rowids, other events) is read again, not appended to.
+TEST_F(StepFoldingTest, KeptRangeEventsOfAReplacedFileAreReadAgain) {
+  Fill(FoldPolicy{/*keep_raw_steps=*/3, /*check_every_records=*/1});
+  RangeRows cached;
+  const StepWindowRequest all{0, std::nullopt};
+  const v1::Report raw = Report("raw", all, &cached);
+  ASSERT_EQ(cached.folded_rows, 0u);
+  ASSERT_EQ(std::rename(dir_.File("folded").c_str(), dir_.File("raw").c_str()), 0);
+  std::string differences;
+  google::protobuf::util::MessageDifferencer differ;
+  differ.ReportDifferencesToString(&differences);
+  EXPECT_TRUE(differ.Compare(Report("raw", all), Report("raw", all, &cached))) << differences;
+  EXPECT_GT(cached.folded_rows, 0u);
+}
+
+TEST(RangeRowCacheTest, AFileWhoseRowsDoNotFitIsReadFromTheFileAndNoOtherIsEvicted) {
+  RangeRowCache cache(/*budget_bytes=*/100 * sizeof(RangeRow));
+  {
+    RangeRowCache::Lease small = cache.Take("/data/job/rank-0.sqlite");
+    ASSERT_TRUE(small);
+    small.rows()->rows.resize(60);
+  }
+  EXPECT_EQ(cache.bytes(), 60 * sizeof(RangeRow));
+  {
+    RangeRowCache::Lease big = cache.Take("/data/job/rank-1.sqlite");
+    ASSERT_TRUE(big);
+    big.rows()->rows.resize(60);  // 120 rows in all: over the budget
+  }
+  EXPECT_EQ(cache.refused(), 1u);
+  EXPECT_EQ(cache.bytes(), 60 * sizeof(RangeRow));      // rank 0 kept, rank 1 let go
+  EXPECT_FALSE(cache.Take("/data/job/rank-1.sqlite"));  // read from SQLite for a while
+  {
+    RangeRowCache::Lease again = cache.Take("/data/job/rank-0.sqlite");
+    ASSERT_TRUE(again);
+    EXPECT_EQ(again.rows()->rows.size(), 60u);
+  }
+  cache.DropUnder("/data/job");
+  EXPECT_EQ(cache.bytes(), 0u);
+  EXPECT_TRUE(cache.Take("/data/job/rank-0.sqlite"));
+  EXPECT_FALSE(RangeRowCache(0).Take("/data/job/rank-0.sqlite"));  // --report-cache-mb 0
 }
 
 TEST(RangeFoldCodecTest, EveryValueRoundTrips) {

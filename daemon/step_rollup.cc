@@ -48,9 +48,14 @@ void StepRollup::AddRank(int32_t rank, const RankStepFigures& figures, const Res
 namespace {
 
 // The paths of one target (module or phase) in one rank, merged into one sum per bucket, in
-// bucket order. Most targets have one path per rank, whose buckets are already merged and sorted.
-std::vector<BucketSum> MergeBuckets(const std::vector<const PathStepFigures*>& paths) {
-  if (paths.size() == 1) return paths.front()->buckets;
+// bucket order, handed to `on_bucket`. Most targets have one path per rank, whose buckets are
+// already merged and sorted: those are handed over as they are.
+template <typename OnBucket>
+void ForEachMergedBucket(const std::vector<const PathStepFigures*>& paths, OnBucket on_bucket) {
+  if (paths.size() == 1) {
+    for (const BucketSum& sum : paths.front()->buckets) on_bucket(sum);
+    return;
+  }
   std::vector<BucketSum> all;
   for (const PathStepFigures* path : paths) {
     all.insert(all.end(), path->buckets.begin(), path->buckets.end());
@@ -69,7 +74,7 @@ std::vector<BucketSum> MergeBuckets(const std::vector<const PathStepFigures*>& p
     AddPass(sum.forward, into.forward);
     AddPass(sum.backward, into.backward);
   }
-  return merged;
+  for (const BucketSum& sum : merged) on_bucket(sum);
 }
 
 // Groups a rank's paths by the index `target_of` gives them (-1: left out).
@@ -100,16 +105,16 @@ void StepRollup::AddPhases(int32_t rank, const RankStepFigures& figures, const R
       phase.calls += path->occurrences;
       phase.cpu_time_ns += path->cpu_time_ns;
     }
-    for (const BucketSum& sum : MergeBuckets(groups[index])) {
+    ForEachMergedBucket(groups[index], [&](const BucketSum& sum) {
       phase.samples.push_back(sum.cpu_ns);
       // Buckets are step numbers only where the rank marks steps (else one per occurrence).
-      if (figures.steps_marked == 0) continue;
+      if (figures.steps_marked == 0) return;
       if (phase.per_step.size() < kMaxPhaseStepTimes) {
         phase.per_step.push_back({rank, sum.bucket, sum.cpu_ns});
       } else {
         phase.per_step_truncated = true;
       }
-    }
+    });
   }
 }
 
@@ -123,7 +128,7 @@ void StepRollup::AddModules(const RankStepFigures& figures, const Resolve& resol
     if (groups[index].empty()) continue;
     ModuleSamples& module = Slot(modules_, static_cast<int>(index));
     for (const PathStepFigures* path : groups[index]) module.gpu = module.gpu || path->gpu;
-    for (const BucketSum& sums : MergeBuckets(groups[index])) {
+    ForEachMergedBucket(groups[index], [&](const BucketSum& sums) {
       module.cpu_ns.push_back(sums.cpu_ns);
       module.busy_ns.push_back(sums.busy_ns);
       for (auto [pass, samples] : {std::pair{&sums.forward, &module.forward},
@@ -132,7 +137,7 @@ void StepRollup::AddModules(const RankStepFigures& figures, const Resolve& resol
         samples->cpu_ns.push_back(pass->cpu_ns);
         samples->busy_ns.push_back(pass->busy_ns);
       }
-    }
+    });
   }
 }
 

@@ -75,6 +75,8 @@ class StepStatistics {
   explicit StepStatistics(std::optional<StepWindowRequest> window) : window_(window) {}
 
   bool wants_modules() const { return window_.has_value(); }
+  // Room for `occurrences` range occurrences (a cached file knows how many it will add).
+  void Reserve(size_t occurrences);
   // A range of the `flopscope` domain; `is_step` for the step range itself.
   void AddPhase(int64_t sid, uint64_t path_id, const RangeOccurrence& occurrence, bool is_step);
   // A module range (or a graph replay's kernels, with no range).
@@ -104,8 +106,15 @@ class StepStatistics {
                                           const RankStepFigures& figures) const;
 
   std::optional<StepWindowRequest> window_;
-  std::vector<Key> paths_;                    // by slot
-  absl::flat_hash_map<Key, uint32_t> slots_;  // the inverse
+  std::vector<Key> paths_;  // by slot
+  // The inverse, per session by path id (ids are dense, handed out in first-seen order); ids
+  // past kDenseIds (an untrusted file's) in sparse_slots_.
+  static constexpr uint64_t kDenseIds = 1 << 20;
+  static constexpr uint32_t kNoSlot = ~uint32_t{0};
+  absl::flat_hash_map<int64_t, std::vector<uint32_t>> slots_;
+  absl::flat_hash_map<Key, uint32_t> sparse_slots_;
+  int64_t last_sid_ = -1;  // the session of the last lookup, and its slots
+  std::vector<uint32_t>* last_slots_ = nullptr;
   std::vector<StepSpan> steps_;
   std::vector<Pending> phases_;   // uncounted only
   std::vector<Pending> modules_;  // uncounted only, and only for a window

@@ -1,0 +1,212 @@
+#include "daemon/range_row_cache.h"
+
+#include <sys/stat.h>
+
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "daemon/rank_reader.h"
+
+namespace flopscope::daemon {
+namespace {
+
+// One row of a one-row query, as two integers.
+absl::StatusOr<std::pair<int64_t, int64_t>> TwoIntegers(SqliteDb& db, const char* sql) {
+  absl::StatusOr<std::unique_ptr<SqliteStatement>> stmt = db.Prepare(sql);
+  if (!stmt.ok()) return stmt.status();
+  absl::StatusOr<bool> row = (*stmt)->Step();
+  if (!row.ok()) return row.status();
+  if (!*row) return absl::InternalError(absl::StrCat("no row from: ", sql));
+  return std::pair<int64_t, int64_t>{(*stmt)->ColumnInt(0), (*stmt)->ColumnInt(1)};
+}
+
+}  // namespace
+
+void RangeRows::Clear() {
+  folded_activity.clear();
+  rows.clear();
+  folded_rows = 0;
+  fold_count = -1;
+  last_fold_rowid = 0;
+  last_raw_rowid = 0;
+}
+
+absl::Status RangeRows::ReadFolds(SqliteDb& db) {
+  return ForEachFoldedRange(db, [&](const FoldedRange& event) {
+    if (event.has_stats) folded_activity.push_back({event.sid, event.instance_id, event.stats});
+    rows.push_back({event.sid, event.instance_id, event.parent_instance_id, event.path_id,
+                    event.start_ns, event.end_ns, event.kind, event.counted});
+  });
+}
+
+absl::Status RangeRows::ReadRawSince(SqliteDb& db, int64_t after_rowid) {
+  absl::StatusOr<std::unique_ptr<SqliteStatement>> stmt = db.Prepare(
+      "SELECT rowid, sid, instance_id, parent_instance_id, path_id, start_ns, end_ns, kind, "
+      "counted FROM range_events WHERE rowid > ? ORDER BY rowid");
+  if (!stmt.ok()) return stmt.status();
+  (*stmt)->BindInt(1, after_rowid);
+  while (true) {
+    absl::StatusOr<bool> more = (*stmt)->Step();
+    if (!more.ok()) return more.status();
+    if (!*more) return absl::OkStatus();
+    const SqliteStatement& row = **stmt;
+    last_raw_rowid = row.ColumnInt(0);
+    rows.push_back({row.ColumnInt(1), row.ColumnUint(2), row.ColumnUint(3), row.ColumnUint(4),
+                    row.ColumnInt(5), row.ColumnInt(6), static_cast<int32_t>(row.ColumnInt(7)),
+                    row.ColumnInt(8) != 0});
+  }
+}
+
+absl::Status RangeRows::Refresh(SqliteDb& db, const std::string& path) {
+  struct stat file {};
+  if (stat(path.c_str(), &file) != 0) {
+    Clear();
+    return absl::NotFoundError(absl::StrCat("cannot stat ", path));
+  }
+  absl::StatusOr<std::pair<int64_t, int64_t>> folds =
+      TwoIntegers(db, "SELECT COUNT(*), COALESCE(MAX(rowid), 0) FROM range_folds");
+  absl::StatusOr<std::pair<int64_t, int64_t>> raw =
+      TwoIntegers(db, "SELECT COALESCE(MAX(rowid), 0), 0 FROM range_events");
+  if (!folds.ok() || !raw.ok()) {
+    Clear();
+    return folds.ok() ? raw.status() : folds.status();
+  }
+  const bool same_file = fold_count >= 0 && device == static_cast<uint64_t>(file.st_dev) &&
+                         inode == static_cast<uint64_t>(file.st_ino);
+  const bool same_folds = fold_count == folds->first && last_fold_rowid == folds->second;
+  if (!same_file || !same_folds || raw->first < last_raw_rowid) {
+    // Read from the start: a new file, a fold since (it moved raw rows into range_folds), or
+    // raw rows gone from under the last one held.
+    Clear();
+    if (absl::Status s = ReadFolds(db); !s.ok()) {
+      Clear();
+      return s;
+    }
+    folded_rows = rows.size();
+    device = static_cast<uint64_t>(file.st_dev);
+    inode = static_cast<uint64_t>(file.st_ino);
+    fold_count = folds->first;
+    last_fold_rowid = folds->second;
+  }
+  if (absl::Status s = ReadRawSince(db, last_raw_rowid); !s.ok()) {
+    Clear();
+    return s;
+  }
+  return absl::OkStatus();
+}
+
+// Lock hazard: the entry's mutex is taken here and released by the lease's destructor, on the
+// same thread (a report's read of one rank); clang cannot follow a lock across the two.
+RangeRowCache::Lease::Lease(RangeRowCache* cache, const std::string& path, absl::Mutex* mu,
+                            RangeRows* rows)
+    : cache_(cache), path_(path), mu_(mu), rows_(rows) {}
+
+RangeRowCache::Lease::Lease(Lease&& other) noexcept
+    : cache_(std::exchange(other.cache_, nullptr)),
+      path_(std::move(other.path_)),
+      mu_(std::exchange(other.mu_, nullptr)),
+      rows_(std::exchange(other.rows_, nullptr)) {}
+
+RangeRowCache::Lease::~Lease() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  if (rows_ == nullptr) return;
+  const size_t bytes = rows_->bytes();
+  if (!cache_->Fits(path_, bytes)) {
+    RangeRows none;
+    std::swap(*rows_, none);  // frees the rows now, under the entry's lock
+  }
+  mu_->Unlock();
+  cache_->Return(path_, rows_->bytes());
+}
+
+RangeRowCache::Lease RangeRowCache::Take(const std::string& path) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  if (budget_bytes_ == 0) return Lease();
+  Entry* entry = nullptr;
+  {
+    absl::MutexLock lock(&mu_);
+    const absl::Time now = absl::Now();
+    DropIdle(now);
+    std::unique_ptr<Entry>& slot = entries_[path];
+    if (slot == nullptr) slot = std::make_unique<Entry>();
+    entry = slot.get();
+    if (now < entry->refused_until) return Lease();
+    ++entry->users;  // keeps the entry alive until Return
+    entry->last_used = now;
+  }
+  // Lock order: an entry's mu, then the cache's mu_ (Fits, Return); never the other way.
+  entry->mu.Lock();
+  return Lease(this, path, &entry->mu, &entry->rows);
+}
+
+bool RangeRowCache::Fits(const std::string& path, size_t bytes) {
+  absl::MutexLock lock(&mu_);
+  auto it = entries_.find(path);
+  if (it == entries_.end()) return false;
+  Entry& entry = *it->second;
+  if (bytes_ - entry.counted_bytes + bytes <= budget_bytes_) return true;
+  // It does not fit: let it go, and read this file from SQLite for a while.
+  entry.refused_until = absl::Now() + kRefusedFor;
+  ++refused_;
+  return false;
+}
+
+void RangeRowCache::Return(const std::string& path, size_t bytes) {
+  absl::MutexLock lock(&mu_);
+  auto it = entries_.find(path);
+  if (it == entries_.end()) return;
+  Entry& entry = *it->second;
+  bytes_ = bytes_ - entry.counted_bytes + bytes;
+  entry.counted_bytes = bytes;
+  --entry.users;
+  if (entry.users == 0 && (entry.dropped || bytes == 0)) {
+    bytes_ -= entry.counted_bytes;
+    // Keep an empty entry that was refused: it remembers for how long.
+    if (entry.dropped || entry.refused_until <= absl::Now()) entries_.erase(it);
+  }
+}
+
+void RangeRowCache::DropIdle(absl::Time now) {
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    Entry& entry = *it->second;
+    if (entry.users == 0 && now - entry.last_used > kIdleDrop) {
+      bytes_ -= entry.counted_bytes;
+      entries_.erase(it++);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void RangeRowCache::DropUnder(const std::string& directory) {
+  const std::string prefix = absl::StrCat(directory, "/");
+  absl::MutexLock lock(&mu_);
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    Entry& entry = *it->second;
+    if (!absl::StartsWith(it->first, prefix)) {
+      ++it;
+    } else if (entry.users > 0) {
+      entry.dropped = true;  // its report still reads it; Return lets it go
+      ++it;
+    } else {
+      bytes_ -= entry.counted_bytes;
+      entries_.erase(it++);
+    }
+  }
+}
+
+size_t RangeRowCache::bytes() {
+  absl::MutexLock lock(&mu_);
+  return bytes_;
+}
+
+size_t RangeRowCache::entries() {
+  absl::MutexLock lock(&mu_);
+  return entries_.size();
+}
+
+uint64_t RangeRowCache::refused() {
+  absl::MutexLock lock(&mu_);
+  return refused_;
+}
+
+}  // namespace flopscope::daemon
