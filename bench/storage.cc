@@ -59,7 +59,8 @@ struct Shape {
 uint64_t LayerPath(const Shape& shape, int layer) { return 4 + layer * (shape.ops_per_layer + 1); }
 uint64_t OpPath(const Shape& shape, int layer, int op) { return LayerPath(shape, layer) + 1 + op; }
 
-v1::SessionHello Hello() {
+// The session started when its first step did (ranges may not start before their session).
+v1::SessionHello Hello(int64_t start_ns) {
   v1::SessionHello hello;
   hello.set_protocol_version(flopscope::kProtocolVersion);
   hello.set_session_id("storage-bench-session");
@@ -69,7 +70,7 @@ v1::SessionHello Hello() {
   hello.set_pid(getpid());
   hello.set_command("storage_benchmark");
   hello.set_injector_version(flopscope::kVersion);
-  hello.set_start_time_ns(absl::GetCurrentTimeNanos());
+  hello.set_start_time_ns(start_ns);
   hello.set_resume_token("storage-bench-token");
   return hello;
 }
@@ -202,7 +203,7 @@ class RankFeeder {
     absl::StatusOr<std::unique_ptr<RankStore>> store = RankStore::Open(path, fold);
     if (!store.ok()) Die(std::string(store.status().message()));
     store_ = *std::move(store);
-    absl::StatusOr<flopscope::daemon::SessionHandle> session = store_->OpenSession(Hello());
+    absl::StatusOr<flopscope::daemon::SessionHandle> session = store_->OpenSession(Hello(base_ns_));
     if (!session.ok()) Die(std::string(session.status().message()));
     sid_ = session->sid;
   }

@@ -23,8 +23,10 @@
 namespace flopscope::daemon {
 namespace {
 
-// A fixed clock keeps a crash reproducible on any day (2030-01-01T00:00:00Z).
+// A fixed clock keeps a crash reproducible on any day (2030-01-01T00:00:00Z), and the session
+// started on 2025-01-01T00:00:00Z (its hello's start_time_ns), before the seeds' records.
 const absl::Time kNow = absl::FromUnixSeconds(1'893'456'000);
+constexpr int64_t kSessionStartNs = 1'735'689'600LL * 1'000'000'000LL;
 
 // A rejection must be INVALID_ARGUMENT carrying the rule it broke.
 void CheckRejection(const absl::Status& status) {
@@ -42,7 +44,7 @@ void ParseParallelMarks(const v1::Batch& batch) {
 void Run(const v1::Batch& batch) {
   const SessionDefinitions empty;
   SessionDefinitions first;
-  const absl::Status status = BatchValidator(empty, kNow).Validate(batch, &first);
+  const absl::Status status = BatchValidator(empty, kNow, kSessionStartNs).Validate(batch, &first);
   if (!status.ok()) {
     CheckRejection(status);
     return;
@@ -52,7 +54,7 @@ void Run(const v1::Batch& batch) {
   SessionDefinitions known;
   known.Merge(first);
   SessionDefinitions second;
-  const absl::Status again = BatchValidator(known, kNow).Validate(batch, &second);
+  const absl::Status again = BatchValidator(known, kNow, kSessionStartNs).Validate(batch, &second);
   // The per-session limits count the known definitions plus the batch's; twice a batch near
   // them may legitimately exceed them.
   const bool within_limits =

@@ -6,6 +6,7 @@
 #include <limits>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "daemon/test_batches.h"
 
 namespace flopscope::daemon {
@@ -26,7 +27,9 @@ class BatchValidatorTest : public ::testing::Test {
   BatchValidatorTest() { batch_.set_seq(7); }
 
   // Validates batch_ against known_; on success `added_` holds the new definitions.
-  absl::Status Validate() { return BatchValidator(known_, absl::Now()).Validate(batch_, &added_); }
+  absl::Status Validate() {
+    return BatchValidator(known_, absl::Now(), session_start_ns_).Validate(batch_, &added_);
+  }
 
   // Expects INVALID_ARGUMENT whose message holds every fragment.
   void ExpectRejected(std::initializer_list<const char*> fragments) {
@@ -53,6 +56,7 @@ class BatchValidatorTest : public ::testing::Test {
   }
 
   v1::Batch batch_;
+  int64_t session_start_ns_ = 0;  // the hello's start_time_ns; 0: none given
   SessionDefinitions known_;
   SessionDefinitions added_;
 };
@@ -231,6 +235,60 @@ TEST_F(BatchValidatorTest, RangeEventRules) {
   batch_.clear_ranges();
   AddRange(batch_, 1, 0, 10)->set_kind(static_cast<v1::RangeKind>(9));
   ExpectRejected({"ranges[0]", "kind 9 is not a RangeKind"});
+}
+
+TEST_F(BatchValidatorTest, AnInstanceIdComesOncePerBatch) {
+  KnowModelAndGemm();
+  AddRange(batch_, 1, 0, 10);
+  AddRange(batch_, 1, 20, 10);
+  const uint64_t repeated = batch_.ranges(0).instance_id();
+  AddRange(batch_, 1, 40, 10)->set_instance_id(repeated);
+  ExpectRejected(
+      {"ranges[2]", absl::StrCat("instance_id ", repeated, " repeats ranges[0]").c_str()});
+
+  batch_.mutable_ranges(2)->set_instance_id(batch_.ranges(1).instance_id() + 1);
+  EXPECT_TRUE(Validate().ok()) << Validate();
+}
+
+TEST_F(BatchValidatorTest, AParentIsNumberedBeforeItsChildren) {
+  KnowModelAndGemm();
+  AddRange(batch_, 1, 0, 100);
+  const uint64_t parent = batch_.ranges(0).instance_id();
+  AddRange(batch_, 1, 10, 10)->set_parent_instance_id(parent);  // pushed later: a higher id
+  EXPECT_TRUE(Validate().ok()) << Validate();
+
+  batch_.mutable_ranges(0)->set_parent_instance_id(parent);
+  ExpectRejected(
+      {"ranges[0]",
+       absl::StrCat("parent_instance_id ", parent, " is not below instance_id ", parent).c_str()});
+
+  batch_.mutable_ranges(0)->set_parent_instance_id(parent + 1);
+  ExpectRejected({"ranges[0]", absl::StrCat("parent_instance_id ", parent + 1).c_str()});
+
+  // A parent this batch does not hold is fine: it pops later, maybe in a later batch.
+  batch_.mutable_ranges(0)->set_parent_instance_id(parent - 1);
+  EXPECT_TRUE(Validate().ok()) << Validate();
+}
+
+TEST_F(BatchValidatorTest, NoRangeStartsBeforeItsSession) {
+  KnowModelAndGemm();
+  session_start_ns_ = BaseNs();
+  AddRange(batch_, 1, -kSessionStartSlackNs, 10);  // within the clock slack
+  EXPECT_TRUE(Validate().ok()) << Validate();
+
+  batch_.mutable_ranges(0)->set_start_ns(BaseNs() - kSessionStartSlackNs - 1);
+  ExpectRejected({"ranges[0]",
+                  absl::StrCat("start_ns ", BaseNs() - kSessionStartSlackNs - 1).c_str(),
+                  absl::StrCat("session's start_time_ns ", BaseNs()).c_str()});
+
+  // The campaign's 26-year range: from 2000-01-01 to now + 23 h, in a session started an hour ago.
+  batch_.clear_ranges();
+  AddRange(batch_, 1, 0, 10)->set_start_ns(kEarliestTimestampNs + 1);
+  batch_.mutable_ranges(0)->set_end_ns(absl::ToUnixNanos(absl::Now() + absl::Hours(23)));
+  ExpectRejected({"ranges[0]", "before the session's start_time_ns"});
+
+  session_start_ns_ = 0;  // no start in the hello: only the fixed bounds hold
+  EXPECT_TRUE(Validate().ok()) << Validate();
 }
 
 TEST_F(BatchValidatorTest, TimestampRules) {

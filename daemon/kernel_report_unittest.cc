@@ -197,6 +197,31 @@ TEST_F(KernelReportTest, ModulesShowKernelsSpanBusyAndMemoryApart) {
   EXPECT_EQ(report.top_kernels_size(), 0);  // only on request
 }
 
+// Model (occurrence 100) whose own range event never comes (the process died inside it, or a
+// producer named a parent it never sent): attn still counts, as a root would, and nothing of it
+// goes to a module without a name.
+TEST_F(KernelReportTest, AnOccurrenceWhoseParentNeverCameCountsOnItsOwn) {
+  v1::Batch batch;
+  fixtures::AddPath(batch, 1, 0, "Model");
+  fixtures::AddPath(batch, 2, 1, "attn");
+  fixtures::AddString(batch, 1, "_Z9attentionPf");
+  Range(batch, 2, 101, 100, 0, 10);
+  Kernel(batch, 2, 101, 1, 1000, 300);
+  Commit(batch);
+  const v1::Report report = Report();
+
+  const v1::ModuleStats& attn = Module(report, "Model/attn");
+  EXPECT_EQ(attn.calls(), 1u);
+  EXPECT_EQ(attn.gpu_span_ns(), 300);
+  EXPECT_EQ(attn.gpu_busy_ns(), 300);
+  for (const v1::ModuleStats& module : report.modules()) {
+    EXPECT_FALSE(module.path().empty()) << "a span without a module";
+    if (module.path() == "Model") {
+      EXPECT_EQ(module.gpu_span_ns(), 0) << "Model never closed";
+    }
+  }
+}
+
 TEST_F(KernelReportTest, TopKernelsOfAModuleIncludeItsDescendantsDemangled) {
   CommitOneStep();
   const v1::Report report = Report("Model");

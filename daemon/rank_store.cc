@@ -82,7 +82,7 @@ absl::Status RankStore::PrepareStatements() {
       {&begin_, "BEGIN IMMEDIATE"},
       {&commit_, "COMMIT"},
       {&rollback_, "ROLLBACK"},
-      {&find_session_, "SELECT sid, last_seq FROM sessions WHERE session_id = ?"},
+      {&find_session_, "SELECT sid, last_seq, start_time_ns FROM sessions WHERE session_id = ?"},
       {&insert_session_,
        "INSERT INTO sessions(session_id, job_id, rank, local_rank, world_size, host, pid, "
        "injector_version, start_time_ns, command, gpu_status, hello, first_seen_ns, "
@@ -129,16 +129,18 @@ absl::StatusOr<SessionHandle> RankStore::OpenSession(const v1::SessionHello& hel
   if (!*found) {
     absl::StatusOr<int64_t> sid = InsertSession(hello, now_ns);
     if (!sid.ok()) return sid.status();
-    sessions_[*sid] = Session{};
+    sessions_[*sid].start_time_ns = hello.start_time_ns();
     ++totals_.sessions;
     return SessionHandle{*sid, 0};
   }
   const int64_t sid = find_session_->ColumnInt(0);
   const uint64_t stored_seq = find_session_->ColumnUint(1);
+  const int64_t stored_start_ns = find_session_->ColumnInt(2);  // the first hello's
   find_session_->Reset();
   if (!sessions_.contains(sid)) {
     Session session;
     session.last_seq = stored_seq;
+    session.start_time_ns = stored_start_ns;
     if (absl::Status s = LoadDefinitions(sid, &session.definitions); !s.ok()) return s;
     sessions_[sid] = std::move(session);
   }
@@ -217,7 +219,7 @@ absl::Status RankStore::Commit(int64_t sid, const v1::Batch& batch, CommitOutcom
     return absl::OkStatus();
   }
   SessionDefinitions added;
-  BatchValidator validator(session.definitions, absl::Now());
+  BatchValidator validator(session.definitions, absl::Now(), session.start_time_ns);
   if (absl::Status s = validator.Validate(batch, &added); !s.ok()) return s;
   if (absl::Status s = WriteInTransaction(sid, batch, session); !s.ok()) return s;
 

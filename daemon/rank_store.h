@@ -88,6 +88,7 @@ class RankStore {
 
  private:
   struct Session {
+    int64_t start_time_ns = 0;  // the hello's, bounding range starts (BatchValidator)
     uint64_t last_seq = 0;
     SessionDefinitions definitions;
   };

@@ -6,6 +6,9 @@
 #include <limits>
 #include <string>
 
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "daemon/batch_validator.h"
 #include "daemon/test_batches.h"
 #include "daemon/test_queries.h"
 #include "daemon/test_temp_dir.h"
@@ -223,6 +226,34 @@ TEST_F(RankStoreTest, ReconnectAfterReopenResumesTheSession) {
   redefines.set_seq(3);
   AddPath(redefines, 2, 1, "decoder");
   EXPECT_EQ(store_->Commit(sid, redefines).code(), absl::StatusCode::kInvalidArgument);
+}
+
+// The campaign's 26-year range, and one a little older than its session: refused, and still
+// refused after a restart by the start the session's first hello gave (a resuming hello's
+// start is not taken).
+TEST_F(RankStoreTest, RangesOlderThanTheirSessionAreRefusedAlsoAfterAReopen) {
+  const int64_t sid = OpenSession("node-1-100-1");
+  v1::Batch batch = FirstBatch();
+  batch.mutable_ranges(0)->set_start_ns(kEarliestTimestampNs + 1);
+  batch.mutable_ranges(0)->set_end_ns(absl::ToUnixNanos(absl::Now() + absl::Hours(23)));
+  absl::Status status = store_->Commit(sid, batch);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(),
+              HasSubstr(absl::StrCat("session's start_time_ns ", fixtures::BaseNs())));
+
+  Reopen();
+  v1::SessionHello resumed = fixtures::Hello("job-1", 0, "node-1-100-1");
+  resumed.set_start_time_ns(0);
+  ASSERT_TRUE(store_->OpenSession(resumed).ok());
+  batch.mutable_ranges(0)->set_start_ns(fixtures::BaseNs() - kSessionStartSlackNs - 1);
+  batch.mutable_ranges(0)->set_end_ns(fixtures::BaseNs());
+  status = store_->Commit(sid, batch);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("ranges[0]: start_ns"));
+  EXPECT_EQ(Query("SELECT COUNT(*) FROM range_events"), 0);
+
+  batch.mutable_ranges(0)->set_start_ns(fixtures::BaseNs() - kSessionStartSlackNs);
+  EXPECT_TRUE(store_->Commit(sid, batch).ok()) << "within the clock slack";
 }
 
 TEST_F(RankStoreTest, SessionsAreSeparateAndLossesKeepTheMaximum) {

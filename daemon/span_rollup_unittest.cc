@@ -74,6 +74,22 @@ TEST(SpanRollupTest, ConcurrentChildrenNeverMakeBusyExceedTheSpan) {
   EXPECT_EQ(Find(spans, 1)->busy_ns, 100);
 }
 
+// A parent_instance_id naming no range event (the parent never closed, or the producer never
+// sent it): the child counts as a root, and its kernels go to no path of their own.
+TEST(SpanRollupTest, AnOccurrenceWhoseParentNeverCameCountsAsARoot) {
+  SpanRollup rollup;
+  rollup.AddOccurrence(1, 61, Kernels(2, 100, 180, 70));
+  EXPECT_TRUE(rollup.AddRange(1, 61, 60, 2).has_value());  // parent 60: no event ever comes
+  std::vector<OccurrenceSpan> unclosed;
+  const std::vector<PathSpan> spans = rollup.Finish(&unclosed);
+  ASSERT_EQ(spans.size(), 1u);
+  EXPECT_EQ(spans[0].path_id, 2u);
+  EXPECT_EQ(spans[0].span_ns, 80);
+  EXPECT_EQ(spans[0].busy_ns, 70);
+  EXPECT_EQ(spans[0].occurrences, 1u);
+  EXPECT_TRUE(unclosed.empty()) << "the missing parent has no path to count on";
+}
+
 TEST(SpanRollupTest, UnclosedAndGraphOccurrencesCountOnTheirOwnPath) {
   SpanRollup rollup;
   rollup.AddOccurrence(1, 51, Kernels(8, 0, 50, 50));                       // range never closed

@@ -185,11 +185,13 @@ TEST(RangeTrackerTest, StartEndMayCrossThreads) {
   EXPECT_EQ(load.thread_id, static_cast<uint64_t>(gettid()));  // the starting thread
 }
 
+// Also the numbering the daemon checks (BatchValidator): a parent's instance id is below its
+// children's, across the blocks of ids each thread takes in turn (over 1024 per thread here).
 TEST(RangeTrackerTest, ThreadsKeepTheirOwnStacksAndUniqueInstances) {
   Harness& h = *NewHarness();
   const Domain* d = h.domains.Default();
   constexpr int kThreads = 4;
-  constexpr int kPairs = 500;
+  constexpr int kPairs = 1500;
   std::vector<uint64_t> tids(kThreads);
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
@@ -209,6 +211,7 @@ TEST(RangeTrackerTest, ThreadsKeepTheirOwnStacksAndUniqueInstances) {
   std::set<uint64_t> instances;
   for (const auto& r : records.ranges) {
     instances.insert(r.instance_id);
+    EXPECT_LT(r.parent_instance_id, r.instance_id);
     const std::string path = h.PathOf(r.path_id);
     const int t = path[6] - '0';  // "workerN" or "workerN/op"
     EXPECT_EQ(r.thread_id, tids[t]) << path;
