@@ -221,7 +221,9 @@ void Exporter::FinishSink() {
   }
   if (outcome.spooled_records > 0) {
     Warn(std::to_string(outcome.spooled_records) + " records spooled to " + outcome.spool_path +
-         ": the next flopscope process of this user that reaches the daemon delivers them");
+         ": the next flopscope process of this user that reaches the daemon delivers them (all "
+         "the records not acknowledged at exit: any the daemon had stored already are skipped "
+         "then, so the store may lack fewer)");
   }
   MutexLock lock(&mutex_);
   stats_.undelivered = outcome.undelivered_records;
