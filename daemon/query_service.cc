@@ -33,12 +33,15 @@ std::string FormatRankList(std::vector<int32_t> ranks) {
 
 grpc::Status QueryService::ListJobs(grpc::ServerContext* context, const v1::ListJobsRequest*,
                                     v1::ListJobsResponse* response) {
+  QuerySpans spans("ListJobs", "");
   // Only the jobs the caller may read; a caller with no identity (plain TCP) sees none.
   absl::StatusOr<PeerIdentity> caller = access_->Identify(*context);
   if (!caller.ok()) return grpc::Status::OK;
   absl::StatusOr<std::vector<v1::JobInfo>> jobs = catalog_->ListJobs();
   if (!jobs.ok()) return ToGrpcStatus(jobs.status());
+  spans.End("catalog");
   if (absl::Status s = access_->FilterReadable(*caller, &*jobs); !s.ok()) return ToGrpcStatus(s);
+  spans.End("access");
   for (v1::JobInfo& job : *jobs) *response->add_jobs() = std::move(job);
   return grpc::Status::OK;
 }

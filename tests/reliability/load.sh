@@ -4,14 +4,18 @@
 # While they run, the daemon's VmRSS and threads are sampled every 0.5 s and `ranks`, `report`
 # and `jobs` are timed in turn. After the job: stored / expected, ranks short, unfinished
 # sessions, losses, the ranks' stderr lines, and how long the spooled records took to arrive.
-# NICE=N runs the ranks niced; SETSID=1 in a session of their own. Needs BIN (the build's bin dir).
+# NICE=N runs the ranks niced; SETSID=1 in a session of their own; DAEMON_ARGS: more flopscoped flags. Needs BIN (the build's bin dir).
 set -u
 D=$1 N=$2 STEPS=$3
 R=$(cd "$(dirname "$0")" && pwd)
 JOB=$(basename "$D")
 rm -rf "$D"; mkdir -p "$D/spool"; chmod 700 "$D/spool"
-"$BIN/flopscoped" --data-dir "$D/data" --socket "$D/s.sock" --collect-spools "$D/spool" \
-  --collect-spools-period-s 1 >"$D/d.log" 2>&1 &
+# SETSID=1 also runs the daemon in a session of its own, as systemd or a pod runs it apart from
+# the shell the queries come from (with the kernel's autogroup scheduling, a daemon busy with 64
+# streams in the queries' session starves the client processes themselves).
+DAEMON_LAUNCH=(); [ "${SETSID:-0}" = 1 ] && DAEMON_LAUNCH=(setsid)
+"${DAEMON_LAUNCH[@]}" "$BIN/flopscoped" --data-dir "$D/data" --socket "$D/s.sock" --collect-spools "$D/spool" \
+  --collect-spools-period-s 1 ${DAEMON_ARGS:-} >"$D/d.log" 2>&1 &
 DP=$!
 for i in $(seq 100); do "$BIN/flopscope" jobs --socket "$D/s.sock" >/dev/null 2>&1 && break; sleep 0.1; done
 load0=$(cut -d' ' -f1 /proc/loadavg)
