@@ -53,20 +53,32 @@ std::string LeaveOrphan(const std::string& spool_dir) {
 
 absl::Status AnyoneMayWrite(uid_t, const std::string&) { return absl::OkStatus(); }
 
-TEST(SpoolCollectorTest, AStopBetweenBatchesLeavesTheRestForTheNextStart) {
-  fixtures::ScopedTempDir dir;
-  const std::string data_dir = dir.path() + "/data";
-  const std::string spool_dir = dir.path() + "/spool";
-  ASSERT_TRUE(std::filesystem::create_directories(data_dir));
-  absl::StatusOr<std::unique_ptr<Catalog>> catalog = Catalog::Open(CatalogPath(data_dir));
-  ASSERT_TRUE(catalog.ok()) << catalog.status();
-  StoreRegistry stores(data_dir);
-  const std::string orphan = LeaveOrphan(spool_dir);
+// A data dir with its catalog and stores, and a spool directory for the collector to find.
+class SpoolCollectorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(std::filesystem::create_directories(data_dir_));
+    std::string error;
+    ASSERT_TRUE(SpoolFile::PrepareDirectory(spool_dir_, &error)) << error;
+    absl::StatusOr<std::unique_ptr<Catalog>> catalog = Catalog::Open(CatalogPath(data_dir_));
+    ASSERT_TRUE(catalog.ok()) << catalog.status();
+    catalog_ = *std::move(catalog);
+  }
+
+  fixtures::ScopedTempDir dir_;
+  const std::string data_dir_ = dir_.path() + "/data";
+  const std::string spool_dir_ = dir_.path() + "/spool";
+  std::unique_ptr<Catalog> catalog_;
+  StoreRegistry stores_{data_dir_};
+};
+
+TEST_F(SpoolCollectorTest, AStopBetweenBatchesLeavesTheRestForTheNextStart) {
+  const std::string orphan = LeaveOrphan(spool_dir_);
 
   // The daemon stops (the collector is destroyed) while the first batch is being committed.
   absl::Notification first_batch;
-  auto collector = std::make_unique<SpoolCollector>(std::vector<std::string>{spool_dir}, &stores,
-                                                    catalog->get(), AnyoneMayWrite);
+  auto collector = std::make_unique<SpoolCollector>(std::vector<std::string>{spool_dir_}, &stores_,
+                                                    catalog_.get(), AnyoneMayWrite);
   collector->SetCommittedHook([&](const v1::SessionHello&, const v1::Batch&) {
     if (first_batch.HasBeenNotified()) return;
     first_batch.Notify();
@@ -78,26 +90,18 @@ TEST(SpoolCollectorTest, AStopBetweenBatchesLeavesTheRestForTheNextStart) {
   EXPECT_TRUE(std::filesystem::exists(orphan)) << "the replay ran to the file's end";
 
   // The next start delivers the rest, once.
-  SpoolCollector next({spool_dir}, &stores, catalog->get(), AnyoneMayWrite);
+  SpoolCollector next({spool_dir_}, &stores_, catalog_.get(), AnyoneMayWrite);
   const SpoolCollector::Outcome outcome = next.CollectOnce();
   EXPECT_EQ(outcome.files, 1u);
   EXPECT_EQ(outcome.batches, static_cast<uint64_t>(kBatches - 1));
   EXPECT_FALSE(std::filesystem::exists(orphan));
-  absl::StatusOr<std::shared_ptr<RankStore>> store = stores.Acquire("job", 0);
+  absl::StatusOr<std::shared_ptr<RankStore>> store = stores_.Acquire("job", 0);
   ASSERT_TRUE(store.ok()) << store.status();
   EXPECT_EQ((*store)->Totals().range_events, static_cast<uint64_t>(kBatches * kRangesPerBatch));
 }
 
-TEST(SpoolCollectorTest, AMadeCountsFileWithoutASpoolIsChargedToTheSessionItNames) {
-  fixtures::ScopedTempDir dir;
-  const std::string data_dir = dir.path() + "/data";
-  const std::string spool_dir = dir.path() + "/spool";
-  ASSERT_TRUE(std::filesystem::create_directories(data_dir));
+TEST_F(SpoolCollectorTest, AMadeCountsFileWithoutASpoolIsChargedToTheSessionItNames) {
   std::string error;
-  ASSERT_TRUE(SpoolFile::PrepareDirectory(spool_dir, &error)) << error;
-  absl::StatusOr<std::unique_ptr<Catalog>> catalog = Catalog::Open(CatalogPath(data_dir));
-  ASSERT_TRUE(catalog.ok()) << catalog.status();
-  StoreRegistry stores(data_dir);
   // A process killed before its transport made a spool: only its made-counts file is left.
   MadeSession session;
   session.session_id = "s-early";
@@ -107,19 +111,19 @@ TEST(SpoolCollectorTest, AMadeCountsFileWithoutASpoolIsChargedToTheSessionItName
   session.host = "node";
   session.injector_version = "test";
   constexpr uint64_t kMade = 1234;
-  const std::string made_path = spool_dir + "/s-early" + MadeCountsPage::kSuffix;
+  const std::string made_path = spool_dir_ + "/s-early" + MadeCountsPage::kSuffix;
   {
     std::unique_ptr<MadeCountsPage> page = MadeCountsPage::Create(made_path, session, &error);
     ASSERT_NE(page, nullptr) << error;
     page->Acquire().Add(kMade);
   }  // unlocked: its writer is gone
 
-  SpoolCollector collector({spool_dir}, &stores, catalog->get(), AnyoneMayWrite);
+  SpoolCollector collector({spool_dir_}, &stores_, catalog_.get(), AnyoneMayWrite);
   const SpoolCollector::Outcome outcome = collector.CollectOnce();
   EXPECT_EQ(outcome.made_alone, 1u);
   EXPECT_EQ(outcome.refused, 0u);
   EXPECT_FALSE(std::filesystem::exists(made_path));
-  absl::StatusOr<std::shared_ptr<RankStore>> store = stores.Acquire("job", 2);
+  absl::StatusOr<std::shared_ptr<RankStore>> store = stores_.Acquire("job", 2);
   ASSERT_TRUE(store.ok()) << store.status();
   const RankTotals totals = (*store)->Totals();
   EXPECT_EQ(totals.sessions, 1u);
@@ -128,23 +132,15 @@ TEST(SpoolCollectorTest, AMadeCountsFileWithoutASpoolIsChargedToTheSessionItName
   EXPECT_EQ(totals.losses.at(v1::LOSS_CAUSE_KILLED), kMade);
 }
 
-TEST(SpoolCollectorTest, AMadeCountsFileWhoseSessionIsRefusedStays) {
-  fixtures::ScopedTempDir dir;
-  const std::string data_dir = dir.path() + "/data";
-  const std::string spool_dir = dir.path() + "/spool";
-  ASSERT_TRUE(std::filesystem::create_directories(data_dir));
+TEST_F(SpoolCollectorTest, AMadeCountsFileWhoseSessionIsRefusedStays) {
   std::string error;
-  ASSERT_TRUE(SpoolFile::PrepareDirectory(spool_dir, &error)) << error;
-  absl::StatusOr<std::unique_ptr<Catalog>> catalog = Catalog::Open(CatalogPath(data_dir));
-  ASSERT_TRUE(catalog.ok()) << catalog.status();
-  StoreRegistry stores(data_dir);
   MadeSession session;
   session.session_id = "s-bad";
   session.job_id = "../escape";  // not a job id: validated like a hello
-  const std::string made_path = spool_dir + "/s-bad" + MadeCountsPage::kSuffix;
+  const std::string made_path = spool_dir_ + "/s-bad" + MadeCountsPage::kSuffix;
   ASSERT_NE(MadeCountsPage::Create(made_path, session, &error), nullptr) << error;
 
-  SpoolCollector collector({spool_dir}, &stores, catalog->get(), AnyoneMayWrite);
+  SpoolCollector collector({spool_dir_}, &stores_, catalog_.get(), AnyoneMayWrite);
   const SpoolCollector::Outcome outcome = collector.CollectOnce();
   EXPECT_EQ(outcome.made_alone, 0u);
   EXPECT_EQ(outcome.refused, 1u);
