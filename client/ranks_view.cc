@@ -89,6 +89,10 @@ void WriteFiguresJson(const RankFigures& figures, JsonWriter& json) {
   WriteOptional(json, "mfu", profile.mfu.value);
   json.Key("mfu_note").String(profile.mfu.note);
   json.Key("problem").String(figures.problem);
+  // The file the daemon left alone in this rank's place, when it read the one beside it.
+  json.Key("left_alone").BeginArray();
+  for (const auto& left_alone : profile.left_alone_files) json.String(left_alone.second);
+  json.EndArray();
   json.Key("straggler");
   if (!figures.straggler) {
     json.Null();

@@ -178,6 +178,12 @@ TEST(RenderRanksTextTest, ARankReadFromBesideAFileLeftAloneSaysSo) {
   const std::vector<std::string> lines = absl::StrSplit(text, '\n', absl::SkipEmpty());
   ASSERT_FALSE(lines.empty());
   EXPECT_EQ(lines.back(), "Rank 1: " + note) << text;
+  absl::StatusOr<std::map<std::string, std::string>> flat =
+      testing::FlattenJson(RenderRanksJson(TwoRanks(), figures));
+  if (absl::IsUnavailable(flat.status())) GTEST_SKIP() << flat.status();
+  ASSERT_TRUE(flat.ok()) << flat.status();
+  EXPECT_EQ(flat->at("ranks[1].left_alone[0]"), "\"" + note + "\"");
+  EXPECT_EQ(flat->count("ranks[0].left_alone[0]"), 0u);
 }
 
 TEST(RenderRanksJsonTest, NoFiguresNoFigureKeys) {
