@@ -13,7 +13,6 @@
 #include "daemon/disk_space.h"
 #include "daemon/grpc_status.h"
 #include "daemon/hello_validator.h"
-#include "daemon/ingest_priority.h"
 #include "daemon/logger.h"
 #include "daemon/parallel_mark.h"
 
@@ -102,8 +101,6 @@ CollectorService::CollectorService(StoreRegistry* stores, Catalog* catalog,
 }
 
 grpc::Status CollectorService::Serve(grpc::ServerContext* context, ServerStream* stream) {
-  // Below the queries' priority for the stream's life (ingest_priority.h).
-  const ScopedIngestPriority ingest_priority;
   // Who is calling, first, before anything has an effect (daemon/access_policy.h).
   absl::StatusOr<PeerIdentity> caller = access_->IdentifyWriter(*context);
   if (!caller.ok()) return ToGrpcStatus(caller.status());
