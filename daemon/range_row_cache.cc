@@ -21,6 +21,9 @@ absl::StatusOr<std::pair<int64_t, int64_t>> TwoIntegers(SqliteDb& db, const char
   return std::pair<int64_t, int64_t>{(*stmt)->ColumnInt(0), (*stmt)->ColumnInt(1)};
 }
 
+// The most rows reserved ahead of a read (about 56 MB); past it the vector grows as it reads.
+constexpr int64_t kMaxReserveRows = int64_t{1} << 20;
+
 }  // namespace
 
 void RangeRows::Clear() {
@@ -89,6 +92,11 @@ absl::Status RangeRows::Refresh(SqliteDb& db, const std::string& path) {
     fold_count = folds->first;
     last_fold_rowid = folds->second;
   }
+  // Commits append rows with consecutive rowids, so this is how many will come: room for them
+  // at once, not a doubling vector's copies and twice the memory (bounded: a file's rowids are
+  // its own to choose).
+  const int64_t coming = raw->first - last_raw_rowid;
+  if (coming > 0 && coming <= kMaxReserveRows) rows.reserve(rows.size() + coming);
   if (absl::Status s = ReadRawSince(db, last_raw_rowid); !s.ok()) {
     Clear();
     return s;
