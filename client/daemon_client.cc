@@ -106,45 +106,24 @@ absl::Status DaemonClient::Translate(const grpc::Status& status, const char* met
 }
 
 absl::StatusOr<flopscope::v1::ListJobsResponse> DaemonClient::ListJobs() const {
-  grpc::ClientContext context;
-  PrepareContext(context);
-  flopscope::v1::ListJobsResponse response;
-  absl::Status status =
-      Translate(stub_->ListJobs(&context, flopscope::v1::ListJobsRequest(), &response), "ListJobs");
-  if (!status.ok()) return status;
-  return response;
+  return Unary(&flopscope::v1::Query::Stub::ListJobs, flopscope::v1::ListJobsRequest(), "ListJobs");
 }
 
 absl::StatusOr<flopscope::v1::ListRanksResponse> DaemonClient::ListRanks(
     const std::string& job_id) const {
-  grpc::ClientContext context;
-  PrepareContext(context);
   flopscope::v1::ListRanksRequest request;
   request.set_job_id(job_id);
-  flopscope::v1::ListRanksResponse response;
-  absl::Status status = Translate(stub_->ListRanks(&context, request, &response), "ListRanks");
-  if (!status.ok()) return status;
-  return response;
+  return Unary(&flopscope::v1::Query::Stub::ListRanks, request, "ListRanks");
 }
 
 absl::StatusOr<flopscope::v1::Report> DaemonClient::GetReport(
     const flopscope::v1::ReportRequest& request) const {
-  grpc::ClientContext context;
-  PrepareContext(context);
-  flopscope::v1::Report response;
-  absl::Status status = Translate(stub_->GetReport(&context, request, &response), "GetReport");
-  if (!status.ok()) return status;
-  return response;
+  return Unary(&flopscope::v1::Query::Stub::GetReport, request, "GetReport");
 }
 
 absl::StatusOr<flopscope::v1::PruneResponse> DaemonClient::PruneJobs(
     const flopscope::v1::PruneRequest& request) const {
-  grpc::ClientContext context;
-  PrepareContext(context);
-  flopscope::v1::PruneResponse response;
-  absl::Status status = Translate(stub_->PruneJobs(&context, request, &response), "PruneJobs");
-  if (!status.ok()) return status;
-  return response;
+  return Unary(&flopscope::v1::Query::Stub::PruneJobs, request, "PruneJobs");
 }
 
 absl::Status DaemonClient::GetRankReports(

@@ -76,6 +76,20 @@ class DaemonClient {
   }
   void PrepareContext(grpc::ClientContext& context, absl::Duration timeout) const;
   void PrepareContext(grpc::ClientContext& context) const { PrepareContext(context, rpc_timeout_); }
+  // A unary Query call (`rpc`: the stub's method) within the RPC timeout, its status translated.
+  template <typename Request, typename Response>
+  absl::StatusOr<Response> Unary(grpc::Status (flopscope::v1::Query::Stub::*rpc)(
+                                     grpc::ClientContext*, const Request&, Response*),
+                                 const Request& request, const char* method) const {
+    grpc::ClientContext context;
+    PrepareContext(context);
+    Response response;
+    if (absl::Status s = Translate(((*stub_).*rpc)(&context, request, &response), method);
+        !s.ok()) {
+      return s;
+    }
+    return response;
+  }
 
   std::string socket_;  // as the user would pass it to `flopscoped --socket`
   std::string target_;  // as gRPC reads it

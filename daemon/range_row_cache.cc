@@ -11,14 +11,23 @@
 namespace flopscope::daemon {
 namespace {
 
-// One row of a one-row query, as two integers.
-absl::StatusOr<std::pair<int64_t, int64_t>> TwoIntegers(SqliteDb& db, const char* sql) {
-  absl::StatusOr<std::unique_ptr<SqliteStatement>> stmt = db.Prepare(sql);
+// What says whether the rows held are still the file's (see the header comment).
+struct TableMarks {
+  int64_t fold_count = 0;
+  int64_t last_fold_rowid = 0;
+  int64_t last_raw_rowid = 0;
+};
+
+absl::StatusOr<TableMarks> ReadMarks(SqliteDb& db) {
+  absl::StatusOr<std::unique_ptr<SqliteStatement>> stmt = db.Prepare(
+      "SELECT (SELECT COUNT(*) FROM range_folds), "
+      "(SELECT COALESCE(MAX(rowid), 0) FROM range_folds), "
+      "(SELECT COALESCE(MAX(rowid), 0) FROM range_events)");
   if (!stmt.ok()) return stmt.status();
   absl::StatusOr<bool> row = (*stmt)->Step();
   if (!row.ok()) return row.status();
-  if (!*row) return absl::InternalError(absl::StrCat("no row from: ", sql));
-  return std::pair<int64_t, int64_t>{(*stmt)->ColumnInt(0), (*stmt)->ColumnInt(1)};
+  if (!*row) return absl::InternalError("no row from the range tables' marks");
+  return TableMarks{(*stmt)->ColumnInt(0), (*stmt)->ColumnInt(1), (*stmt)->ColumnInt(2)};
 }
 
 // The most rows reserved ahead of a read (about 56 MB); past it the vector grows as it reads.
@@ -67,18 +76,16 @@ absl::Status RangeRows::Refresh(SqliteDb& db, const std::string& path) {
     Clear();
     return absl::NotFoundError(absl::StrCat("cannot stat ", path));
   }
-  absl::StatusOr<std::pair<int64_t, int64_t>> folds =
-      TwoIntegers(db, "SELECT COUNT(*), COALESCE(MAX(rowid), 0) FROM range_folds");
-  absl::StatusOr<std::pair<int64_t, int64_t>> raw =
-      TwoIntegers(db, "SELECT COALESCE(MAX(rowid), 0), 0 FROM range_events");
-  if (!folds.ok() || !raw.ok()) {
+  absl::StatusOr<TableMarks> marks = ReadMarks(db);
+  if (!marks.ok()) {
     Clear();
-    return folds.ok() ? raw.status() : folds.status();
+    return marks.status();
   }
   const bool same_file = fold_count >= 0 && device == static_cast<uint64_t>(file.st_dev) &&
                          inode == static_cast<uint64_t>(file.st_ino);
-  const bool same_folds = fold_count == folds->first && last_fold_rowid == folds->second;
-  if (!same_file || !same_folds || raw->first < last_raw_rowid) {
+  const bool same_folds =
+      fold_count == marks->fold_count && last_fold_rowid == marks->last_fold_rowid;
+  if (!same_file || !same_folds || marks->last_raw_rowid < last_raw_rowid) {
     // Read from the start: a new file, a fold since (it moved raw rows into range_folds), or
     // raw rows gone from under the last one held.
     Clear();
@@ -89,13 +96,13 @@ absl::Status RangeRows::Refresh(SqliteDb& db, const std::string& path) {
     folded_rows = rows.size();
     device = static_cast<uint64_t>(file.st_dev);
     inode = static_cast<uint64_t>(file.st_ino);
-    fold_count = folds->first;
-    last_fold_rowid = folds->second;
+    fold_count = marks->fold_count;
+    last_fold_rowid = marks->last_fold_rowid;
   }
   // Commits append rows with consecutive rowids, so this is how many will come: room for them
   // at once, not a doubling vector's copies and twice the memory (bounded: a file's rowids are
   // its own to choose).
-  const int64_t coming = raw->first - last_raw_rowid;
+  const int64_t coming = marks->last_raw_rowid - last_raw_rowid;
   if (coming > 0 && coming <= kMaxReserveRows) rows.reserve(rows.size() + coming);
   if (absl::Status s = ReadRawSince(db, last_raw_rowid); !s.ok()) {
     Clear();
@@ -118,13 +125,14 @@ RangeRowCache::Lease::Lease(Lease&& other) noexcept
 
 RangeRowCache::Lease::~Lease() ABSL_NO_THREAD_SAFETY_ANALYSIS {
   if (rows_ == nullptr) return;
-  const size_t bytes = rows_->bytes();
+  size_t bytes = rows_->bytes();
   if (!cache_->Fits(path_, bytes)) {
     RangeRows none;
     std::swap(*rows_, none);  // frees the rows now, under the entry's lock
+    bytes = 0;
   }
-  mu_->Unlock();
-  cache_->Return(path_, rows_->bytes());
+  mu_->Unlock();  // from here the rows are the next lease's: not read again
+  cache_->Return(path_, bytes);
 }
 
 RangeRowCache::Lease RangeRowCache::Take(const std::string& path) ABSL_NO_THREAD_SAFETY_ANALYSIS {
@@ -165,11 +173,12 @@ void RangeRowCache::Return(const std::string& path, size_t bytes) {
   Entry& entry = *it->second;
   bytes_ = bytes_ - entry.counted_bytes + bytes;
   entry.counted_bytes = bytes;
-  --entry.users;
-  if (entry.users == 0 && (entry.dropped || bytes == 0)) {
+  if (--entry.users > 0) return;
+  // A pruned job's entry goes; so does an empty one, unless it remembers a refusal.
+  const bool refused = entry.refused_until > absl::Now();
+  if (entry.dropped || (bytes == 0 && !refused)) {
     bytes_ -= entry.counted_bytes;
-    // Keep an empty entry that was refused: it remembers for how long.
-    if (entry.dropped || entry.refused_until <= absl::Now()) entries_.erase(it);
+    entries_.erase(it);
   }
 }
 

@@ -11,6 +11,7 @@
 #include "daemon/range_row_cache.h"
 #include "daemon/rank_schema.h"
 #include "daemon/report_builder.h"
+#include "daemon/session_path_table.h"
 
 namespace flopscope::daemon {
 namespace {
@@ -95,55 +96,17 @@ absl::Status ReadMemoryStats(SqliteDb& db, RankSnapshot* snapshot) {
 // The `flopscope`-domain paths of each session: the step and the phases (DESIGN: Time).
 enum class PathRole : uint8_t { kModule, kPhase, kStep, kForward, kBackward };
 
-// Every range event asks for its path's role, so the roles sit in a vector per session indexed
-// by path id (ids are handed out densely, in first-seen order) rather than in a hash map. A
-// file is untrusted: an id past kDenseIds (no real session has that many paths) goes to a map.
-// Used by one reader thread (the last-session cache is not synchronised).
-class PathRoles {
- public:
-  static constexpr uint64_t kDenseIds = 1 << 20;
-
-  void Set(int64_t sid, uint64_t path_id, PathRole role) {
-    if (path_id >= kDenseIds) {
-      sparse_[{sid, path_id}] = role;
-      return;
-    }
-    std::vector<PathRole>& roles = by_session_[sid];
-    if (path_id >= roles.size()) roles.resize(path_id + 1, PathRole::kModule);
-    roles[path_id] = role;
-  }
-  PathRole Of(int64_t sid, uint64_t path_id) const {
-    if (path_id >= kDenseIds) {
-      auto it = sparse_.find({sid, path_id});
-      return it == sparse_.end() ? PathRole::kModule : it->second;
-    }
-    if (sid != last_sid_) {
-      auto it = by_session_.find(sid);
-      last_ = it == by_session_.end() ? nullptr : &it->second;
-      last_sid_ = sid;
-    }
-    return last_ != nullptr && path_id < last_->size() ? (*last_)[path_id] : PathRole::kModule;
-  }
-  bool IsPhase(int64_t sid, uint64_t path_id) const {
-    return Of(sid, path_id) != PathRole::kModule;
-  }
-
- private:
-  absl::flat_hash_map<int64_t, std::vector<PathRole>> by_session_;
-  absl::flat_hash_map<std::pair<int64_t, uint64_t>, PathRole> sparse_;
-  mutable int64_t last_sid_ = -1;  // the last session looked up: events come session by session
-  mutable const std::vector<PathRole>* last_ = nullptr;
-};
+using PathRoles = SessionPathTable<PathRole>;
 
 PathRoles FlopscopeRoles(const RankSnapshot& snapshot) {
-  PathRoles roles;
+  PathRoles roles(PathRole::kModule);
   for (const RankSnapshot::Path& path : snapshot.paths) {
     if (path.domain != kFlopscopeDomain) continue;
     PathRole role = PathRole::kPhase;
     if (path.name == kStepRange) role = PathRole::kStep;
     if (path.name == kForwardPhase) role = PathRole::kForward;
     if (path.name == kBackwardPhase) role = PathRole::kBackward;
-    roles.Set(path.sid, path.id, role);
+    roles.At(path.sid, path.id) = role;
   }
   return roles;
 }
@@ -151,14 +114,14 @@ PathRoles FlopscopeRoles(const RankSnapshot& snapshot) {
 // Module occurrences roll their kernels up to the occurrences enclosing them (SpanRollup: only
 // occurrences with kernels stay in memory), and every occurrence goes to the per-step figures
 // (StepStatistics). Events must come in commit order.
-void AddRangeEvent(const RangeRow& row, bool with_spans, const PathRoles& roles, SpanRollup& rollup,
+void AddRangeEvent(const RangeRow& row, bool with_spans, PathRoles& roles, SpanRollup& rollup,
                    StepStatistics& steps) {
   RangeOccurrence occurrence{row.start_ns, row.end_ns - row.start_ns, 0, false, row.counted};
   std::optional<OccurrenceSpan> span;
   if (with_spans && row.kind == v1::RANGE_KIND_PUSH_POP) {
     span = rollup.AddRange(row.sid, row.instance_id, row.parent_instance_id, row.path_id);
   }
-  if (const PathRole role = roles.Of(row.sid, row.path_id); role != PathRole::kModule) {
+  if (const PathRole role = roles.Get(row.sid, row.path_id); role != PathRole::kModule) {
     if (role == PathRole::kForward || role == PathRole::kBackward) {
       steps.AddPass(role == PathRole::kForward ? Pass::kForward : Pass::kBackward, occurrence);
     }
@@ -188,7 +151,7 @@ absl::Status ForEachFoldedRange(SqliteDb& db,
 namespace {
 
 // The range events streamed from the file: the folded ones, then the raw ones.
-absl::Status StreamRanges(SqliteDb& db, bool with_spans, const PathRoles& roles, SpanRollup& rollup,
+absl::Status StreamRanges(SqliteDb& db, bool with_spans, PathRoles& roles, SpanRollup& rollup,
                           StepStatistics& steps) {
   absl::Status status = ForEachFoldedRange(db, [&](const FoldedRange& event) {
     AddRangeEvent({event.sid, event.instance_id, event.parent_instance_id, event.path_id,
@@ -258,7 +221,7 @@ absl::Status ReadRanges(SqliteDb& db, bool has_kernel_tables, const RankReadOpti
     if (!status.ok()) return status;
   }
   const bool with_spans = !rollup.empty();
-  const PathRoles roles = FlopscopeRoles(*snapshot);
+  PathRoles roles = FlopscopeRoles(*snapshot);
   StepStatistics steps(options.step_window);
   if (cached != nullptr) {
     steps.Reserve(cached->rows.size());
@@ -271,7 +234,7 @@ absl::Status ReadRanges(SqliteDb& db, bool has_kernel_tables, const RankReadOpti
   if (with_spans) snapshot->spans = rollup.Finish(steps.wants_modules() ? &unclosed : nullptr);
   for (const OccurrenceSpan& span : unclosed) {
     // Kernels with no range event of their own (graph replays): placed by their first start.
-    if (!roles.IsPhase(span.sid, span.path_id)) {
+    if (roles.Get(span.sid, span.path_id) == PathRole::kModule) {
       steps.AddModule(span.sid, span.path_id, {span.first_start_ns, 0, span.busy_ns, true, false});
     }
   }

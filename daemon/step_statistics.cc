@@ -25,24 +25,12 @@ BucketSum& BucketOf(std::vector<BucketSum>& buckets, int64_t bucket) {
 }  // namespace
 
 uint32_t StepStatistics::SlotOf(int64_t sid, uint64_t path_id) {
-  const uint32_t next = static_cast<uint32_t>(paths_.size());
-  if (path_id >= kDenseIds) {
-    const auto [it, added] = sparse_slots_.try_emplace(Key{sid, path_id}, next);
-    if (added) paths_.push_back({sid, path_id});
-    return it->second;
-  }
-  if (sid != last_sid_ || last_slots_ == nullptr) {
-    // Looked up again whenever the session changes: adding a session may move the others.
-    last_slots_ = &slots_[sid];
-    last_sid_ = sid;
-  }
-  std::vector<uint32_t>& slots = *last_slots_;
-  if (path_id >= slots.size()) slots.resize(path_id + 1, kNoSlot);
-  if (slots[path_id] == kNoSlot) {
-    slots[path_id] = next;
+  uint32_t& slot = slots_.At(sid, path_id);
+  if (slot == kNoSlot) {
+    slot = static_cast<uint32_t>(paths_.size());
     paths_.push_back({sid, path_id});
   }
-  return slots[path_id];
+  return slot;
 }
 
 void StepStatistics::Reserve(size_t occurrences) {
@@ -163,10 +151,7 @@ RankStepFigures StepStatistics::Finish() {
   phases_.clear();
   modules_.clear();
   paths_.clear();
-  slots_.clear();
-  sparse_slots_.clear();
-  last_sid_ = -1;
-  last_slots_ = nullptr;
+  slots_.Clear();
   counted_moments_.clear();
   passes_.clear();
   return figures;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "daemon/session_path_table.h"
 #include "daemon/step_index.h"
 
 namespace flopscope::daemon {
@@ -107,14 +108,8 @@ class StepStatistics {
 
   std::optional<StepWindowRequest> window_;
   std::vector<Key> paths_;  // by slot
-  // The inverse, per session by path id (ids are dense, handed out in first-seen order); ids
-  // past kDenseIds (an untrusted file's) in sparse_slots_.
-  static constexpr uint64_t kDenseIds = 1 << 20;
   static constexpr uint32_t kNoSlot = ~uint32_t{0};
-  absl::flat_hash_map<int64_t, std::vector<uint32_t>> slots_;
-  absl::flat_hash_map<Key, uint32_t> sparse_slots_;
-  int64_t last_sid_ = -1;  // the session of the last lookup, and its slots
-  std::vector<uint32_t>* last_slots_ = nullptr;
+  SessionPathTable<uint32_t> slots_{kNoSlot};  // the inverse
   std::vector<StepSpan> steps_;
   std::vector<Pending> phases_;   // uncounted only
   std::vector<Pending> modules_;  // uncounted only, and only for a window

@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "daemon/session_path_table.h"
 #include "daemon/step_index.h"
 
 namespace flopscope::daemon {
@@ -53,6 +54,24 @@ TEST(StepIndexTest, NumbersStepsInStartOrderAndPlacesMoments) {
   EXPECT_EQ(index.StepAt(3900), 2);
   EXPECT_EQ(index.StepAt(4000), -1);
   EXPECT_EQ(StepIndex({}).StepAt(5), -1);
+}
+
+TEST(SessionPathTableTest, KeepsOneValuePerSessionAndPathDenseOrNot) {
+  SessionPathTable<int> table(-1);
+  const uint64_t far = SessionPathTable<int>::kDenseIds + 7;  // an untrusted file's id
+  table.At(1, 3) = 13;
+  table.At(2, 3) = 23;  // the same id in another session is another path
+  table.At(1, far) = 99;
+  table.At(1, 0) = 10;  // back to session 1 after session 2
+  EXPECT_EQ(table.Get(1, 3), 13);
+  EXPECT_EQ(table.Get(2, 3), 23);
+  EXPECT_EQ(table.Get(1, far), 99);
+  EXPECT_EQ(table.Get(2, far), -1);
+  EXPECT_EQ(table.Get(1, 0), 10);
+  EXPECT_EQ(table.Get(1, 2), -1);  // below a set id, never set
+  EXPECT_EQ(table.Get(3, 1), -1);  // a session never seen
+  table.Clear();
+  EXPECT_EQ(table.Get(1, 3), -1);
 }
 
 TEST(StepIndexTest, AHintedLookupAgreesWithTheSearchInAnyOrder) {
