@@ -27,14 +27,19 @@ uint32_t g_bound_ms = SigtermDrain::kBoundMs;
 static_assert(std::atomic<bool>::is_always_lock_free && std::atomic<pid_t>::is_always_lock_free,
               "the handler may only use lock-free atomics");
 
-// Gives SIGTERM its default disposition and raises it on this thread. From the handler the
-// signal stays pending until the handler returns (SIGTERM is blocked during it), then ends the
-// process. Async-signal-safe.
-void DieOfSigterm() {
+// Gives SIGTERM its default disposition back. Async-signal-safe.
+void RestoreDefault() {
   struct sigaction dfl = {};
   dfl.sa_handler = SIG_DFL;
   sigemptyset(&dfl.sa_mask);
   sigaction(SIGTERM, &dfl, nullptr);
+}
+
+// Gives SIGTERM its default disposition and raises it on this thread. From the handler the
+// signal stays pending until the handler returns (SIGTERM is blocked during it), then ends the
+// process. Async-signal-safe.
+void DieOfSigterm() {
+  RestoreDefault();
   raise(SIGTERM);
 }
 
@@ -138,11 +143,7 @@ bool SigtermDrain::Install(DrainFunction drain, uint32_t bound_ms) noexcept {
 }
 
 void SigtermDrain::ResetInForkChild() noexcept {
-  if (!g_installed.load(std::memory_order_relaxed) || !HandlerIsOurs()) return;
-  struct sigaction dfl = {};
-  dfl.sa_handler = SIG_DFL;
-  sigemptyset(&dfl.sa_mask);
-  sigaction(SIGTERM, &dfl, nullptr);
+  if (g_installed.load(std::memory_order_relaxed) && HandlerIsOurs()) RestoreDefault();
 }
 
 }  // namespace flopscope::injector
