@@ -143,8 +143,11 @@ class SigkillTest(DaemonTestCase):
         return err
 
     def wait_until_collected(self, timeout=30.0):
+        # The collector removes a spool, then the made-counts file beside it: wait for both.
+        def left():
+            return self.spool_files() + list(self.spool_dir().glob("*.made"))
         deadline = time.monotonic() + timeout
-        while self.spool_files() and time.monotonic() < deadline:
+        while left() and time.monotonic() < deadline:
             time.sleep(0.05)
         self.assertEqual(self.spool_files(), [], self.daemon.log())
 
