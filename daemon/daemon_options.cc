@@ -155,6 +155,12 @@ void AddDaemonFlags(CLI::App& app, DaemonOptions* options, std::string* log_leve
          "report over a running job reads only what was committed since the last one "
          "(default 512; 0: read everything every time)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
+  app.add_option("--nice", options->nice,
+                 "CPU priority of the daemon's threads and, when it leads its session, of that "
+                 "session, so that a job keeping every core busy does not keep queries waiting "
+                 "(-20..19, default -10; needs CAP_SYS_NICE below 0, else the daemon keeps its "
+                 "priority and says so)")
+      ->check(CLI::Range(-20, 19));
   app.add_option("--max-disk", options->max_disk,
                  "keep the jobs' files under SIZE (e.g. 20G, 500M; units K, M, G, T of 1024) by "
                  "deleting the least recently seen finished jobs, whole; running jobs are never "

@@ -9,6 +9,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "common/tls/tls_files.h"
+#include "daemon/cpu_priority.h"
 #include "daemon/logger.h"
 #include "daemon/metrics/metrics_registry.h"
 
@@ -71,6 +72,8 @@ struct DaemonOptions {
   // --report-cache-mb: memory for the rank files' range events kept between reports
   // (daemon/range_row_cache.h); 0: every report reads them from the files.
   int64_t report_cache_bytes = int64_t{512} << 20;
+  // --nice: the CPU priority the daemon asks for over the jobs it watches (daemon/cpu_priority.h).
+  int nice = kDefaultNice;
 };
 
 // $FLOPSCOPE_DATA_DIR, else /var/lib/flopscope when it is (or can be made) writable, else
@@ -89,7 +92,7 @@ absl::StatusOr<std::string> LoopbackTcpAddress(absl::string_view address,
 
 // Registers --data-dir, --socket, --tcp, --insecure-loopback-tcp, --tls-cert, --tls-key,
 // --tls-ca, --log-level, --metrics, --metrics-max-ranks, --max-disk, --disk-check-period-s,
-// --upstream, --outbox-max-mb and --upstream-drain-s.
+// --upstream, --outbox-max-mb, --upstream-drain-s, --report-cache-mb and --nice.
 void AddDaemonFlags(CLI::App& app, DaemonOptions* options, std::string* log_level);
 
 // Fills in defaults and checks the combination: what main() calls after parsing.

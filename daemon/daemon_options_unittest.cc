@@ -56,6 +56,19 @@ TEST(DaemonOptionsTest, FlagsWin) {
   EXPECT_EQ(options.log_level, LogLevel::kDebug);
 }
 
+TEST(DaemonOptionsTest, NiceIsAboveTheJobsByDefaultAndBounded) {
+  DaemonOptions options;
+  ASSERT_TRUE(Parse({}, &options).ok());
+  EXPECT_EQ(options.nice, kDefaultNice);
+  EXPECT_LT(options.nice, 0);  // above a job's default of 0
+  DaemonOptions off;
+  ASSERT_TRUE(Parse({"--nice", "0"}, &off).ok());
+  EXPECT_EQ(off.nice, 0);
+  DaemonOptions out_of_range;
+  EXPECT_FALSE(Parse({"--nice", "-21"}, &out_of_range).ok());
+  EXPECT_FALSE(Parse({"--nice", "20"}, &out_of_range).ok());
+}
+
 TEST(DaemonOptionsTest, SpoolCollectionDirectories) {
   DaemonOptions options;
   ASSERT_TRUE(Parse({}, &options).ok());

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common/version.h"
+#include "daemon/cpu_priority.h"
 #include "daemon/daemon_options.h"
 #include "daemon/daemon_server.h"
 #include "daemon/logger.h"
@@ -22,6 +23,22 @@ sigset_t TerminationSignals() {
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
   return signals;
+}
+
+// One line on how the CPU priority went; a daemon without the privilege works as before.
+void RaisePriority(int nice) {
+  flopscope::daemon::CpuPriorityOutcome outcome;
+  if (absl::Status s = flopscope::daemon::RaiseCpuPriority(nice, &outcome); !s.ok()) {
+    flopscope::daemon::LogWarning("CPU priority: ", s.message());
+    return;
+  }
+  if (!outcome.note.empty()) {
+    flopscope::daemon::LogInfo("CPU priority: ", outcome.note,
+                               "; while a job keeps every core busy, queries may wait for a core");
+    return;
+  }
+  flopscope::daemon::LogDebug("CPU priority: nice ", outcome.threads_nice,
+                              outcome.session_set ? ", its session's too" : "");
 }
 
 }  // namespace
@@ -41,6 +58,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   flopscope::daemon::SetLogLevel(options.log_level);
+  RaisePriority(options.nice);  // before any thread: each inherits it
 
   const sigset_t signals = TerminationSignals();
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);

@@ -46,9 +46,12 @@ HARDENING = {
     "RestrictSUIDSGID": "yes",
     "LockPersonality": "yes",
     "MemoryDenyWriteExecute": "yes",
-    "CapabilityBoundingSet": "",
     "RuntimeDirectoryMode": "0755",
 }
+# The node daemon keeps one capability and one call of @resources: raising its own CPU priority
+# over the jobs it watches (daemon/cpu_priority.h); the aggregator none.
+CAPABILITIES = {"flopscoped.service": "CAP_SYS_NICE", "flopscoped-aggregator.service": ""}
+ALLOWED_CALLS = {"flopscoped.service": ["setpriority"], "flopscoped-aggregator.service": []}
 
 
 def parse_unit(path):
@@ -131,7 +134,13 @@ class SystemdUnitsTest(unittest.TestCase):
             for key, value in HARDENING.items():
                 self.assertEqual(last(service, key), value, f"{name}: {key}")
             self.assertNotIn(last(service, "User"), (None, "root"), name)
-            self.assertEqual(last(service, "SystemCallFilter"), "~@privileged @resources", name)
+            self.assertEqual(last(service, "CapabilityBoundingSet"), CAPABILITIES[name], name)
+            self.assertEqual(last(service, "AmbientCapabilities"), CAPABILITIES[name], name)
+            filters = [v for k, v in service if k == "SystemCallFilter"]
+            self.assertEqual(filters, ["@system-service", "~@privileged @resources"]
+                             + ALLOWED_CALLS[name], name)
+            # A refused call fails (the daemon says it keeps its priority) instead of killing it.
+            self.assertEqual(last(service, "SystemCallErrorNumber"), "EPERM", name)
 
     def test_directories_match_exec_start_and_are_writable(self):
         for name in UNITS:

@@ -5,6 +5,7 @@ newer daemon's file) with its rank stored beside it, and client text that cannot
 lines."""
 
 import json
+import os
 import signal
 import sqlite3
 import subprocess
@@ -286,6 +287,42 @@ class LeftAloneFileTest(DaemonTestCase):
         self.assertEqual(ranks.returncode, 0, ranks.stderr)
         self.assertIn(f"Rank 1: {link} is a symbolic link to {target}", ranks.stdout)
         self.assertIn(f"Rank 2: {newer} is a newer flopscoped's file", ranks.stdout)
+
+
+def thread_nices(pid):
+    """The nice value of every thread of `pid` (field 19 of /proc/PID/task/TID/stat)."""
+    nices = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        nices.append(int(fields[16]))  # fields[0] is field 3, the state
+    return nices
+
+
+class CpuPriorityTest(DaemonTestCase):
+
+    @unittest.skipUnless(os.geteuid() == 0, "raising a priority needs CAP_SYS_NICE (root)")
+    def test_every_thread_and_the_session_run_above_the_jobs_and_say_so(self):
+        # setsid, as systemd, a pod or a launcher script start the daemon: it leads its session.
+        self.daemon.prefix = ["setsid"]
+        self.daemon.start(extra_args=["--log-level", "debug"])
+        pid = self.daemon.process.pid
+        nices = thread_nices(pid)
+        self.assertGreater(len(nices), 3)  # gRPC's threads, started after main() raised it
+        self.assertEqual(set(nices), {-10}, nices)
+        autogroup = Path(f"/proc/{pid}/autogroup")
+        if autogroup.exists():
+            self.assertTrue(autogroup.read_text().strip().endswith(" nice -10"),
+                            autogroup.read_text())
+        self.assertIn("CPU priority: nice -10, its session's too", self.daemon.log())
+        result = run_job(self.daemon.socket, "prio", [test_program("nvtx_phases"), "--before", "1"])
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(report(self.daemon.socket, "prio")["profile"]["world_size"], 1)
+
+    def test_nice_0_leaves_the_priority_as_it_was(self):
+        self.daemon.start(extra_args=["--nice", "0"])
+        self.assertEqual(set(thread_nices(self.daemon.process.pid)), {os.getpriority(
+            os.PRIO_PROCESS, 0)})
+        self.assertNotIn("CPU priority", self.daemon.log())
 
 
 class LogInjectionTest(DaemonTestCase):

@@ -1,0 +1,44 @@
+#pragma once
+
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace flopscope::daemon {
+
+// The daemon's CPU priority over the jobs it watches (flopscoped --nice, default kDefaultNice).
+//
+// Why: a node's training processes keep every core busy, and while 64 ranks start at once the
+// run queue holds over a hundred threads (docs/reliability-rerun.md, row 4). At the default
+// priority the daemon's threads then wait seconds for a core, so `report` took 5-8 s; a few
+// nice levels above the job bring it under a second, and the daemon's own CPU (a few percent of
+// a core) is too small for the job to notice.
+//
+// Two knobs, because the kernel weighs threads in two levels: the nice value of every thread
+// (setpriority), and, where the kernel groups processes by session (autogroup, which applies to
+// processes in the root CPU cgroup: a daemon started by hand, by a script or by Slurm's prolog),
+// the nice value of the daemon's session, which weighs it against the job's session. Under
+// systemd or Kubernetes the service's cgroup does the second: the unit sets Nice= and CPUWeight=
+// (deploy/systemd/flopscoped.service), and the call below then finds the nice already set and
+// makes no system call (that unit's seccomp filter forbids setpriority).
+
+inline constexpr int kDefaultNice = -10;
+
+// What RaiseCpuPriority did, for one log line.
+struct CpuPriorityOutcome {
+  int threads_nice = 0;      // the nice value the process runs at afterwards
+  bool session_set = false;  // the session's (autogroup) nice was set to the same
+  std::string note;          // why something was left as it was; empty when all was set
+};
+
+// Runs the process at nice `nice` (-20..19): setpriority on the calling thread, which every
+// thread started later inherits, and the autogroup nice of the session when this process leads
+// it (never another process's session: a daemon started from a shell would raise the shell's).
+// Lowering a nice value needs CAP_SYS_NICE (root, or the unit's Nice=); without it the process
+// keeps its priority and `note` says so: that is no error, the daemon works as before.
+// INVALID_ARGUMENT outside -20..19; FAILED_PRECONDITION when the process already has more than
+// one thread (threads started before would keep the old priority).
+// Thread-compatible: call it from main() before anything starts a thread.
+absl::Status RaiseCpuPriority(int nice, CpuPriorityOutcome* outcome);
+
+}  // namespace flopscope::daemon
