@@ -6,11 +6,15 @@
 //
 //   query_latency --socket DIR/s.sock --job JOB [--duration-s 40] [--period-ms 500]
 //
+// SIGINT or SIGTERM ends the rounds early and still prints the summary (load.sh's PROBE=1 stops
+// it when the job ends).
+//
 // Each round: ListRanks + GetRankReports (what `flopscope ranks` sends), then GetReport over
 // steps 1: (what `flopscope report` sends by default). Prints one line per round and, at the
 // end, the count, median and max of each, over the rounds after the job was first found.
 
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -67,6 +71,10 @@ absl::Status Report(const flopscope::client::DaemonClient& daemon, const std::st
   return report.status();
 }
 
+volatile std::sig_atomic_t stop_requested = 0;
+
+void RequestStop(int) { stop_requested = 1; }
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -81,12 +89,14 @@ int main(int argc, char** argv) {
   app.add_option("--period-ms", period_ms, "pause between two rounds");
   CLI11_PARSE(app, argc, argv);
 
+  std::signal(SIGINT, RequestStop);
+  std::signal(SIGTERM, RequestStop);
   const flopscope::client::DaemonClient daemon(socket);
   Timings ranks;
   Timings report;
   bool found = false;  // rounds count from the first that finds the job
   const absl::Time start = absl::Now();
-  while (absl::Now() - start < absl::Seconds(duration_s)) {
+  while (!stop_requested && absl::Now() - start < absl::Seconds(duration_s)) {
     const absl::Time ranks_start = absl::Now();
     const absl::Status ranks_status = Ranks(daemon, job);
     const absl::Duration ranks_took = absl::Now() - ranks_start;

@@ -4,7 +4,9 @@
 # While they run, the daemon's VmRSS and threads are sampled every 0.5 s and `ranks`, `report`
 # and `jobs` are timed in turn. After the job: stored / expected, ranks short, unfinished
 # sessions, losses, the ranks' stderr lines, and how long the spooled records took to arrive.
-# NICE=N runs the ranks niced; SETSID=1 in a session of their own; DAEMON_ARGS: more flopscoped flags. Needs BIN (the build's bin dir).
+# NICE=N runs the ranks niced; SETSID=1 in a session of their own; DAEMON_ARGS: more flopscoped flags.
+# PROBE=1 also runs bench/query_latency beside (one client that stays connected, so its figures
+# leave out the client's own process start) and prints its summary. Needs BIN (the build's bin dir).
 set -u
 D=$1 N=$2 STEPS=$3
 R=$(cd "$(dirname "$0")" && pwd)
@@ -26,6 +28,11 @@ LAUNCH=(); [ "${SETSID:-0}" = 1 ] && LAUNCH=(setsid -w)
 FLOPSCOPE_SPOOL_DIR=$D/spool OUTDIR=$D/ranks "${LAUNCH[@]}" "$BIN/flopscope" run --job "$JOB" --socket "$D/s.sock" \
   -- "$R/ranks.sh" "$N" "$STEPS" >"$D/job.out" 2>"$D/job.err" &
 JP=$!
+if [ "${PROBE:-0}" = 1 ]; then
+  "$BIN/../bench/query_latency" --socket "$D/s.sock" --job "$JOB" --duration-s 600 --period-ms 300 \
+    >"$D/probe" 2>&1 &
+  PP=$!
+fi
 ( while kill -0 $JP 2>/dev/null; do
     awk '/VmRSS|Threads/ {printf "%s ", $2} END {print ""}' /proc/$DP/status >>"$D/rss"; sleep 0.5; done ) &
 while kill -0 $JP 2>/dev/null; do
@@ -38,6 +45,7 @@ while kill -0 $JP 2>/dev/null; do
   sleep 1
 done
 wait $JP; rc=$?
+[ "${PROBE:-0}" = 1 ] && kill -INT $PP 2>/dev/null
 end=$(date +%s.%N); load1=$(cut -d' ' -f1 /proc/loadavg)
 at_end=$(python3 "$R/count.py" "$D/data" "$JOB" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["total"]["committed"])')
 for i in $(seq 1200); do ls "$D"/spool/*.spool >/dev/null 2>&1 || break; sleep 0.1; done
@@ -65,4 +73,5 @@ PY
 echo "  job rc $rc, wall $(echo "$end - $start" | bc | cut -c1-5) s, stored at job end $at_end, spools drained $(echo $drained | cut -c1-5) s after (left: $(ls "$D"/spool/*.spool 2>/dev/null | wc -l)), load $load0 -> $load1"
 [ -f "$D/query_errors" ] && sort "$D/query_errors" | uniq -c | sed 's/^/  failed query: /' | cut -c1-300
 echo "  ranks' stderr: $(grep -l 'not delivered' "$D"/ranks/*.err 2>/dev/null | wc -l) 'not delivered', $(grep -l 'spooled' "$D"/ranks/*.err 2>/dev/null | wc -l) 'spooled'; jobs: $("$BIN/flopscope" jobs --socket "$D/s.sock" | awk -v j="$JOB" '$1==j {print "ranks "$2, "connected "$3, "ranges "$4, "lost "$6}')"
+[ "${PROBE:-0}" = 1 ] && { wait $PP; grep -E '^(ranks|report) ' "$D/probe" | sed 's/^/  probe: /'; }
 kill $DP
