@@ -18,7 +18,7 @@ namespace flopscope::daemon {
 // the matching `kernels` row, their split by precision from kernel_flops' columns, their steps
 // from counted_step), and moves schema_version to kSchemaVersion. Version 2 files only lack
 // counter_windows.comm_kernels_excluded (3), added the same way; version 3 files only lack
-// the fold tables (4), which applying rank.sql creates. A file at the current version is
+// the fold tables (4) and version 4 files range_instance_ids (5), which applying rank.sql creates. A file at the current version is
 // only read (one query). Both writers (RankStore) and readers (RankReader: the files of finished
 // jobs are opened by reports only) call it right after opening, so every query can rely on the
 // current columns.

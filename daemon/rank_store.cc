@@ -90,6 +90,8 @@ absl::Status RankStore::PrepareStatements() {
       {&touch_session_, "UPDATE sessions SET last_seen_ns = ? WHERE sid = ?"},
       {&sum_losses_, "SELECT cause, SUM(records) FROM losses GROUP BY cause"},
       {&clear_ended_, "DELETE FROM losses WHERE sid = ? AND cause = 12"},
+      {&write_ids_, "INSERT OR REPLACE INTO range_instance_ids(sid, lo, hi) VALUES(?,?,?)"},
+      {&delete_ids_, "DELETE FROM range_instance_ids WHERE sid = ? AND lo = ?"},
   });
 }
 
@@ -142,6 +144,7 @@ absl::StatusOr<SessionHandle> RankStore::OpenSession(const v1::SessionHello& hel
     session.last_seq = stored_seq;
     session.start_time_ns = stored_start_ns;
     if (absl::Status s = LoadDefinitions(sid, &session.definitions); !s.ok()) return s;
+    if (absl::Status s = LoadInstanceIds(sid, &session.instance_ids); !s.ok()) return s;
     sessions_[sid] = std::move(session);
   }
   touch_session_->BindInt(1, now_ns);
@@ -206,6 +209,44 @@ absl::Status RankStore::LoadDefinitions(int64_t sid, SessionDefinitions* definit
   return absl::OkStatus();
 }
 
+absl::Status RankStore::LoadInstanceIds(int64_t sid, InstanceIdSet* ids) {
+  // Only when a session is resumed after a daemon restart or store reopen.
+  absl::StatusOr<std::unique_ptr<SqliteStatement>> stmt =
+      db_->Prepare("SELECT lo, hi FROM range_instance_ids WHERE sid = ?");
+  if (!stmt.ok()) return stmt.status();
+  (*stmt)->BindInt(1, sid);
+  while (true) {
+    absl::StatusOr<bool> row = (*stmt)->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return absl::OkStatus();
+    ids->Insert({(*stmt)->ColumnUint(0), (*stmt)->ColumnUint(1)});
+  }
+}
+
+namespace {
+
+// INVALID_ARGUMENT naming the first range of `batch` whose instance id `stored` holds: a later
+// batch repeating an occurrence (a resent batch keeps its seq and is dropped before this).
+absl::Status RefuseStoredIds(const v1::Batch& batch, const InstanceIdSet& stored) {
+  for (int i = 0; i < batch.ranges_size(); ++i) {
+    if (!stored.Contains(batch.ranges(i).instance_id())) continue;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "batch seq ", batch.seq(), ": ranges[", i, "]: instance_id ", batch.ranges(i).instance_id(),
+        " was stored by an earlier batch of this session (an occurrence is sent "
+        "once; a resent batch keeps its seq)"));
+  }
+  return absl::OkStatus();
+}
+
+std::vector<uint64_t> RangeIds(const v1::Batch& batch) {
+  std::vector<uint64_t> ids;
+  ids.reserve(batch.ranges_size());
+  for (const v1::RangeEvent& range : batch.ranges()) ids.push_back(range.instance_id());
+  return ids;
+}
+
+}  // namespace
+
 absl::Status RankStore::Commit(int64_t sid, const v1::Batch& batch, CommitOutcome* outcome) {
   absl::MutexLock lock(&mu_);  // one writer per file; also guards sessions_ and totals_
   auto it = sessions_.find(sid);
@@ -221,9 +262,21 @@ absl::Status RankStore::Commit(int64_t sid, const v1::Batch& batch, CommitOutcom
   SessionDefinitions added;
   BatchValidator validator(session.definitions, absl::Now(), session.start_time_ns);
   if (absl::Status s = validator.Validate(batch, &added); !s.ok()) return s;
-  if (absl::Status s = WriteInTransaction(sid, batch, session); !s.ok()) return s;
+  if (absl::Status s = RefuseStoredIds(batch, session.instance_ids); !s.ok()) return s;
+  // The ids go in ahead of the commit (a copy would cost the whole set per batch, and a
+  // producer with sparse ids holds many intervals); a failed commit reads them back.
+  const InstanceIdSet::Change new_ids = session.instance_ids.Add(RangeIds(batch));
+  if (absl::Status s = WriteInTransaction(sid, batch, session, new_ids); !s.ok()) {
+    session.instance_ids = InstanceIdSet();
+    if (absl::Status reload = LoadInstanceIds(sid, &session.instance_ids); !reload.ok()) {
+      LogWarning(
+          "cannot read back the range instance ids of session ", sid, " in ", path_,
+          " (repeats of earlier occurrences go unnoticed until it is resumed): ", reload.message());
+    }
+    return s;
+  }
 
-  // Committed: only now does memory follow the database.
+  // Committed: only now does memory follow the database (the ids did already).
   session.definitions.Merge(added);
   session.last_seq = batch.seq();
   totals_.range_events += static_cast<uint64_t>(batch.ranges_size());
@@ -249,10 +302,12 @@ void RankStore::MaybeFold(uint64_t records) {
 }
 
 absl::Status RankStore::WriteInTransaction(int64_t sid, const v1::Batch& batch,
-                                           const Session& session) {
+                                           const Session& session,
+                                           const InstanceIdSet::Change& new_ids) {
   if (absl::Status s = begin_->Run(); !s.ok()) return s;
   absl::Status status =
       writer_->Write(sid, batch, session.definitions, absl::GetCurrentTimeNanos());
+  if (status.ok()) status = WriteInstanceIds(sid, new_ids);
   if (status.ok()) status = commit_->Run();
   // SQLite already rolled back on some errors (disk full, I/O): only roll back an open one.
   if (!status.ok() && sqlite3_get_autocommit(db_->handle()) == 0) {
@@ -374,6 +429,21 @@ absl::Status RankStore::SetEndCounts(int64_t sid, bool final, uint64_t not_arriv
 RankTotals RankStore::Totals() const {
   absl::MutexLock lock(&mu_);  // totals_ changes under commits
   return totals_;
+}
+
+absl::Status RankStore::WriteInstanceIds(int64_t sid, const InstanceIdSet::Change& change) {
+  for (uint64_t lo : change.removed) {
+    delete_ids_->BindInt(1, sid);
+    delete_ids_->BindUint(2, lo);
+    if (absl::Status s = delete_ids_->Run(); !s.ok()) return s;
+  }
+  for (const auto& [lo, hi] : change.written) {
+    write_ids_->BindInt(1, sid);
+    write_ids_->BindUint(2, lo);
+    write_ids_->BindUint(3, hi);
+    if (absl::Status s = write_ids_->Run(); !s.ok()) return s;
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace flopscope::daemon

@@ -11,6 +11,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/sqlite/sqlite_db.h"
 #include "daemon/batch_writer.h"
+#include "daemon/instance_id_set.h"
 #include "daemon/rank_totals.h"
 #include "daemon/session_definitions.h"
 #include "daemon/step_folding.h"
@@ -49,7 +50,8 @@ struct CommitOutcome {
 // One rank's database, <data_dir>/jobs/<job>/rank-<NNNNN>.sqlite. Every batch is validated
 // (BatchValidator) and committed in ONE transaction, with the module_stats rollup, the loss
 // counters and the session's last_seq: a failure rolls everything back. Batches at or below the
-// session's last_seq are duplicates (a resend after a reconnect) and are acknowledged unwritten.
+// session's last_seq are duplicates (a resend after a reconnect) and are acknowledged unwritten;
+// a new batch with a range instance id the session stored before is refused (InstanceIdSet).
 //
 // Thread-safe: one mutex serializes every use of the connection (a rank normally has one stream,
 // so it is uncontended; two streams of a restarted rank simply take turns).
@@ -91,6 +93,7 @@ class RankStore {
     int64_t start_time_ns = 0;  // the hello's, bounding range starts (BatchValidator)
     uint64_t last_seq = 0;
     SessionDefinitions definitions;
+    InstanceIdSet instance_ids;  // every range instance id stored (range_instance_ids)
   };
 
   RankStore(std::string path, std::unique_ptr<SqliteDb> db, std::unique_ptr<BatchWriter> writer);
@@ -108,7 +111,11 @@ class RankStore {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status SetEndCounts(int64_t sid, bool final, uint64_t not_arrived, bool made_known,
                             uint64_t killed) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status WriteInTransaction(int64_t sid, const v1::Batch& batch, const Session& session)
+  absl::Status LoadInstanceIds(int64_t sid, InstanceIdSet* ids) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status WriteInTransaction(int64_t sid, const v1::Batch& batch, const Session& session,
+                                  const InstanceIdSet::Change& new_ids)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status WriteInstanceIds(int64_t sid, const InstanceIdSet::Change& change)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Folds old steps once enough records came since the last try; a failure is only logged.
   void MaybeFold(uint64_t records) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -126,6 +133,8 @@ class RankStore {
   std::unique_ptr<SqliteStatement> touch_session_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<SqliteStatement> sum_losses_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<SqliteStatement> clear_ended_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<SqliteStatement> write_ids_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<SqliteStatement> delete_ids_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<int64_t, Session> sessions_ ABSL_GUARDED_BY(mu_);  // by sid
   RankTotals totals_ ABSL_GUARDED_BY(mu_);
   FoldPolicy fold_ ABSL_GUARDED_BY(mu_);

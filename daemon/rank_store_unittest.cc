@@ -76,7 +76,7 @@ TEST_F(RankStoreTest, UsesWalModeAndTheCurrentSchemaVersion) {
   EXPECT_EQ((*mode)->ColumnText(0), "wal");
   (*mode)->Reset();
   EXPECT_EQ(Query("SELECT MAX(version) FROM schema_version"), kSchemaVersion);
-  EXPECT_EQ(kSchemaVersion, 4);
+  EXPECT_EQ(kSchemaVersion, 5);
   EXPECT_EQ(Query("SELECT COUNT(*) FROM schema_version"), 1);
 }
 
@@ -187,6 +187,7 @@ TEST_F(RankStoreTest, StorageFailureRollsTheWholeBatchBack) {
   EXPECT_EQ(Query("SELECT COUNT(*) FROM module_stats"), 0);
   EXPECT_EQ(Query("SELECT COUNT(*) FROM losses"), 0);
   EXPECT_EQ(Query("SELECT last_seq FROM sessions"), 0);
+  EXPECT_EQ(Query("SELECT COUNT(*) FROM range_instance_ids"), 0);
   EXPECT_EQ(store_->Totals().kernels, 0u);
 
   // Memory did not keep the failed batch's definitions: using them alone is still invalid...
@@ -194,7 +195,7 @@ TEST_F(RankStoreTest, StorageFailureRollsTheWholeBatchBack) {
   uses_path.set_seq(1);
   AddKernel(uses_path, 2, 1, 0, 10);
   EXPECT_EQ(store_->Commit(sid, uses_path).code(), absl::StatusCode::kInvalidArgument);
-  // ...and the same batch goes through once the fault is gone.
+  // ...and the same batch, its range instance ids included, goes through once the fault is gone.
   {
     absl::StatusOr<std::unique_ptr<SqliteDb>> db = SqliteDb::OpenExisting(path_);
     ASSERT_TRUE(db.ok());
@@ -254,6 +255,46 @@ TEST_F(RankStoreTest, RangesOlderThanTheirSessionAreRefusedAlsoAfterAReopen) {
 
   batch.mutable_ranges(0)->set_start_ns(fixtures::BaseNs() - kSessionStartSlackNs);
   EXPECT_TRUE(store_->Commit(sid, batch).ok()) << "within the clock slack";
+}
+
+TEST_F(RankStoreTest, AnOccurrenceStoredByAnEarlierBatchIsRefusedAlsoAfterAReopen) {
+  // Campaign row 3a: a later batch (a new seq, so not a resend) repeating an instance id was
+  // stored again and counted as a second call.
+  const int64_t sid = OpenSession("node-1-100-1");
+  v1::Batch first = FirstBatch(1);
+  ASSERT_TRUE(store_->Commit(sid, first).ok());
+  const uint64_t stored_id = first.ranges(0).instance_id();
+
+  v1::Batch again;
+  again.set_seq(2);
+  AddRange(again, 2, 2000, 100);  // a new occurrence, then the stored one
+  AddRange(again, 2, 3000, 100)->set_instance_id(stored_id);
+  absl::Status status = store_->Commit(sid, again);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(),
+              HasSubstr(absl::StrCat("ranges[1]: instance_id ", stored_id,
+                                     " was stored by an earlier batch of this session")));
+  EXPECT_EQ(Query("SELECT COUNT(*) FROM range_events"), 1);  // nothing of the refused batch
+
+  // The resend of the first batch (its own seq) is still a duplicate, acknowledged unwritten.
+  CommitOutcome outcome;
+  ASSERT_TRUE(store_->Commit(sid, first, &outcome).ok());
+  EXPECT_TRUE(outcome.duplicate);
+
+  Reopen();  // a restarted daemon: the ids come from the file
+  ASSERT_TRUE(store_->OpenSession(fixtures::Hello("job-1", 0, "node-1-100-1")).ok());
+  again.set_seq(3);
+  status = store_->Commit(sid, again);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  again.mutable_ranges(1)->set_instance_id(stored_id + 1000);
+  EXPECT_TRUE(store_->Commit(sid, again).ok());
+  EXPECT_EQ(Query("SELECT COUNT(*) FROM range_events"), 3);
+
+  // Another session may use the same ids (each process numbers its own).
+  const int64_t other = OpenSession("node-1-200-1");
+  v1::Batch other_batch = FirstBatch(1);
+  other_batch.mutable_ranges(0)->set_instance_id(stored_id);
+  EXPECT_TRUE(store_->Commit(other, other_batch).ok());
 }
 
 TEST_F(RankStoreTest, SessionsAreSeparateAndLossesKeepTheMaximum) {

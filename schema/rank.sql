@@ -1,6 +1,6 @@
 -- One file per job and rank: <data_dir>/jobs/<job>/rank-<NNNNN>.sqlite (DESIGN: Storage).
--- Applied on every open, so every statement is idempotent; version 4 is this file (4 added the
--- folded storage of old steps: kernel_folds, range_folds). Files written
+-- Applied on every open, so every statement is idempotent; version 5 is this file (4 added the
+-- folded storage of old steps: kernel_folds, range_folds; 5 range_instance_ids). Files written
 -- by versions 1 and 2 lack some columns, which CREATE TABLE IF NOT EXISTS cannot add: the daemon
 -- adds them (daemon/rank_schema.h) and then moves schema_version forward. Columns added since
 -- version 1 are marked "(v2)" or "(v3)" and carry a DEFAULT, as ALTER TABLE ... ADD COLUMN
@@ -11,7 +11,7 @@
 -- values above 2^63 read back negative in plain SQL; the daemon casts them back.
 
 CREATE TABLE IF NOT EXISTS schema_version(version INTEGER NOT NULL);
-INSERT INTO schema_version(version) SELECT 4 WHERE NOT EXISTS (SELECT 1 FROM schema_version);
+INSERT INTO schema_version(version) SELECT 5 WHERE NOT EXISTS (SELECT 1 FROM schema_version);
 
 -- Identity from the SessionHello, and how far the session got. last_seq is the highest batch
 -- sequence number committed; a batch at or below it is a duplicate.
@@ -266,3 +266,16 @@ CREATE TABLE IF NOT EXISTS range_folds(
   horizon_ns INTEGER NOT NULL,
   data BLOB NOT NULL
 );
+
+-- (v5) The range instance ids each session has stored, as closed intervals [lo, hi] (stored
+-- bit-for-bit like every id), so that a later batch repeating an occurrence is refused rather
+-- than counted twice (a resent batch is dropped earlier, by seq: sessions.last_seq). Kept when
+-- steps are folded. A session holds a few rows: one per range still open and one per run of
+-- records dropped before they were sent (daemon/instance_id_set.h). Sessions a version 4 file
+-- already held start with none: only ids stored from then on are checked.
+CREATE TABLE IF NOT EXISTS range_instance_ids(
+  sid INTEGER NOT NULL,
+  lo INTEGER NOT NULL,
+  hi INTEGER NOT NULL,
+  PRIMARY KEY(sid, lo)
+) WITHOUT ROWID;

@@ -17,10 +17,11 @@
 namespace flopscope {
 
 // Highest schema_version of flopscope's own databases this build understands (schema/*.sql): rank
-// files are at 4 (2: counter windows, FLOPs by precision; 3: communication kernels a window left
-// out; 4: folded old steps; older files are upgraded by daemon/rank_schema.h), the catalog at 2
-// (2: rank_rejections, added by schema/catalog.sql itself on open).
-inline constexpr int kSchemaVersion = 4;
+// files are at 5 (2: counter windows, FLOPs by precision; 3: communication kernels a window left
+// out; 4: folded old steps; 5: the range instance ids each session stored; older files are
+// upgraded by daemon/rank_schema.h), the catalog at 2 (2: rank_rejections, added by
+// schema/catalog.sql itself on open).
+inline constexpr int kSchemaVersion = 5;
 
 // One SQLite connection: the one wrapper of the tree (target flopscope_sqlite), for the daemon's
 // own files (OpenWithSchema, OpenExisting) and for files someone else wrote (OpenReadOnly: the

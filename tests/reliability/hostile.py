@@ -81,6 +81,9 @@ def cases(victim_job, victim_session):
     s["seq_2^63+1"] = ([hello(), batch(big, ok_ranges(1))], False)
     s["seq_2^64-1"] = ([hello(), batch(2 ** 64 - 1, ok_ranges(1))], False)
     s["dup_instance_ids"] = ([hello(), batch(1, [ok_ranges(1)[0], ok_ranges(1)[0]])], False)
+    # a later batch (a new seq, so no resend) repeating the first one's occurrence
+    s["dup_instance_id_later_batch"] = ([hello(), batch(1, ok_ranges(1)), batch(2, ok_ranges(1))],
+                                        False)
     s["dangling_parent_instance"] = ([hello(), batch(1, [(5, 999, NOW - 1000, NOW - 500)])], False)
     s["loss_2^64-1"] = ([hello(), batch(1, losses=[(1, 2 ** 64 - 1)])], False)
     s["loss_2^48"] = ([hello(), batch(1, losses=[(1, 2 ** 48)])], False)
