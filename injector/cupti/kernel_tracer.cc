@@ -516,6 +516,14 @@ void KernelTracer::Abandon() noexcept {
 }
 
 bool KernelTracer::CheckTakeover() {
+  // A counter window changes how kernels run (the range profiler serializes and replays them)
+  // and the activity buffers may stay away while it is open: no conclusion then, and the watch
+  // starts over after it. (GPU acceptance, H200, 2026-11-25: a counted torch job reported this
+  // takeover and then never ended; stopping CUPTI with a profiler mid-window is the suspect.)
+  if (counters_ != nullptr && counters_->wants_launches()) {
+    stall_since_ns_ = 0;
+    return false;
+  }
   const uint64_t buffers = buffers_completed_.load(std::memory_order_relaxed);
   const uint64_t now = MonotonicNs();
   if (buffers != buffers_seen_at_check_ || stall_since_ns_ == 0) {

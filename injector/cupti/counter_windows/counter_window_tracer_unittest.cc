@@ -30,7 +30,12 @@ constexpr uint32_t kRuntimeMemcpy = 41;
 
 class CounterWindowTracerTest : public ::testing::Test {
  protected:
-  CounterWindowTracerTest() {
+  CounterWindowTracerTest() { Build(TracerOptions{}, 64); }
+
+  // (Re)builds the tracer and its collector (windows: step 1) with `options` and a launch ring
+  // of `ring_slots`.
+  void Build(TracerOptions options, uint32_t ring_slots) {
+    tracer_.reset();
     fake_.callback_names = {{{kDriver, kLaunchKernel}, "cuLaunchKernel"},
                             {{kDriver, kGraphLaunch}, "cuGraphLaunch"},
                             {{kRuntime, kRuntimeMemcpy}, "cudaMemcpyAsync_v3020"}};
@@ -41,10 +46,9 @@ class CounterWindowTracerTest : public ::testing::Test {
     EXPECT_TRUE(ParseCounterWindows("steps=1", &settings, &error)) << error;
     auto collector = std::make_unique<CounterCollector>(&sink_, settings, profiler_.Api(),
                                                         std::make_unique<FakeCounterBackend>());
-    TracerOptions options;
     options.buffer_cap_bytes = 8u << 20;
-    tracer_ =
-        std::make_unique<KernelTracer>(&sink_, options, fake_.Api(), 64, std::move(collector));
+    tracer_ = std::make_unique<KernelTracer>(&sink_, options, fake_.Api(), ring_slots,
+                                             std::move(collector));
     EXPECT_TRUE(tracer_->Attach().tracing);
     windows_ = tracer_->counter_windows();
   }
@@ -173,6 +177,34 @@ TEST_F(CounterWindowTracerTest, AContextDestroyedInAWindowDecodesAndExitFinishes
   ASSERT_EQ(sink_.windows().size(), 1u);
   EXPECT_EQ(sink_.windows()[0].status, "the process exited before the window's last step");
   EXPECT_FALSE(fake_.finalized);  // never at exit by default (gpu-review D2)
+}
+
+// While a window is open, launches with no buffer back are no sign of another CUPTI client (the
+// H200's counted torch job stopped tracing on that conclusion, mid-window, and never ended).
+TEST_F(CounterWindowTracerTest, LaunchesWithoutBuffersInAWindowAreNoTakeover) {
+  TracerOptions options;
+  options.takeover_stall_ms = 0;  // conclude at the first check that sees enough launches
+  Build(options, 1024);           // room for every launch: the check can see them all
+  ContextEvent(CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
+  windows_->OnStepBegin(0);
+  windows_->OnStepEnd(0);
+  windows_->OnStepBegin(1);
+  tracer_->Collect(false);  // the watch starts
+  const uint32_t launches = KernelTracer::kTakeoverLaunches + 8;
+  for (uint32_t id = 1; id <= launches; ++id) Launch(id);
+  tracer_->Collect(false);
+  tracer_->Collect(false);
+  windows_->OnStepEnd(1);
+  tracer_->Collect(false);  // after the window the watch starts over: no conclusion yet
+  for (const auto& [key, value] : sink_.metadata()) {
+    EXPECT_NE(value, KernelTracer::kTakeoverStatus) << key;
+  }
+  DeliverKernels(launches);  // the buffers come back once the window is over
+  tracer_->Collect(false);
+  size_t counted = 0;
+  for (const KernelRecord& record : sink_.records()) counted += record.counted ? 1 : 0;
+  EXPECT_EQ(sink_.records().size(), launches);
+  EXPECT_EQ(counted, launches);
 }
 
 TEST_F(CounterWindowTracerTest, WithoutWindowsTheLaunchPathNeverReachesTheCollector) {
