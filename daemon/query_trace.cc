@@ -93,7 +93,15 @@ absl::Status QueryService::ForEachTraceChunk(const v1::TraceRequest& request,
     const absl::StatusOr<RankFile> file = RankFileForReading(data_dir_, request.job_id(), rank);
     absl::StatusOr<std::unique_ptr<SqliteDb>> db =
         file.ok() ? readers_.Take(file->path) : file.status();
-    absl::Status status = db.ok() ? ReadRankTrace(**db, rank, *windows[i], emit) : db.status();
+    // The rank's first chunk says when its usual file was left alone, as reports do.
+    bool first = true;
+    const auto emit_noting = [&](v1::TraceChunk chunk) {
+      if (first && file.ok() && !file->note.empty()) chunk.set_left_alone(file->note);
+      first = false;
+      return emit(std::move(chunk));
+    };
+    absl::Status status =
+        db.ok() ? ReadRankTrace(**db, rank, *windows[i], emit_noting) : db.status();
     if (absl::IsCancelled(status)) return status;
     if (!status.ok()) {
       // One unreadable rank loses its own records, not the others'.

@@ -39,6 +39,9 @@ void AddToSummary(const v1::TraceChunk& chunk, ExportSummary& summary) {
     summary.problems.push_back(absl::StrCat("rank ", chunk.rank(), ": ", chunk.problem()));
     return;
   }
+  if (!chunk.left_alone().empty()) {
+    summary.left_alone.push_back(absl::StrCat("rank ", chunk.rank(), ": ", chunk.left_alone()));
+  }
   if (chunk.has_session()) ++summary.sessions;
   summary.ranges += chunk.ranges_size();
   summary.activities += chunk.activities_size();
@@ -88,6 +91,7 @@ absl::StatusOr<ExportSummary> ExportTrace(const DaemonClient& daemon,
 
 void PrintSummary(const ExportSummary& summary, const ExportOptions& options, std::ostream& out) {
   for (const std::string& problem : summary.problems) out << "left out " << problem << "\n";
+  for (const std::string& note : summary.left_alone) out << note << "\n";
   PrintFolded(summary, out);
   out << "wrote " << summary.ranges << " ranges and " << summary.activities << " GPU activities of "
       << summary.sessions << " process(es) to " << options.output << " (" << summary.bytes

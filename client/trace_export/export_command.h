@@ -38,6 +38,8 @@ struct ExportSummary {
   uint64_t folded_ranks = 0;
   uint64_t bytes = 0;
   std::vector<std::string> problems;  // ranks whose file could not be read
+  // "rank N: <what was left alone, and where its records come from>" (TraceChunk.left_alone)
+  std::vector<std::string> left_alone;
 };
 
 // Adds what `chunk` holds to `summary` (a rank's unreadable file, records, folded events).

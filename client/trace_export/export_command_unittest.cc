@@ -51,5 +51,20 @@ TEST(ExportSummaryTest, NothingFoldedSaysNothingAboutFolding) {
   EXPECT_NE(out.str().find("left out rank 3: file is damaged"), std::string::npos) << out.str();
 }
 
+TEST(ExportSummaryTest, AFileLeftAloneIsNamedOnceForItsRank) {
+  ExportSummary summary;
+  v1::TraceChunk first = Chunk(1, 2, 0);
+  first.set_left_alone("/d/rank-00001.sqlite is a directory: read beside it");
+  AddToSummary(first, summary);
+  AddToSummary(Chunk(1, 3, 0), summary);  // the rank's later chunks carry no note
+  std::ostringstream out;
+  PrintSummary(summary, ExportOptions{}, out);
+  EXPECT_NE(out.str().find("rank 1: /d/rank-00001.sqlite is a directory: read beside it\n"),
+            std::string::npos)
+      << out.str();
+  EXPECT_EQ(summary.left_alone.size(), 1u);
+  EXPECT_NE(out.str().find("wrote 5 ranges"), std::string::npos) << out.str();
+}
+
 }  // namespace
 }  // namespace flopscope::client

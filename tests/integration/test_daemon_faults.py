@@ -287,6 +287,12 @@ class LeftAloneFileTest(DaemonTestCase):
         self.assertEqual(ranks.returncode, 0, ranks.stderr)
         self.assertIn(f"Rank 1: {link} is a symbolic link to {target}", ranks.stdout)
         self.assertIn(f"Rank 2: {newer} is a newer flopscoped's file", ranks.stdout)
+        # So does the timeline export, which reads the records stored beside.
+        exported = client(["export", "alone", "-o", str(self.root / "alone.pftrace"),
+                           "--socket", str(self.daemon.socket)])
+        self.assertEqual(exported.returncode, 0, exported.stderr)
+        self.assertIn(f"rank 1: {link} is a symbolic link to {target}", exported.stdout)
+        self.assertIn(f"rank 2: {newer} is a newer flopscoped's file", exported.stdout)
 
 
 def thread_nices(pid):
