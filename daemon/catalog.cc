@@ -2,7 +2,9 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "daemon/logger.h"
 #include "daemon/resume_token.h"
 #include "schema/schema_sql.h"
 
@@ -48,25 +50,44 @@ absl::Status ForEachRankRow(SqliteStatement& rows, std::vector<v1::RankInfo>* ra
 
 }  // namespace
 
+// Holds `mu_` for one write like absl::MutexLock, then, with `mu_` let go, runs the checkpoint
+// that write made due: the fsyncs never hold up the other streams' writes.
+class ABSL_SCOPED_LOCKABLE Catalog::WriteLock {
+ public:
+  explicit WriteLock(Catalog* catalog) ABSL_EXCLUSIVE_LOCK_FUNCTION(catalog->mu_)
+      : catalog_(catalog) {
+    catalog_->mu_.Lock();
+  }
+  ~WriteLock() ABSL_UNLOCK_FUNCTION() {
+    catalog_->mu_.Unlock();
+    catalog_->CheckpointIfDue();
+  }
+  WriteLock(const WriteLock&) = delete;
+  WriteLock& operator=(const WriteLock&) = delete;
+
+ private:
+  Catalog* const catalog_;
+};
+
 absl::StatusOr<std::unique_ptr<Catalog>> Catalog::Open(const std::string& path) {
   absl::StatusOr<std::unique_ptr<SqliteDb>> db =
       SqliteDb::OpenWithSchema(path, schema::kcatalogSql);
   if (!db.ok()) return db.status();
-  // Many tiny commits (one per batch): checkpoint often and cut the WAL back after each, so it
-  // stays small instead of growing to SQLite's default 1000 pages, which on a nearly full disk
-  // would eat the room kept for the catalog (daemon/disk_space.h).
-  if (absl::Status s =
-          (*db)->Exec("PRAGMA wal_autocheckpoint=16; PRAGMA journal_size_limit=65536;");
-      !s.ok()) {
-    return s;
-  }
+  // The WAL is cut back to 64 KiB when it restarts after a checkpoint, so that it stays small
+  // (kCheckpointFrames).
+  if (absl::Status s = (*db)->Exec("PRAGMA journal_size_limit=65536;"); !s.ok()) return s;
   if (absl::Status s = (*db)->Exec("UPDATE ranks SET connected = 0"); !s.ok()) return s;
-  // The queries' connection, opened once the schema exists.
+  // The queries' and the checkpoints' connections, opened once the schema exists.
   absl::StatusOr<std::unique_ptr<SqliteDb>> reader = SqliteDb::OpenExisting(path);
   if (!reader.ok()) return reader.status();
-  std::unique_ptr<Catalog> catalog(new Catalog(*std::move(db), *std::move(reader)));
+  absl::StatusOr<std::unique_ptr<SqliteDb>> checkpointer = SqliteDb::OpenExisting(path);
+  if (!checkpointer.ok()) return checkpointer.status();
+  std::unique_ptr<Catalog> catalog(
+      new Catalog(*std::move(db), *std::move(reader), *std::move(checkpointer)));
   {
     absl::MutexLock lock(&catalog->mu_);  // uncontended: nobody else has the catalog yet
+    // Replaces SQLite's automatic checkpoint, which would run inside the commit, under `mu_`.
+    sqlite3_wal_hook(catalog->db_->handle(), &Catalog::OnWalCommit, catalog.get());
     if (absl::Status s = catalog->PrepareStatements(); !s.ok()) return s;
   }
   {
@@ -74,6 +95,36 @@ absl::StatusOr<std::unique_ptr<Catalog>> Catalog::Open(const std::string& path) 
     if (absl::Status s = catalog->PrepareReadStatements(); !s.ok()) return s;
   }
   return catalog;
+}
+
+int Catalog::OnWalCommit(void* catalog, sqlite3* /*db*/, const char* /*name*/, int frames) {
+  static_cast<Catalog*>(catalog)->wal_frames_.store(frames, std::memory_order_relaxed);
+  return SQLITE_OK;
+}
+
+void Catalog::CheckpointIfDue() {
+  int frames = wal_frames_.load(std::memory_order_relaxed);
+  if (frames < kCheckpointFrames) return;
+  // One checkpoint at a time; a writer that finds one running goes on: that one, or the next
+  // writer's, copies its frames too.
+  if (!checkpoint_mu_.TryLock()) return;
+  int wal = 0;
+  int copied = 0;
+  const int rc = sqlite3_wal_checkpoint_v2(checkpointer_->handle(), nullptr,
+                                           SQLITE_CHECKPOINT_PASSIVE, &wal, &copied);
+  checkpoints_.fetch_add(1, std::memory_order_relaxed);
+  // All copied: not due again until the WAL, restarted by the next commit, fills up. Else (a
+  // commit came meanwhile, or a reader's snapshot held some frames back) the next writer tries.
+  if (rc == SQLITE_OK && copied == wal) wal_frames_.compare_exchange_strong(frames, 0);
+  // SQLITE_BUSY: another connection was checkpointing (the last one to close, say).
+  const bool failed = rc != SQLITE_OK && rc != SQLITE_BUSY;
+  const uint64_t failures = failed ? ++checkpoint_failures_ : 0;
+  checkpoint_mu_.Unlock();
+  // The first failure and every 1000th: a full disk would otherwise log one per batch.
+  if (failed && failures % 1000 == 1) {
+    LogWarning("catalog: checkpoint failed (", failures, " so far): ", sqlite3_errstr(rc),
+               "; the WAL grows until one succeeds");
+  }
 }
 
 absl::Status Catalog::PrepareStatements() {
@@ -163,7 +214,7 @@ absl::Status Catalog::InReadSnapshot(Body body) {
 absl::Status Catalog::SetAnnouncedLayout(absl::string_view job_id, int32_t rank,
                                          const v1::ParallelLayout& layout) {
   const std::string serialized = layout.SerializeAsString();
-  absl::MutexLock lock(&mu_);
+  WriteLock lock(this);
   set_layout_->BindText(1, job_id);
   set_layout_->BindInt(2, rank);
   set_layout_->BindBlob(3, serialized);
@@ -186,7 +237,7 @@ absl::Status Catalog::TouchJob(absl::string_view job_id, int64_t now_ns) {
 }
 
 absl::Status Catalog::SessionConnected(const v1::SessionHello& hello, int64_t now_ns) {
-  absl::MutexLock lock(&mu_);  // serializes the connection between all streams
+  WriteLock lock(this);  // serializes the connection between all streams
   const std::string devices = DeviceNames(hello);
   const std::string serialized = SerializeHelloForStorage(hello);  // never the resume token
   return InTransaction([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -205,7 +256,7 @@ absl::Status Catalog::SessionConnected(const v1::SessionHello& hello, int64_t no
 }
 
 absl::Status Catalog::SessionDisconnected(absl::string_view job_id, int32_t rank, int64_t now_ns) {
-  absl::MutexLock lock(&mu_);  // serializes the connection between all streams
+  WriteLock lock(this);  // serializes the connection between all streams
   return InTransaction([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (absl::Status s = TouchJob(job_id, now_ns); !s.ok()) return s;
     disconnect_rank_->BindText(1, job_id);
@@ -222,7 +273,7 @@ absl::Status Catalog::UpdateTotals(absl::string_view job_id, int32_t rank, const
     // That one counts sessions, not records.
     if (cause != v1::LOSS_CAUSE_ENDED_WITHOUT_FINAL) lost += records;
   }
-  absl::MutexLock lock(&mu_);  // serializes the connection between all streams
+  WriteLock lock(this);  // serializes the connection between all streams
   return InTransaction([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (absl::Status s = TouchJob(job_id, now_ns); !s.ok()) return s;
     SqliteStatement& stmt = *update_totals_;
@@ -327,7 +378,7 @@ absl::Status Catalog::ReadLosses(absl::string_view job_id, std::vector<v1::RankI
 absl::Status Catalog::AddRejection(absl::string_view job_id, int32_t rank,
                                    absl::string_view session_id, absl::string_view rule,
                                    uint64_t records) {
-  absl::MutexLock lock(&mu_);  // serializes the connection between all streams
+  WriteLock lock(this);  // serializes the connection between all streams
   add_rejection_->BindText(1, job_id);
   add_rejection_->BindInt(2, rank);
   add_rejection_->BindText(3, session_id);
@@ -351,7 +402,7 @@ absl::Status Catalog::ReadRejections(absl::string_view job_id, std::vector<v1::R
 
 absl::StatusOr<uint32_t> Catalog::ClaimJob(absl::string_view job_id, uint32_t uid,
                                            uint32_t legacy_owner) {
-  absl::MutexLock lock(&mu_);  // the claim and the read of the owner are one step
+  WriteLock lock(this);  // the claim and the read of the owner are one step
   claim_job_->BindText(1, job_id);
   claim_job_->BindInt(2, uid);
   claim_job_->BindInt(3, legacy_owner);
@@ -397,7 +448,7 @@ absl::StatusOr<absl::flat_hash_map<std::string, uint32_t>> Catalog::JobOwners(
 absl::StatusOr<std::string> Catalog::KeepFirstTokenDigest(absl::string_view job_id, int32_t rank,
                                                           absl::string_view session_id,
                                                           absl::string_view digest) {
-  absl::MutexLock lock(&mu_);  // two hellos of one session: the first digest stays
+  WriteLock lock(this);  // two hellos of one session: the first digest stays
   keep_token_->BindText(1, job_id);
   keep_token_->BindInt(2, rank);
   keep_token_->BindText(3, session_id);
@@ -420,7 +471,7 @@ absl::Status Catalog::DeleteJob(absl::string_view job_id) {
       "DELETE FROM ranks WHERE job_id = ?",           "DELETE FROM rank_losses WHERE job_id = ?",
       "DELETE FROM rank_rejections WHERE job_id = ?", "DELETE FROM session_tokens WHERE job_id = ?",
       "DELETE FROM job_owners WHERE job_id = ?",      "DELETE FROM jobs WHERE job_id = ?"};
-  absl::MutexLock lock(&mu_);  // serializes the connection between all streams
+  WriteLock lock(this);  // serializes the connection between all streams
   return InTransaction([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     for (const char* sql : kDeletes) {
       absl::StatusOr<std::unique_ptr<SqliteStatement>> stmt = db_->Prepare(sql);

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -23,14 +24,25 @@ namespace flopscope::daemon {
 // each was last seen, and their totals (schema/catalog.sql). Listings come from here without
 // opening any rank file.
 //
-// Thread-safe. Two connections to the file: the writer's, serialized by `mu_` between every
-// stream of the node (each commit updates it), and the queries' own (`read_mu_`). Lock hazard
-// avoided: a query never takes `mu_`, so it never waits behind the streams' commits and the WAL
-// checkpoints (fsyncs) they run under it, which under 64 streams kept `ranks` waiting up to a
-// second; WAL gives each read the last committed state. Order: `mu_` before `read_mu_` (never
-// taken together today).
+// Thread-safe. Three connections to the file: the writer's, serialized by `mu_` between every
+// stream of the node (each commit updates it); the queries' own (`read_mu_`); and the
+// checkpoints' (`checkpoint_mu_`). Lock hazards avoided: a query never takes `mu_`, so it never
+// waits behind the streams' commits, which under 64 streams kept `ranks` waiting up to a second
+// (WAL gives each read the last committed state); and no checkpoint runs under `mu_`: SQLite's
+// automatic one would run inside a commit every few commits, fsyncing the WAL and the file while
+// every other stream (64 hellos at a job's start) queued behind it. Instead a writer that has let
+// go of `mu_` checkpoints, PASSIVE, on the third connection once the WAL holds kCheckpointFrames
+// frames; one that finds a checkpoint running goes on without it. Crash safety is SQLite WAL's
+// as before: a checkpoint copies committed frames into the file, whichever connection runs it.
+// Order: `mu_` before `read_mu_`; `checkpoint_mu_` alone (none is taken with another today).
 class Catalog {
  public:
+  // WAL frames (pages) after which the next writer checkpoints: many tiny commits (one per
+  // batch), so the WAL is cut back often and stays small instead of growing to SQLite's default
+  // 1000 pages, which on a nearly full disk would eat the room kept for the catalog
+  // (daemon/disk_space.h).
+  static constexpr int kCheckpointFrames = 16;
+
   // Opens or creates the catalog. No stream survives a daemon restart, so every rank starts
   // disconnected.
   static absl::StatusOr<std::unique_ptr<Catalog>> Open(const std::string& path);
@@ -82,9 +94,20 @@ class Catalog {
   // rejection, owner and session-token rows, in one transaction. A job not held is no error.
   absl::Status DeleteJob(absl::string_view job_id) ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Checkpoints run so far, each outside `mu_` (see the class comment).
+  uint64_t checkpoints() const { return checkpoints_.load(std::memory_order_relaxed); }
+
  private:
-  Catalog(std::unique_ptr<SqliteDb> db, std::unique_ptr<SqliteDb> reader)
-      : db_(std::move(db)), reader_(std::move(reader)) {}
+  // `mu_` for one write, then the checkpoint that write made due (catalog.cc).
+  class WriteLock;
+
+  Catalog(std::unique_ptr<SqliteDb> db, std::unique_ptr<SqliteDb> reader,
+          std::unique_ptr<SqliteDb> checkpointer)
+      : db_(std::move(db)), reader_(std::move(reader)), checkpointer_(std::move(checkpointer)) {}
+  // The writer's WAL hook (sqlite3_wal_hook, run in each commit): notes the WAL's length.
+  static int OnWalCommit(void* catalog, sqlite3* db, const char* name, int frames);
+  // A PASSIVE checkpoint once the WAL holds kCheckpointFrames frames, unless one is running.
+  void CheckpointIfDue() ABSL_LOCKS_EXCLUDED(mu_, checkpoint_mu_);
   absl::Status PrepareStatements() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Runs `body` between BEGIN and COMMIT, rolling back when it fails.
   template <typename Body>
@@ -135,6 +158,13 @@ class Catalog {
   std::unique_ptr<SqliteStatement> list_rejections_ ABSL_GUARDED_BY(read_mu_);
   std::unique_ptr<SqliteStatement> read_job_owner_ ABSL_GUARDED_BY(read_mu_);
   std::unique_ptr<SqliteStatement> job_owners_ ABSL_GUARDED_BY(read_mu_);
+
+  // The checkpoints' connection: see the class comment.
+  absl::Mutex checkpoint_mu_;
+  std::unique_ptr<SqliteDb> checkpointer_ ABSL_GUARDED_BY(checkpoint_mu_);
+  std::atomic<int> wal_frames_{0};  // the WAL's frames after the last commit (OnWalCommit)
+  std::atomic<uint64_t> checkpoints_{0};
+  uint64_t checkpoint_failures_ ABSL_GUARDED_BY(checkpoint_mu_) = 0;
 };
 
 }  // namespace flopscope::daemon

@@ -1,7 +1,11 @@
 #include "daemon/catalog.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <string>
 #include <thread>
 
@@ -252,6 +256,71 @@ TEST_F(CatalogTest, QueriesDoNotWaitForAStuckWrite) {
   ASSERT_TRUE(owner.ok()) << owner.status();
   EXPECT_EQ(*owner, std::optional<uint32_t>(1001u));
   EXPECT_FALSE(Ranks("bert")[0].connected());  // and see it once it is
+}
+
+// The writers checkpoint the WAL themselves, outside the writer mutex (catalog.h): with many
+// small commits it is still cut back, and once a reader's snapshot that held it lets go.
+TEST_F(CatalogTest, ManySmallCommitsKeepTheWalSmall) {
+  constexpr int kCommits = 400;
+  constexpr uint64_t kPageBytes = 4096;  // SQLite's default page: each commit adds at least one
+  const std::string wal = dir_.File("catalog.sqlite") + "-wal";
+  ASSERT_TRUE(catalog_->SessionConnected(fixtures::Hello("bert", 0, "node-1-4243-1"), 1).ok());
+  // A reader in a snapshot: no checkpoint may copy past it, so the WAL grows meanwhile.
+  absl::StatusOr<std::unique_ptr<SqliteDb>> reader =
+      SqliteDb::OpenExisting(dir_.File("catalog.sqlite"));
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  ASSERT_TRUE((*reader)->Exec("BEGIN; SELECT COUNT(*) FROM ranks;").ok());
+  RankTotals totals;
+  for (int i = 1; i <= kCommits; ++i) {
+    totals.range_events = i;
+    ASSERT_TRUE(catalog_->UpdateTotals("bert", 0, totals, 1 + i).ok());
+  }
+  EXPECT_GE(std::filesystem::file_size(wal), kCommits * kPageBytes / 2);
+  ASSERT_TRUE((*reader)->Exec("COMMIT").ok());
+  const uint64_t before = catalog_->checkpoints();
+  for (int i = kCommits + 1; i <= 2 * kCommits; ++i) {
+    totals.range_events = i;
+    ASSERT_TRUE(catalog_->UpdateTotals("bert", 0, totals, 1 + i).ok());
+  }
+  EXPECT_GT(catalog_->checkpoints(), before);
+  // Cut back (journal_size_limit) when it restarted after the first full checkpoint.
+  EXPECT_LT(std::filesystem::file_size(wal), kCommits * kPageBytes / 8);
+  EXPECT_EQ(Ranks("bert")[0].range_events(), 2u * kCommits);
+}
+
+// A daemon killed mid-run (no close, no final checkpoint) loses no committed write: whatever
+// the checkpoints had copied or not, the next open finds every commit.
+TEST_F(CatalogTest, CommitsSurviveACrash) {
+  constexpr int kCommits = 300;
+  catalog_.reset();
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    absl::StatusOr<std::unique_ptr<Catalog>> catalog = Catalog::Open(dir_.File("catalog.sqlite"));
+    if (!catalog.ok()) _exit(2);
+    RankTotals totals;
+    for (int i = 1; i <= kCommits; ++i) {
+      totals.kernels = i;
+      if (!(*catalog)->SessionConnected(fixtures::Hello("crash", i % 8, "s"), i).ok()) _exit(3);
+      if (!(*catalog)->UpdateTotals("crash", i % 8, totals, i).ok()) _exit(4);
+    }
+    _exit(0);  // as a crash: the connections stay open, nothing is checkpointed at exit
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  Reopen();
+  const std::vector<v1::RankInfo> ranks = Ranks("crash");
+  ASSERT_EQ(ranks.size(), 8u);
+  uint64_t last = 0;  // the highest kernels count written, by the last commit of each rank
+  for (const v1::RankInfo& rank : ranks) last = std::max(last, rank.kernels());
+  EXPECT_EQ(last, static_cast<uint64_t>(kCommits));
+  for (const v1::RankInfo& rank : ranks) {
+    // Rank r's last commit wrote the largest i <= kCommits with i % 8 == r.
+    const int r = rank.rank();
+    const int expected = kCommits - ((kCommits - r) % 8 + 8) % 8;
+    EXPECT_EQ(rank.kernels(), static_cast<uint64_t>(expected)) << "rank " << r;
+  }
 }
 
 }  // namespace

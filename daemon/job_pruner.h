@@ -6,8 +6,9 @@
 //
 // One prune, in this order, so that a crash at any step leaves a state the next start finishes
 // (RecoverInterrupted, run before the daemon serves):
-//   1. the fence (StoreRegistry::BeginPrune): refused while a store of the job is open or the
-//      catalog counts a connected stream; from here no stream can open the job until step 5.
+//   1. the fence (StoreRegistry::BeginPrune): refused while a store of the job is open (or being
+//      opened) or the catalog counts a connected stream; from here no stream can open the job
+//      until step 5.
 //   2. jobs/<job> renamed to jobs/.pruning-<job>, the directory synced: the durable intent. Job
 //      ids never start with '.', so the name is no job's, and RelistRankFiles skips it.
 //   3. the job's catalog rows deleted, in one transaction (Catalog::DeleteJob).
