@@ -26,6 +26,8 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(const DaemonOp
     return absl::InvalidArgumentError("DaemonServer needs a data directory and a socket path");
   }
   std::unique_ptr<DaemonServer> daemon(new DaemonServer(options));
+  // What malloc holds free goes back to the system every few seconds (malloc_settings.h).
+  daemon->trimmer_ = std::make_unique<FreedMemoryTrimmer>();
   // The data directory's lock first: a second daemon on it stops here, naming the holder, and
   // touches neither the socket nor a file. A socket still answering once the lock is ours
   // belongs to a daemon of another data directory (the dying holder closed it with the lock).

@@ -18,6 +18,7 @@
 #include "daemon/forwarding/forwarder.h"
 #include "daemon/forwarding/outbox.h"
 #include "daemon/job_pruner.h"
+#include "daemon/malloc_settings.h"
 #include "daemon/metrics/metrics_endpoint.h"
 #include "daemon/metrics/metrics_registry.h"
 #include "daemon/profiling_service.h"
@@ -102,6 +103,7 @@ class DaemonServer {
   std::unique_ptr<grpc::Server> server_ ABSL_GUARDED_BY(mu_);  // null once shut down
   std::atomic<bool> stop_warming_{false};
   std::thread warmer_;
+  std::unique_ptr<FreedMemoryTrimmer> trimmer_;  // from Start to the end
 };
 
 }  // namespace flopscope::daemon

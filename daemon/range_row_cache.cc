@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <limits>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -30,14 +31,52 @@ absl::StatusOr<TableMarks> ReadMarks(SqliteDb& db) {
   return TableMarks{(*stmt)->ColumnInt(0), (*stmt)->ColumnInt(1), (*stmt)->ColumnInt(2)};
 }
 
-// The most rows reserved ahead of a read (about 56 MB); past it the vector grows as it reads.
-constexpr int64_t kMaxReserveRows = int64_t{1} << 20;
-
 }  // namespace
 
+size_t RangeRows::bytes() const {
+  return blocks_.size() * kBlockRows * sizeof(PackedRange) +
+         blocks_.capacity() * sizeof(blocks_[0]) + pairs_.capacity() * sizeof(Pair) +
+         pair_index_.capacity() * (sizeof(std::pair<const Pair, uint32_t>) + 1) +
+         folded_activity.capacity() * sizeof(FoldedActivity);
+}
+
+bool RangeRows::Add(const RangeRow& row) {
+  const bool has_parent = row.parent_instance_id != 0;
+  const uint64_t gap = row.instance_id - row.parent_instance_id;
+  if (has_parent &&
+      (row.parent_instance_id >= row.instance_id || gap > std::numeric_limits<uint32_t>::max())) {
+    return false;
+  }
+  if (row.kind < 0 || row.kind > 3) return false;
+  const Pair pair{row.sid, row.path_id};
+  auto [it, added] = pair_index_.try_emplace(pair, static_cast<uint32_t>(pairs_.size()));
+  if (added) {
+    if (pairs_.size() > kPairMask) {
+      pair_index_.erase(it);
+      return false;
+    }
+    pairs_.push_back(pair);
+  }
+  if (size_ == blocks_.size() * kBlockRows) {
+    // Left uninitialized: every row is written before it is read.
+    blocks_.push_back(std::make_unique_for_overwrite<PackedRange[]>(kBlockRows));
+  }
+  blocks_.back()[size_ % kBlockRows] = PackedRange{
+      row.start_ns, row.end_ns, row.instance_id, has_parent ? static_cast<uint32_t>(gap) : 0,
+      it->second | static_cast<uint32_t>(row.kind) << kPairBits |
+          static_cast<uint32_t>(row.counted) << 31};
+  ++size_;
+  return true;
+}
+
 void RangeRows::Clear() {
-  folded_activity.clear();
-  rows.clear();
+  // Assigned, not cleared: the memory goes too.
+  folded_activity = decltype(folded_activity)();
+  blocks_ = decltype(blocks_)();
+  size_ = 0;
+  pairs_ = decltype(pairs_)();
+  pair_index_ = decltype(pair_index_)();
+  packed_ = true;
   folded_rows = 0;
   fold_count = -1;
   last_fold_rowid = 0;
@@ -46,9 +85,10 @@ void RangeRows::Clear() {
 
 absl::Status RangeRows::ReadFolds(SqliteDb& db) {
   return ForEachFoldedRange(db, [&](const FoldedRange& event) {
+    if (!packed_) return;
     if (event.has_stats) folded_activity.push_back({event.sid, event.instance_id, event.stats});
-    rows.push_back({event.sid, event.instance_id, event.parent_instance_id, event.path_id,
-                    event.start_ns, event.end_ns, event.kind, event.counted});
+    packed_ = Add({event.sid, event.instance_id, event.parent_instance_id, event.path_id,
+                   event.start_ns, event.end_ns, event.kind, event.counted});
   });
 }
 
@@ -64,9 +104,10 @@ absl::Status RangeRows::ReadRawSince(SqliteDb& db, int64_t after_rowid) {
     if (!*more) return absl::OkStatus();
     const SqliteStatement& row = **stmt;
     last_raw_rowid = row.ColumnInt(0);
-    rows.push_back({row.ColumnInt(1), row.ColumnUint(2), row.ColumnUint(3), row.ColumnUint(4),
-                    row.ColumnInt(5), row.ColumnInt(6), static_cast<int32_t>(row.ColumnInt(7)),
-                    row.ColumnInt(8) != 0});
+    packed_ = Add({row.ColumnInt(1), row.ColumnUint(2), row.ColumnUint(3), row.ColumnUint(4),
+                   row.ColumnInt(5), row.ColumnInt(6), static_cast<int32_t>(row.ColumnInt(7)),
+                   row.ColumnInt(8) != 0});
+    if (!packed_) return absl::OkStatus();  // the caller drops the rows: read from the file
   }
 }
 
@@ -85,28 +126,30 @@ absl::Status RangeRows::Refresh(SqliteDb& db, const std::string& path) {
                          inode == static_cast<uint64_t>(file.st_ino);
   const bool same_folds =
       fold_count == marks->fold_count && last_fold_rowid == marks->last_fold_rowid;
-  if (!same_file || !same_folds || marks->last_raw_rowid < last_raw_rowid) {
-    // Read from the start: a new file, a fold since (it moved raw rows into range_folds), or
-    // raw rows gone from under the last one held.
+  if (!same_file || !same_folds || marks->last_raw_rowid < last_raw_rowid || !packed_) {
+    // Read from the start: a new file, a fold since (it moved raw rows into range_folds), raw
+    // rows gone from under the last one held, or a last read that did not pack.
     Clear();
     if (absl::Status s = ReadFolds(db); !s.ok()) {
       Clear();
       return s;
     }
-    folded_rows = rows.size();
+    folded_rows = size_;
     device = static_cast<uint64_t>(file.st_dev);
     inode = static_cast<uint64_t>(file.st_ino);
     fold_count = marks->fold_count;
     last_fold_rowid = marks->last_fold_rowid;
   }
-  // Commits append rows with consecutive rowids, so this is how many will come: room for them
-  // at once, not a doubling vector's copies and twice the memory (bounded: a file's rowids are
-  // its own to choose).
-  const int64_t coming = marks->last_raw_rowid - last_raw_rowid;
-  if (coming > 0 && coming <= kMaxReserveRows) rows.reserve(rows.size() + coming);
-  if (absl::Status s = ReadRawSince(db, last_raw_rowid); !s.ok()) {
+  if (packed_) {
+    if (absl::Status s = ReadRawSince(db, last_raw_rowid); !s.ok()) {
+      Clear();
+      return s;
+    }
+  }
+  if (!packed_) {
+    // An event the packed form cannot hold: nothing is kept, the caller reads the file.
     Clear();
-    return s;
+    packed_ = false;
   }
   return absl::OkStatus();
 }
@@ -126,7 +169,7 @@ RangeRowCache::Lease::Lease(Lease&& other) noexcept
 RangeRowCache::Lease::~Lease() ABSL_NO_THREAD_SAFETY_ANALYSIS {
   if (rows_ == nullptr) return;
   size_t bytes = rows_->bytes();
-  if (!cache_->Fits(path_, bytes)) {
+  if (!cache_->Fits(path_, bytes, rows_->packed())) {
     RangeRows none;
     std::swap(*rows_, none);  // frees the rows now, under the entry's lock
     bytes = 0;
@@ -154,13 +197,13 @@ RangeRowCache::Lease RangeRowCache::Take(const std::string& path) ABSL_NO_THREAD
   return Lease(this, path, &entry->mu, &entry->rows);
 }
 
-bool RangeRowCache::Fits(const std::string& path, size_t bytes) {
+bool RangeRowCache::Fits(const std::string& path, size_t bytes, bool packed) {
   absl::MutexLock lock(&mu_);
   auto it = entries_.find(path);
   if (it == entries_.end()) return false;
   Entry& entry = *it->second;
-  if (bytes_ - entry.counted_bytes + bytes <= budget_bytes_) return true;
-  // It does not fit: let it go, and read this file from SQLite for a while.
+  if (packed && bytes_ - entry.counted_bytes + bytes <= budget_bytes_) return true;
+  // It does not fit (or pack): let it go, and read this file from SQLite for a while.
   entry.refused_until = absl::Now() + kRefusedFor;
   ++refused_;
   return false;

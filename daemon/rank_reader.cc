@@ -198,6 +198,9 @@ absl::Status ReadRanges(SqliteDb& db, bool has_kernel_tables, const RankReadOpti
   if (cached != nullptr) {
     status = cached->Refresh(db, db.path());
     if (!status.ok()) return status;
+    if (!cached->packed()) cached = nullptr;  // an event the cache cannot hold: read the file
+  }
+  if (cached != nullptr) {
     for (const FoldedActivity& folded : cached->folded_activity) {
       rollup.AddOccurrence(folded.sid, folded.instance_id, folded.activity);
     }
@@ -224,8 +227,9 @@ absl::Status ReadRanges(SqliteDb& db, bool has_kernel_tables, const RankReadOpti
   PathRoles roles = FlopscopeRoles(*snapshot);
   StepStatistics steps(options.step_window);
   if (cached != nullptr) {
-    steps.Reserve(cached->rows.size());
-    for (const RangeRow& row : cached->rows) AddRangeEvent(row, with_spans, roles, rollup, steps);
+    steps.Reserve(cached->size());
+    cached->ForEach(
+        [&](const RangeRow& row) { AddRangeEvent(row, with_spans, roles, rollup, steps); });
   } else {
     status = StreamRanges(db, with_spans, roles, rollup, steps);
     if (!status.ok()) return status;

@@ -60,8 +60,12 @@ class RankStore {
   // With `fold` enabled, old steps are folded after commits (step_folding.h).
   static absl::StatusOr<std::unique_ptr<RankStore>> Open(const std::string& path,
                                                          const FoldPolicy& fold = {});
+  // SQLite's page cache of a writer connection, in KiB (PRAGMA cache_size; SQLite's default is
+  // 2000).
+  static constexpr int kWriterCacheKib = 512;
   // A bare connection to a rank file with exactly the store's schema and settings (WAL,
-  // synchronous=NORMAL): the baseline bench/ingest compares Commit() against with raw INSERTs.
+  // synchronous=NORMAL, kWriterCacheKib): the baseline bench/ingest compares Commit() against
+  // with raw INSERTs.
   static absl::StatusOr<std::unique_ptr<SqliteDb>> OpenDatabase(const std::string& path);
   ~RankStore();
 

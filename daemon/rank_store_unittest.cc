@@ -2,12 +2,14 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <limits>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/sqlite/sqlite_db.h"
 #include "daemon/batch_validator.h"
 #include "daemon/test_batches.h"
 #include "daemon/test_queries.h"
@@ -459,6 +461,30 @@ TEST_F(RankStoreTest, TotalsCountKernelsWithoutMemoryCopiesAndSets) {
   EXPECT_EQ(store_->Totals().kernels, kernels);
   EXPECT_EQ(static_cast<uint64_t>(Query("SELECT kernels FROM sessions")), kernels);
   EXPECT_EQ(KernelsOnly(batch), kernels);
+}
+
+// A writer's page cache stays within RankStore::kWriterCacheKib however much it writes (SQLite's
+// default would let it hold 2000 KiB of the file's pages).
+TEST(RankStoreCacheTest, TheWriterPageCacheStaysWithinItsBound) {
+  fixtures::ScopedTempDir dir;
+  absl::StatusOr<std::unique_ptr<SqliteDb>> db = RankStore::OpenDatabase(dir.File("rank.sqlite"));
+  ASSERT_TRUE(db.ok()) << db.status();
+  // About 4 MB of rows, twice SQLite's default cache, in transactions of about 100 KB.
+  ASSERT_TRUE((*db)->Exec("CREATE TABLE filler(v BLOB)").ok());
+  for (int i = 0; i < 40; ++i) {
+    ASSERT_TRUE((*db)
+                    ->Exec("INSERT INTO filler SELECT randomblob(100) FROM "
+                           "(WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n "
+                           "WHERE x < 1000) SELECT x FROM n)")
+                    .ok());
+  }
+  int used = 0;
+  int highwater = 0;
+  ASSERT_EQ(sqlite3_db_status((*db)->handle(), SQLITE_DBSTATUS_CACHE_USED, &used, &highwater, 0),
+            SQLITE_OK);
+  EXPECT_GT(used, RankStore::kWriterCacheKib * 1024 / 2);  // it did fill the cache
+  // The bound, plus SQLite's own header of each page (under 10 %).
+  EXPECT_LE(used, RankStore::kWriterCacheKib * 1024 * 11 / 10);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/sqlite/sqlite_db.h"
 #include "daemon/range_fold_codec.h"
 #include "daemon/range_row_cache.h"
 #include "daemon/rank_reader.h"
@@ -321,7 +322,7 @@ TEST_F(StepFoldingTest, KeptRangeEventsGiveTheSameReportAsAWholeReadAfterEveryCo
   // The raw file's rows were only ever added to; the folded one's were read again after folds.
   EXPECT_EQ(files[0].cached.folded_rows, 0u);
   EXPECT_GT(files[1].cached.folded_rows, 0u);
-  EXPECT_EQ(static_cast<int64_t>(files[0].cached.rows.size()),
+  EXPECT_EQ(static_cast<int64_t>(files[0].cached.size()),
             Count("raw", "SELECT COUNT(*) FROM range_events"));
 }
 
@@ -340,26 +341,100 @@ TEST_F(StepFoldingTest, KeptRangeEventsOfAReplacedFileAreReadAgain) {
   EXPECT_GT(cached.folded_rows, 0u);
 }
 
+// An event whose parent is 2^32 or more below it does not pack (PackedRange): the cache keeps
+// nothing of that file, and its report, read from the file, is the same as ever.
+TEST_F(StepFoldingTest, KeptRangeEventsOfAFileThatDoesNotPackAreReadFromTheFile) {
+  Fill(FoldPolicy{/*keep_raw_steps=*/3, /*check_every_records=*/1});
+  {
+    absl::StatusOr<std::unique_ptr<SqliteDb>> db = SqliteDb::OpenExisting(dir_.File("raw"));
+    ASSERT_TRUE(db.ok()) << db.status();
+    ASSERT_TRUE((*db)
+                    ->Exec("UPDATE range_events SET instance_id = instance_id + (1 << 33) "
+                           "WHERE rowid = (SELECT MAX(rowid) FROM range_events "
+                           "WHERE parent_instance_id > 0)")
+                    .ok());
+  }
+  RangeRows cached;
+  const StepWindowRequest all{0, std::nullopt};
+  std::string differences;
+  google::protobuf::util::MessageDifferencer differ;
+  differ.ReportDifferencesToString(&differences);
+  EXPECT_TRUE(differ.Compare(Report("raw", all), Report("raw", all, &cached))) << differences;
+  EXPECT_FALSE(cached.packed());
+  EXPECT_EQ(cached.size(), 0u);
+  EXPECT_EQ(cached.bytes(), 0u);  // nothing of the file is kept
+}
+
+// Every value a packed row can hold comes back as it was added; the others are refused.
+TEST(RangeRowsTest, RowsComeBackAsAddedOrAreRefused) {
+  constexpr uint64_t kMaxId = std::numeric_limits<uint64_t>::max();
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  const std::vector<RangeRow> rows = {
+      {1, 7, 0, 3, kMin, kMax, 0, false},
+      {-5, kMaxId, kMaxId - std::numeric_limits<uint32_t>::max(), kMaxId, kMax, kMin, 3, true},
+      {kMax, 2, 1, 3, 10, 20, v1::RANGE_KIND_PUSH_POP, true},
+      {kMin, 9, 8, 0, 0, 0, v1::RANGE_KIND_START_END, false},
+  };
+  RangeRows kept;
+  // More rows than a block, so that the blocks' seams are crossed.
+  const size_t n = 2 * RangeRows::kBlockRows + 3;
+  for (size_t i = 0; i < n; ++i) ASSERT_TRUE(kept.Add(rows[i % rows.size()])) << i;
+  ASSERT_EQ(kept.size(), n);
+  size_t i = 0;
+  kept.ForEach([&](const RangeRow& row) {
+    const RangeRow& want = rows[i % rows.size()];
+    EXPECT_EQ(row.sid, want.sid) << i;
+    EXPECT_EQ(row.instance_id, want.instance_id) << i;
+    EXPECT_EQ(row.parent_instance_id, want.parent_instance_id) << i;
+    EXPECT_EQ(row.path_id, want.path_id) << i;
+    EXPECT_EQ(row.start_ns, want.start_ns) << i;
+    EXPECT_EQ(row.end_ns, want.end_ns) << i;
+    EXPECT_EQ(row.kind, want.kind) << i;
+    EXPECT_EQ(row.counted, want.counted) << i;
+    ++i;
+  });
+  EXPECT_EQ(i, n);
+  // 32 bytes a row, in whole blocks, and a little for the four (sid, path_id) pairs.
+  const size_t blocks = (n + RangeRows::kBlockRows - 1) / RangeRows::kBlockRows;
+  EXPECT_GE(kept.bytes(), blocks * RangeRows::kBlockRows * sizeof(PackedRange));
+  EXPECT_LE(kept.bytes(), blocks * RangeRows::kBlockRows * sizeof(PackedRange) + 1024);
+
+  const uint64_t far = uint64_t{1} << 32;  // the parent's distance does not fit 32 bits
+  EXPECT_FALSE(kept.Add({1, far + 1, 1, 3, 0, 0, 1, false}));
+  EXPECT_FALSE(kept.Add({1, 5, 5, 3, 0, 0, 1, false}));  // a parent not below the event
+  EXPECT_FALSE(kept.Add({1, 5, 0, 3, 0, 0, 4, false}));  // a kind past 2 bits
+  EXPECT_FALSE(kept.Add({1, 5, 0, 3, 0, 0, -1, false}));
+  EXPECT_EQ(kept.size(), n);
+}
+
 TEST(RangeRowCacheTest, AFileWhoseRowsDoNotFitIsReadFromTheFileAndNoOtherIsEvicted) {
-  RangeRowCache cache(/*budget_bytes=*/100 * sizeof(RangeRow));
+  // What one file of 60 rows holds (a whole block): the budget has room for one such file.
+  RangeRows sixty;
+  for (int i = 0; i < 60; ++i) ASSERT_TRUE(sixty.Add({1, uint64_t(i) + 1, 0, 3, i, i + 1, 1}));
+  const size_t one_file = sixty.bytes();
+  RangeRowCache cache(/*budget_bytes=*/one_file + one_file / 2);
+  auto fill = [](RangeRows* rows) {
+    for (int i = 0; i < 60; ++i) ASSERT_TRUE(rows->Add({1, uint64_t(i) + 1, 0, 3, i, i + 1, 1}));
+  };
   {
     RangeRowCache::Lease small = cache.Take("/data/job/rank-0.sqlite");
     ASSERT_TRUE(small);
-    small.rows()->rows.resize(60);
+    fill(small.rows());
   }
-  EXPECT_EQ(cache.bytes(), 60 * sizeof(RangeRow));
+  EXPECT_EQ(cache.bytes(), one_file);
   {
     RangeRowCache::Lease big = cache.Take("/data/job/rank-1.sqlite");
     ASSERT_TRUE(big);
-    big.rows()->rows.resize(60);  // 120 rows in all: over the budget
+    fill(big.rows());  // two files in all: over the budget
   }
   EXPECT_EQ(cache.refused(), 1u);
-  EXPECT_EQ(cache.bytes(), 60 * sizeof(RangeRow));      // rank 0 kept, rank 1 let go
+  EXPECT_EQ(cache.bytes(), one_file);                   // rank 0 kept, rank 1 let go
   EXPECT_FALSE(cache.Take("/data/job/rank-1.sqlite"));  // read from SQLite for a while
   {
     RangeRowCache::Lease again = cache.Take("/data/job/rank-0.sqlite");
     ASSERT_TRUE(again);
-    EXPECT_EQ(again.rows()->rows.size(), 60u);
+    EXPECT_EQ(again.rows()->size(), 60u);
   }
   cache.DropUnder("/data/job");
   EXPECT_EQ(cache.bytes(), 0u);
