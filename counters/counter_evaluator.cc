@@ -1,5 +1,9 @@
 #include "counters/counter_evaluator.h"
 
+#include <utility>
+
+#include "counters/metric_planner.h"
+
 namespace flopscope::counters {
 namespace {
 
@@ -10,22 +14,24 @@ namespace {
 // buffer from reaching CUPTI. Real images are kilobytes.
 constexpr size_t kCounterDataHeaderBytes = 48;
 
-}  // namespace
-
-std::string CounterEvaluator::EachMetricAlone(const ProfilerHostApi& api, std::string_view chip,
-                                              const std::vector<std::string>& metrics) {
-  // A host object is poisoned by the first name it rejects (host_object.h): one per metric.
-  std::string rejected;
-  for (const std::string& metric : metrics) {
-    HostObject alone;
-    std::string ignored;
-    std::string text;
-    if (!alone.Initialize(api, chip, nullptr, 0, &ignored)) return "the chip name alone fails too";
-    if (alone.AddMetrics({metric}, &text)) continue;
-    rejected += (rejected.empty() ? "" : ", ") + metric + " (" + text + ")";
+// "rejected alone: NAME (RESULT), ..." or "each metric alone is accepted", for Init's error.
+std::string EachMetricAlone(const ProfilerHostApi& api, std::string_view chip,
+                            const std::vector<std::string>& metrics) {
+  std::vector<std::string> accepted;
+  std::vector<std::pair<std::string, std::string>> rejected;
+  std::string error;
+  if (!MetricPlanner(api).TryEachAlone(chip, metrics, nullptr, 0, &accepted, &rejected, &error)) {
+    return error;
   }
-  return rejected.empty() ? "each metric alone is accepted" : "rejected alone: " + rejected;
+  if (rejected.empty()) return "each metric alone is accepted";
+  std::string text = "rejected alone: ";
+  for (size_t i = 0; i < rejected.size(); ++i) {
+    text += (i == 0 ? "" : ", ") + rejected[i].first + " (" + rejected[i].second + ")";
+  }
+  return text;
 }
+
+}  // namespace
 
 bool CounterEvaluator::Init(const ProfilerHostApi& api, std::string_view chip,
                             const std::vector<std::string>& metrics, const uint8_t* availability,

@@ -46,10 +46,6 @@ class CounterEvaluator {
   const std::vector<std::string>& metrics() const { return metrics_; }
 
  private:
-  // "rejected alone: NAME (RESULT), ..." or "each metric alone is accepted", for Init's error.
-  static std::string EachMetricAlone(const ProfilerHostApi& api, std::string_view chip,
-                                     const std::vector<std::string>& metrics);
-
   HostObject host_;
   std::string note_;
   std::vector<std::string> metrics_;

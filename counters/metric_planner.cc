@@ -43,19 +43,9 @@ bool MetricPlanner::PlanMetrics(std::string_view chip, MetricSetKind kind,
   MetricPlan plan;
   plan.chip = std::string(chip);
   plan.kind = kind;
-  // Every name on a throw-away object of its own: one rejected name poisons an object for every
-  // later add (cupti.md §2), so a shared object would reject the rest of the list too.
-  for (const std::string& candidate : WithoutDuplicates(candidates)) {
-    HostObject scratch;
-    if (!scratch.Initialize(api_, chip, counter_availability, availability_size, error)) {
-      return false;
-    }
-    std::string result_text;
-    if (scratch.AddMetrics({candidate}, &result_text)) {
-      plan.metrics.push_back(candidate);
-    } else {
-      plan.rejected.emplace_back(candidate, result_text);
-    }
+  if (!TryEachAlone(chip, candidates, counter_availability, availability_size, &plan.metrics,
+                    &plan.rejected, error)) {
+    return false;
   }
   if (plan.metrics.empty()) {
     *error = "chip '" + plan.chip + "' accepts none of the " + std::to_string(candidates.size()) +
@@ -86,6 +76,26 @@ bool MetricPlanner::PlanMetrics(std::string_view chip, MetricSetKind kind,
   }
   plan.passes = static_cast<uint32_t>(passes.numOfPasses);
   *out = std::move(plan);
+  return true;
+}
+
+bool MetricPlanner::TryEachAlone(std::string_view chip, const std::vector<std::string>& candidates,
+                                 const uint8_t* counter_availability, size_t availability_size,
+                                 std::vector<std::string>* accepted,
+                                 std::vector<std::pair<std::string, std::string>>* rejected,
+                                 std::string* error) {
+  for (const std::string& candidate : WithoutDuplicates(candidates)) {
+    HostObject scratch;
+    if (!scratch.Initialize(api_, chip, counter_availability, availability_size, error)) {
+      return false;
+    }
+    std::string result_text;
+    if (scratch.AddMetrics({candidate}, &result_text)) {
+      accepted->push_back(candidate);
+    } else {
+      rejected->emplace_back(candidate, result_text);
+    }
+  }
   return true;
 }
 

@@ -45,6 +45,16 @@ class MetricPlanner {
                    const std::vector<std::string>& candidates, const uint8_t* counter_availability,
                    size_t availability_size, MetricPlan* out, std::string* error);
 
+  // Tries each of `candidates` (duplicates dropped) on a throw-away host object of its own: one
+  // rejected name poisons an object for every later add (cupti.md §2), so a shared object would
+  // reject the rest of the list too. The accepted names go to `accepted` in order, the others
+  // with CUPTI's result text to `rejected`. False with `error` set when CUPTI cannot configure
+  // the chip at all.
+  bool TryEachAlone(std::string_view chip, const std::vector<std::string>& candidates,
+                    const uint8_t* counter_availability, size_t availability_size,
+                    std::vector<std::string>* accepted,
+                    std::vector<std::pair<std::string, std::string>>* rejected, std::string* error);
+
   // The chip names this libcupti's Host API supports (cuptiProfilerHostGetSupportedChips).
   bool SupportedChips(std::vector<std::string>* out, std::string* error);
 

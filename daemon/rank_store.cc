@@ -214,17 +214,13 @@ absl::Status RankStore::LoadDefinitions(int64_t sid, SessionDefinitions* definit
 }
 
 absl::Status RankStore::LoadInstanceIds(int64_t sid, InstanceIdSet* ids) {
-  // Only when a session is resumed after a daemon restart or store reopen.
-  absl::StatusOr<std::unique_ptr<SqliteStatement>> stmt =
-      db_->Prepare("SELECT lo, hi FROM range_instance_ids WHERE sid = ?");
-  if (!stmt.ok()) return stmt.status();
-  (*stmt)->BindInt(1, sid);
-  while (true) {
-    absl::StatusOr<bool> row = (*stmt)->Step();
-    if (!row.ok()) return row.status();
-    if (!*row) return absl::OkStatus();
-    ids->Insert({(*stmt)->ColumnUint(0), (*stmt)->ColumnUint(1)});
-  }
+  // Only when a session is resumed after a daemon restart or store reopen (or a commit failed).
+  // `sid` is the file's own integer key, never input: formatted into the one-off query.
+  return db_->ForEachRow(absl::StrCat("SELECT lo, hi FROM range_instance_ids WHERE sid = ", sid),
+                         [ids](const SqliteStatement& row) {
+                           ids->Insert({row.ColumnUint(0), row.ColumnUint(1)});
+                           return absl::OkStatus();
+                         });
 }
 
 namespace {
