@@ -50,11 +50,11 @@ bool CounterEvaluator::Init(const ProfilerHostApi& api, std::string_view chip,
   // config image was.
   if (!host_.AddMetrics(metrics, &result_text)) {
     host_.Reset();
-    // GPU acceptance, H200, 2026-11-25: the first ConfigAddMetrics of an evaluator given the
-    // device's availability image failed with CUPTI_ERROR_UNKNOWN, while the plan made with the
-    // same image had configured the profiler. Evaluating reads the counter values the data
-    // image carries and needs no availability, so the chip name alone is tried once more.
-    // [GPU-TODO] whether this retry is what makes GH100 evaluate: not yet run on a device.
+    // Evaluating reads the counter values the data image carries and needs no availability, so
+    // the chip name alone is tried once more. (The CUPTI_ERROR_UNKNOWN the H200 gave here on
+    // 2026-11-25 turned out to be libnvperf_host already torn down at exit, fixed by the exit
+    // order (Session::RearmTracingExit); the same image works on the device mid-run and here on
+    // the host, so this retry has not been seen to matter.)
     std::string retry_text;
     if (availability != nullptr && host_.Initialize(api, chip, nullptr, 0, error) &&
         host_.AddMetrics(metrics, &retry_text)) {

@@ -138,4 +138,8 @@ void CountCounterUnmatched(uint64_t records) noexcept {
   }
 }
 
+void RearmTracingExit() noexcept {
+  if (Session::Current() != nullptr) Session::RearmTracingExit();
+}
+
 }  // namespace flopscope::injector

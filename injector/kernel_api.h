@@ -59,5 +59,7 @@ size_t EnqueueKernelFlops(std::vector<KernelFlopsRecord>* records) noexcept;
 bool EnqueueCounterWindow(CounterWindowRecord record) noexcept;
 // Counter ranges or launches of a window that could not be paired (LOSS_CAUSE_COUNTER_UNMATCHED).
 void CountCounterUnmatched(uint64_t records) noexcept;
+// Registers the tracer's exit handler once more (TraceSink::RearmExitHandler).
+void RearmTracingExit() noexcept;
 
 }  // namespace flopscope::injector

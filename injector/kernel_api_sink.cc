@@ -48,4 +48,6 @@ void KernelApiSink::CountCounterUnmatched(uint64_t records) noexcept {
   injector::CountCounterUnmatched(records);
 }
 
+void KernelApiSink::RearmExitHandler() noexcept { RearmTracingExit(); }
+
 }  // namespace flopscope::injector

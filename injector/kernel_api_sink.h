@@ -20,6 +20,7 @@ class KernelApiSink final : public TraceSink {
   size_t EnqueueFlops(std::vector<KernelFlopsRecord>* records) noexcept override;
   void WindowClosed(CounterWindowRecord window) noexcept override;
   void CountCounterUnmatched(uint64_t records) noexcept override;
+  void RearmExitHandler() noexcept override;
 };
 
 }  // namespace flopscope::injector

@@ -6,9 +6,9 @@
 #include <string_view>
 #include <vector>
 
+#include "injector/kernel_api.h"
 #include "injector/ranges/counter_windows.h"
 #include "injector/records/identity.h"
-#include "injector/kernel_api.h"
 
 namespace flopscope::injector {
 
@@ -41,6 +41,10 @@ class TraceSink {
   virtual void WindowClosed(CounterWindowRecord window) noexcept = 0;
   // Counter ranges or launches that could not be paired (LOSS_CAUSE_COUNTER_UNMATCHED).
   virtual void CountCounterUnmatched(uint64_t records) noexcept = 0;
+  // A library the tracer uses registered its exit-time teardown after the tracer's exit handler
+  // (libnvperf_host, at each use of the Profiler Host API): register the handler again, so that
+  // it runs first and finds the library whole.
+  virtual void RearmExitHandler() noexcept = 0;
 };
 
 struct TracingOutcome {

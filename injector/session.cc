@@ -299,6 +299,14 @@ void Session::DrainOnSigterm() {
   while (!exit_done_.load(std::memory_order_acquire)) usleep(5000);
 }
 
+void Session::RearmTracingExit() noexcept {
+  // Bounded: a process makes a plan and an evaluator per context and metric set, and each
+  // registration is a few bytes in libc's list; past the cap the earlier ones still run.
+  static std::atomic<int> registrations{0};
+  if (registrations.fetch_add(1, std::memory_order_relaxed) >= kMaxTracingExitRearms) return;
+  (void)std::atexit(&Session::OnTracingExit);
+}
+
 void Session::OnTracingExit() {
   if (disabled_.load(std::memory_order_acquire)) return;  // a forked child: nothing of ours
   Session* session = Current();

@@ -45,6 +45,10 @@ class Session {
   // for acknowledgements cut to fit SigtermDrain::kBoundMs; when another thread runs the exit
   // path already (exit() came first), waits for it instead. Returns once it is done.
   static void DrainOnSigterm();
+  // Registers the tracer's exit handler again, so that it runs before the exit handlers
+  // registered since (TraceSink::RearmExitHandler). At most kMaxTracingExitRearms times.
+  static void RearmTracingExit() noexcept;
+  static constexpr int kMaxTracingExitRearms = 64;
 
   // InitializeInjection: attaches kernel tracing if the session's start did not already (the
   // session began at an earlier NVTX call). The outcome goes out as `gpu.status` metadata.

@@ -307,13 +307,14 @@ bool KernelTracer::CountedEnter(CUpti_CallbackDomain domain, CUpti_CallbackId cb
   // and cuBLAS's included), and counting both domains would give one kernel two ordinals.
   // Other activities are counted while a window counts (kernel replay slows them too).
   // GPU-TODO: whether a kernel's activity record carries the runtime call's correlation id or
-  // the driver call's (the runtime one then gets counting_now(), not the collector's answer),
-  // and whether memset/memcpy APIs that the driver implements with kernels make auto ranges
-  // (they get no ordinal: such a range would show as a count mismatch, never a shift).
+  // the driver call's (the runtime one then gets counting_now(), not the collector's answer).
+  // A memcpy/memset the driver carries out with a kernel makes an auto range no launch
+  // announced: it ends the pass instead of taking an ordinal (OnMemoryEnter).
   if (domain != CUPTI_CB_DOMAIN_DRIVER_API || cbid >= driver_roles_.size()) {
     return counters_->counting_now();
   }
   const CallbackRole role = driver_roles_[cbid];
+  if (role == CallbackRole::kMemory) return counters_->OnMemoryEnter(call);
   if (role != CallbackRole::kLaunch && role != CallbackRole::kGraphLaunch) {
     return counters_->counting_now();
   }
@@ -324,7 +325,8 @@ void KernelTracer::CountedExit(CUpti_CallbackDomain domain, CUpti_CallbackId cbi
                                const CUpti_CallbackData& call) {
   if (domain != CUPTI_CB_DOMAIN_DRIVER_API || cbid >= driver_roles_.size()) return;
   const CallbackRole role = driver_roles_[cbid];
-  if (role == CallbackRole::kLaunch || role == CallbackRole::kGraphLaunch) {
+  if (role == CallbackRole::kLaunch || role == CallbackRole::kGraphLaunch ||
+      role == CallbackRole::kMemory) {
     counters_->OnLaunchExit(call);
   }
 }

@@ -208,7 +208,9 @@ bool Recorder::WriteFile(const std::string& name, const void* bytes, size_t size
   if (failed_ || truncated_) return false;
   if (bytes_ + size > max_bytes_) {
     truncated_ = true;
-    Warn("recording stopped at " + std::to_string(bytes_) + " bytes in " + dir_);
+    Warn("recording stopped at " + std::to_string(bytes_) + " bytes in " + dir_ + ": " + name +
+         " (" + std::to_string(size) + " bytes) would pass the cap of " +
+         std::to_string(max_bytes_) + " bytes");
     WriteManifest();
     return false;
   }

@@ -368,6 +368,26 @@ TEST_F(RecorderRoundTripTest, ARecordingStopsAtItsCapAndSaysSo) {
   EXPECT_EQ(recording.buffers[0].size, builder.size());
 }
 
+// The GPU acceptance of 2026-11-26 (H200): libnvperf_host tears its state down in an exit handler
+// registered at the Host API's first use, after the tracer's. The backend calls back after every
+// plan and evaluator it makes, refused ones too, so the session can register its handler again.
+TEST(HostApiCounterBackendTest, CallsBackAfterEveryUseOfTheHostApi) {
+  counters::CuptiLibrary library;
+  counters::ProfilerHostApi host;
+  std::string error;
+  ASSERT_TRUE(counters::LoadProfilerHostApi("", &host, &library, &error)) << error;
+  int uses = 0;
+  std::unique_ptr<CounterBackend> backend = MakeHostApiCounterBackend(host, [&] { ++uses; });
+  CounterPlan plan;
+  ASSERT_TRUE(backend->Plan("GH100", counters::MetricSetKind::kCheap, {}, &plan, &error)) << error;
+  EXPECT_EQ(uses, 1);
+  EXPECT_NE(backend->MakeEvaluator(plan, &error), nullptr) << error;
+  EXPECT_EQ(uses, 2);
+  CounterPlan refused;
+  EXPECT_FALSE(backend->Plan("XY999", counters::MetricSetKind::kCheap, {}, &refused, &error));
+  EXPECT_EQ(uses, 3);
+}
+
 TEST(RecorderTest, AnUnwritableDirectoryIsRefusedWithTheReason) {
   std::string error;
   EXPECT_EQ(Recorder::Open("/nonexistent-parent/recording", &::cuptiActivityGetNextRecord, &error),

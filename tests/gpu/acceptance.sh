@@ -252,7 +252,9 @@ compare_with_ncu() {
   local chip=$1 metrics
   if ! fits 120; then row ncu-compare SKIPPED "time budget spent"; row recording SKIPPED "time budget spent"; return; fi
   mkdir -p "$OUT/recording"
-  if ! logged flops-job "$(step_limit 240)" env FLOPSCOPE_COUNTERS=steps=1:2,set=full \
+  # 16 ranges (the 10 launches of the window fit): the recorded counter data image stays ~9 MB
+  # (GH100, full set: ~560 KB a range), small enough to commit for replay.
+  if ! logged flops-job "$(step_limit 240)" env FLOPSCOPE_COUNTERS=steps=1:2,set=full FLOPSCOPE_COUNTER_RANGES=16 \
          FLOPSCOPE_RECORD_DIR="$OUT/recording" FLOPSCOPE_EXIT_TIMEOUT_MS=10000 \
          "$FS" run --job flops --socket "$SOCKET" -- "$TREE/tests/gpu_flop_workload" "$LOGS/flops-expect.json"; then
     row ncu-compare FAIL "flop_workload under flopscope failed: $(last_line "$LOGS/flops-job.log")"

@@ -34,10 +34,10 @@ struct CounterCollector::ContextState {
   std::shared_ptr<const CounterPlan> plan;    // its plan
   LaunchOrdinals launches;                    // of its current pass
   bool graph_pass = false;  // the current pass is one graph launch's: end it at the next launch
-  // The pass ended before a communication launch; the profiler stays enabled for the window and
-  // Resumes at the next launch once no communication launch is inside the driver (D1).
+  // The pass ended before a communication launch (D1) or a memcpy/memset; the profiler stays
+  // enabled for the window and Resumes at the next launch once none of them is inside the driver.
   bool paused = false;
-  std::vector<uint64_t> comm_in_flight;  // correlation ids of those still inside the driver
+  std::vector<uint64_t> pausers_in_flight;  // correlation ids of those still inside the driver
 
   bool transitioning = false;  // a thread is driving the profiler without the lock
   std::thread::id driver;      // that thread
@@ -51,13 +51,14 @@ struct CounterCollector::ContextState {
 struct CounterCollector::Transition {
   ContextState* state = nullptr;
   // Decided:
-  bool end = false;         // Stop and decode the running pass
-  bool resume = false;      // then start the next pass (the same window goes on)
-  bool disable = false;     // then disable the profiler
-  bool pause = false;       // with end: keep the profiler enabled, stopped (D1)
-  bool foreign = false;     // the context is not current on this thread: push it (D11)
-  bool begin = false;       // enable and start it for `window`
-  bool initialize = false;  // cuptiProfilerInitialize first (the first start in the process)
+  bool end = false;            // Stop and decode the running pass
+  bool resume = false;         // then start the next pass (the same window goes on)
+  bool disable = false;        // then disable the profiler
+  bool pause = false;          // with end: keep the profiler enabled, stopped (D1)
+  bool communication = false;  // the pause is for a communication launch: failing to end is fatal
+  bool foreign = false;        // the context is not current on this thread: push it (D11)
+  bool begin = false;          // enable and start it for `window`
+  bool initialize = false;     // cuptiProfilerInitialize first (the first start in the process)
   uint64_t ended_window = 0;
   std::shared_ptr<const CounterPlan> ended_plan;
   LaunchOrdinals::Pass ended_launches;

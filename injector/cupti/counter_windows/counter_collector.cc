@@ -52,7 +52,9 @@ void CounterCollector::Bind(const CuptiApi& cupti, void* cupti_handle) noexcept 
     if (ok && backend_ == nullptr) {
       counters::ProfilerHostApi host;
       ok = counters::ResolveProfilerHostApi(cupti_handle, &host, &error);
-      if (ok) backend_ = MakeHostApiCounterBackend(host);
+      if (ok) {
+        backend_ = MakeHostApiCounterBackend(host, [sink = sink_] { sink->RearmExitHandler(); });
+      }
     }
     if (ok) {
       api_ = api;
@@ -305,8 +307,8 @@ CounterCollector::LaunchKind CounterCollector::Classify(const CUpti_CallbackData
 void CounterCollector::UpdateAttention() {
   bool any = open_window_ != 0;
   for (const auto& [context, state] : contexts_) {
-    any =
-        any || state->profiler != nullptr || state->transitioning || !state->comm_in_flight.empty();
+    any = any || state->profiler != nullptr || state->transitioning ||
+          !state->pausers_in_flight.empty();
   }
   attention_->store(any ? 1 : 0, std::memory_order_relaxed);
 }
@@ -482,7 +484,7 @@ void CounterCollector::Commit(Transition& t) {
   const bool disturbed = std::exchange(state.disturbed, false);
   if (t.pause && t.end_error.empty()) state.paused = true;
   if (t.resume && t.end_error.empty() && t.resume_error.empty()) state.paused = false;
-  if (t.pause && !t.end_error.empty()) ExclusionFailed(state, t.end_error);
+  if (t.pause && t.communication && !t.end_error.empty()) ExclusionFailed(state, t.end_error);
   if (t.end || t.disable) {
     FlushedPass pass{t.ended_window, t.ended_plan, std::move(t.data), std::move(t.ended_launches),
                      t.end_error};
@@ -575,11 +577,12 @@ bool CounterCollector::OnLaunchEnter(const CUpti_CallbackData& call, bool graph,
       state.disturbed = true;  // its kernel may or may not land in a pass: taints both
       return false;
     }
-    if (!state.comm_in_flight.empty()) {
+    if (!state.pausers_in_flight.empty()) {
       // D1: no pass starts before the communication launch has left the driver.
       if (open_window_ != 0) {
         ledger_.LaunchesLost(open_window_, 1,
-                             "launched while a communication kernel was inside the driver");
+                             "launched while a communication kernel or a memcpy/memset was inside "
+                             "the driver");
       }
       return false;
     }
@@ -618,17 +621,43 @@ void CounterCollector::ExcludeLaunch(CUcontext context, const CUpti_CallbackData
                                                 : "another thread for too long"));
     return;
   }
-  state->comm_in_flight.push_back(call.correlationId);
+  PauseFor(*state, call.correlationId, /*communication=*/true);
+}
+
+void CounterCollector::PauseFor(ContextState& state, uint64_t correlation_id, bool communication) {
+  state.pausers_in_flight.push_back(correlation_id);
   UpdateAttention();  // its exit must come back here, window or not
-  if (state->profiler == nullptr || !state->profiler->started()) return;
+  if (state.profiler == nullptr || !state.profiler->started()) return;
   Transition transition;
-  transition.state = state;
+  transition.state = &state;
   transition.end = transition.pause = true;
-  TakeRunningPass(*state, &transition);
-  state->transitioning = true;
-  state->driver = std::this_thread::get_id();
-  state->disturbed = false;
+  transition.communication = communication;
+  TakeRunningPass(state, &transition);
+  state.transitioning = true;
+  state.driver = std::this_thread::get_id();
+  state.disturbed = false;
   RunTransition(&transition);
+}
+
+bool CounterCollector::OnMemoryEnter(const CUpti_CallbackData& call) noexcept {
+  if (call.context == nullptr) return counting_now();
+  try {
+    MutexLock lock(&mutex_);
+    if (!bound_) return false;
+    auto it = contexts_.find(call.context);
+    if (it == contexts_.end() || open_window_ == 0) return counting_now();
+    ContextState& state = *it->second;
+    if (state.transitioning) {
+      // Another thread is switching the profiler: whether the copy's kernel lands in a pass is
+      // unknown, so both passes around the switch are tainted, as for a launch.
+      state.disturbed = true;
+      return counting_now();
+    }
+    PauseFor(state, call.correlationId, /*communication=*/false);
+  } catch (...) {
+    // Out of memory: the copy stays in the pass, whose ranges then cannot pair (never shift).
+  }
+  return counting_now();
 }
 
 void CounterCollector::ExclusionFailed(ContextState& state, const std::string& why) {
@@ -654,10 +683,10 @@ void CounterCollector::OnLaunchExit(const CUpti_CallbackData& call) noexcept {
     if (it == contexts_.end()) return;
     ContextState& state = *it->second;
     state.launches.Exit(call.correlationId, failed);
-    auto comm =
-        std::find(state.comm_in_flight.begin(), state.comm_in_flight.end(), call.correlationId);
-    if (comm != state.comm_in_flight.end()) {
-      state.comm_in_flight.erase(comm);
+    auto comm = std::find(state.pausers_in_flight.begin(), state.pausers_in_flight.end(),
+                          call.correlationId);
+    if (comm != state.pausers_in_flight.end()) {
+      state.pausers_in_flight.erase(comm);
       UpdateAttention();
     }
   } catch (...) {

@@ -93,6 +93,13 @@ class CounterCollector final : public CounterWindows {
   // `range` is the launching thread's module range. True when the launch was counted.
   bool OnLaunchEnter(const CUpti_CallbackData& call, bool graph, RangeContext range) noexcept
       FS_EXCLUDES(mutex_);
+  // A driver-API memcpy or memset enters the driver on `call.context`. The driver may carry it
+  // out with a kernel of its own, which auto-range profiling numbers like any launch though no
+  // launch callback announced it (GPU acceptance, H200, 2026-11-26: a torch pass had 10 more
+  // ranges than launches). So it ends the running pass, as a communication launch does, and the
+  // next launch after its exit resumes. Returns counting_now().
+  bool OnMemoryEnter(const CUpti_CallbackData& call) noexcept FS_EXCLUDES(mutex_);
+  // The API exit of a launch or of a memcpy/memset.
   void OnLaunchExit(const CUpti_CallbackData& call) noexcept FS_EXCLUDES(mutex_);
   // CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED on this thread: when it comes inside a counted launch,
   // that launch was captured into a graph (stream capture) and runs no kernel now.
@@ -118,6 +125,11 @@ class CounterCollector final : public CounterWindows {
   enum class ProfilerInit { kNotYet, kRunning, kReady, kFailed };
   // What a launch is to counting: counted, a graph (a pass of its own), or left out.
   enum class LaunchKind { kCompute, kGraph, kCommunication, kUnchecked };
+  // Ends `state`'s running pass before a call that must make no range in it (communication
+  // launch, memcpy/memset) and keeps the next one from starting until that call has left the
+  // driver. Runs the transition (mutex_ released meanwhile); false when it could not end.
+  void PauseFor(ContextState& state, uint64_t correlation_id, bool communication)
+      FS_REQUIRES(mutex_);
 
   LaunchKind Classify(const CUpti_CallbackData& call, bool graph) const;
   ContextState& StateFor(CUcontext context) FS_REQUIRES(mutex_);

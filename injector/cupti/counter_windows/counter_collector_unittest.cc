@@ -514,6 +514,56 @@ TEST_F(CounterCollectorTest, ACollectiveIsKeptOutOfReplayAndTheOthersPair) {
                                       "disable 1"}));
 }
 
+// What the H200 showed in the GPU acceptance of 2026-11-26: a torch step's pass had 10 more
+// ranges than launches, as many as the memsets around it. The driver's own memset kernel makes a
+// range that no launch callback announced; ending the pass at the memset keeps it out.
+TEST_F(CounterCollectorTest, AMemsetEndsThePassSoItsOwnKernelMakesNoRange) {
+  Make("steps=0");
+  collector_->OnStepBegin(0);
+  EXPECT_TRUE(Launch(1));
+  EXPECT_TRUE(Launch(2));
+  CUpti_CallbackData memset{};
+  memset.callbackSite = CUPTI_API_ENTER;
+  memset.correlationId = 3;
+  memset.context = kGpu;
+  EXPECT_TRUE(collector_->OnMemoryEnter(memset));  // counting: its activity is replay-slowed
+  EXPECT_FALSE(profiler_.started(kGpu));
+  profiler_.KernelRuns(kGpu, 3);  // the driver's memset kernel, while no pass runs
+  EXPECT_FALSE(Launch(4));        // another thread, while the memset is still inside the driver
+  Exit(memset);
+  EXPECT_TRUE(Launch(5));  // the pass resumes after the memset's exit
+  collector_->OnStepEnd(0);
+  collector_->Collect(/*final=*/true);
+  std::map<uint64_t, KernelFlopsRecord> flops = FlopsById();
+  ASSERT_EQ(flops.size(), 3u);
+  for (uint64_t id : {1, 2, 5}) EXPECT_DOUBLE_EQ(flops[id].fp32, 5.0 * id) << id;
+  ASSERT_EQ(sink_.windows().size(), 1u);
+  EXPECT_EQ(sink_.windows()[0].kernels_counted, 3u);
+  EXPECT_EQ(sink_.windows()[0].comm_kernels_excluded, 0u);
+  EXPECT_EQ(sink_.windows()[0].ranges_unmatched, 1u);  // launch 4 only
+}
+
+// Outside a window a memcpy or memset costs the collector nothing and changes nothing.
+TEST_F(CounterCollectorTest, AMemsetOutsideAWindowLeavesTheProfilerAlone) {
+  Make("steps=1");
+  collector_->OnStepBegin(0);
+  CUpti_CallbackData memset{};
+  memset.callbackSite = CUPTI_API_ENTER;
+  memset.correlationId = 1;
+  memset.context = kGpu;
+  EXPECT_FALSE(collector_->OnMemoryEnter(memset));
+  Exit(memset);
+  collector_->OnStepEnd(0);
+  EXPECT_TRUE(profiler_.calls.empty());
+  collector_->OnStepBegin(1);
+  EXPECT_TRUE(Launch(2));
+  collector_->OnStepEnd(1);
+  collector_->Collect(/*final=*/true);
+  ASSERT_EQ(sink_.windows().size(), 1u);
+  EXPECT_EQ(sink_.windows()[0].kernels_counted, 1u);
+  EXPECT_EQ(sink_.windows()[0].status, "");
+}
+
 TEST_F(CounterCollectorTest, NoPassStartsWhileACollectiveIsInsideTheDriver) {
   Make("steps=0");
   collector_->OnStepBegin(0);
@@ -534,7 +584,8 @@ TEST_F(CounterCollectorTest, NoPassStartsWhileACollectiveIsInsideTheDriver) {
   ASSERT_EQ(sink_.windows().size(), 1u);
   EXPECT_EQ(sink_.windows()[0].comm_kernels_excluded, 1u);
   EXPECT_EQ(sink_.windows()[0].ranges_unmatched, 1u);  // launch 3: in the window, not counted
-  EXPECT_NE(sink_.windows()[0].status.find("communication kernel was inside the driver"),
+  EXPECT_NE(sink_.windows()[0].status.find(
+                "communication kernel or a memcpy/memset was inside the driver"),
             std::string::npos)
       << sink_.windows()[0].status;
 }

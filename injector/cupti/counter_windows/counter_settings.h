@@ -48,8 +48,12 @@ struct CounterSettings {
   bool multi_rank() const { return world_size > 1; }
 
   // NVIDIA's samples use 10-20 ranges, Kineto 1500, and SetConfig is reported to refuse some
-  // 2000-3000 (gpu-review D6); a decode per 512 launches costs little next to kernel replay.
-  static constexpr uint32_t kDefaultMaxRanges = 512;
+  // 2000-3000 (gpu-review D6). Memory decides: on an H200 (GH100, the full set) the counter data
+  // image took 286,565,612 bytes for 512 ranges, about 560 KB a range (GPU acceptance,
+  // 2026-11-26), and a context holds it twice (the profiler's and the decoded copy) plus once per
+  // decoded pass waiting for the exporter. 64 ranges are ~36 MB; a decode per 64 launches costs
+  // little next to kernel replay (a torch step's passes end at each memcpy/memset anyway).
+  static constexpr uint32_t kDefaultMaxRanges = 64;
   // The most steps one window may count (the daemon refuses longer windows' records).
   static constexpr int64_t kMaxWindowSteps = 10000;
   static constexpr uint32_t kMinRanges = 16;

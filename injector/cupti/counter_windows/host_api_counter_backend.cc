@@ -29,7 +29,8 @@ class HostApiEvaluator final : public RangeEvaluator {
 
 class HostApiCounterBackend final : public CounterBackend {
  public:
-  explicit HostApiCounterBackend(const counters::ProfilerHostApi& api) : api_(api) {}
+  HostApiCounterBackend(const counters::ProfilerHostApi& api, std::function<void()> after_use)
+      : api_(api), after_use_(std::move(after_use)) {}
 
   bool SupportsChip(std::string_view chip, std::string* why) override {
     std::vector<std::string> candidates;
@@ -47,10 +48,11 @@ class HostApiCounterBackend final : public CounterBackend {
     // context and set), so sharing one would buy nothing.
     counters::MetricPlanner planner(api_);
     counters::MetricPlan plan;
-    if (!planner.Plan(chip, metric_set, availability.empty() ? nullptr : availability.data(),
-                      availability.size(), &plan, error)) {
-      return false;
-    }
+    const bool planned =
+        planner.Plan(chip, metric_set, availability.empty() ? nullptr : availability.data(),
+                     availability.size(), &plan, error);
+    AfterUse();
+    if (!planned) return false;
     out->chip = plan.chip;
     out->metric_set = plan.kind;
     out->metrics = std::move(plan.metrics);
@@ -63,18 +65,26 @@ class HostApiCounterBackend final : public CounterBackend {
   std::unique_ptr<RangeEvaluator> MakeEvaluator(const CounterPlan& plan,
                                                 std::string* error) override {
     auto evaluator = std::make_unique<HostApiEvaluator>();
-    if (!evaluator->Init(api_, plan, error)) return nullptr;
+    const bool ready = evaluator->Init(api_, plan, error);
+    AfterUse();
+    if (!ready) return nullptr;
     return evaluator;
   }
 
  private:
+  void AfterUse() {
+    if (after_use_) after_use_();
+  }
+
   const counters::ProfilerHostApi api_;
+  const std::function<void()> after_use_;
 };
 
 }  // namespace
 
-std::unique_ptr<CounterBackend> MakeHostApiCounterBackend(const counters::ProfilerHostApi& api) {
-  return std::make_unique<HostApiCounterBackend>(api);
+std::unique_ptr<CounterBackend> MakeHostApiCounterBackend(
+    const counters::ProfilerHostApi& api, std::function<void()> after_host_api_use) {
+  return std::make_unique<HostApiCounterBackend>(api, std::move(after_host_api_use));
 }
 
 }  // namespace flopscope::injector::cupti

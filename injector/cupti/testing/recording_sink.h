@@ -30,6 +30,14 @@ class RecordingSink : public TraceSink {
   size_t EnqueueFlops(std::vector<KernelFlopsRecord>* records) noexcept override;
   void WindowClosed(CounterWindowRecord window) noexcept override;
   void CountCounterUnmatched(uint64_t records) noexcept override;
+  void RearmExitHandler() noexcept override {
+    MutexLock lock(&mutex_);
+    ++rearms_;
+  }
+  uint64_t rearms() {
+    MutexLock lock(&mutex_);
+    return rearms_;
+  }
 
   std::vector<KernelRecord> records();
   std::vector<std::pair<std::string, std::string>> metadata();
@@ -55,6 +63,7 @@ class RecordingSink : public TraceSink {
   std::vector<KernelFlopsRecord> flops_ FS_GUARDED_BY(mutex_);
   std::vector<CounterWindowRecord> windows_ FS_GUARDED_BY(mutex_);
   uint64_t unmatched_ FS_GUARDED_BY(mutex_) = 0;
+  uint64_t rearms_ FS_GUARDED_BY(mutex_) = 0;
 };
 
 }  // namespace flopscope::injector::cupti::testing
