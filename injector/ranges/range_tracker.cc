@@ -305,34 +305,57 @@ RangeContext RangeTracker::CurrentContext() {
   return RangeContext{top->path_id, top->instance_id};
 }
 
+ThreadBuffer* RangeTracker::OrphanBuffer() {
+  if (orphan_buffer_ == nullptr) {
+    try {
+      orphan_buffer_ = buffers_->Register();
+    } catch (...) {
+      return nullptr;  // out of memory: the caller counts what it could not append
+    }
+  }
+  return orphan_buffer_;
+}
+
+// The calling thread's buffer, or the orphan buffer (under its lock) for a thread whose state is
+// gone; `append(buffer)` returns how many records went in, `count` is how many it was given.
+template <typename Append>
+size_t RangeTracker::AppendToSomeBuffer(size_t count, Append append) {
+  if (ThreadState* state = ThisThread()) return append(state->buffer);
+  MutexLock lock(&orphan_mutex_);
+  ThreadBuffer* buffer = OrphanBuffer();
+  if (buffer != nullptr) return append(buffer);
+  losses_->Add(LossCause::kBufferFull, count);
+  return 0;
+}
+
 bool RangeTracker::AppendKernel(const fs_kernel& kernel) {
-  ThreadState* state = ThisThread();
-  if (state == nullptr) return false;
-  return state->buffer->AppendKernel(kernel);
+  return AppendToSomeBuffer(1, [&](ThreadBuffer* buffer) -> size_t {
+           return buffer->AppendKernel(kernel) ? 1 : 0;
+         }) == 1;
 }
 
 size_t RangeTracker::AppendKernels(const fs_kernel* kernels, size_t count) {
-  ThreadState* state = ThisThread();
-  if (state == nullptr) return 0;
-  return state->buffer->AppendKernels(kernels, count);
+  return AppendToSomeBuffer(
+      count, [&](ThreadBuffer* buffer) { return buffer->AppendKernels(kernels, count); });
 }
 
 bool RangeTracker::AppendMetadata(std::string key, std::string value) {
-  ThreadState* state = ThisThread();
-  if (state == nullptr) return false;
-  return state->buffer->AppendMetadata(MetadataRecord{std::move(key), std::move(value), Now()});
+  return AppendToSomeBuffer(1, [&](ThreadBuffer* buffer) -> size_t {
+           return buffer->AppendMetadata(MetadataRecord{std::move(key), std::move(value), Now()})
+                      ? 1
+                      : 0;
+         }) == 1;
 }
 
 size_t RangeTracker::AppendKernelFlops(std::vector<KernelFlopsRecord>* records) {
-  ThreadState* state = ThisThread();
-  if (state == nullptr) return 0;
-  return state->buffer->AppendKernelFlops(records);
+  return AppendToSomeBuffer(
+      records->size(), [&](ThreadBuffer* buffer) { return buffer->AppendKernelFlops(records); });
 }
 
 bool RangeTracker::AppendWindow(CounterWindowRecord record) {
-  ThreadState* state = ThisThread();
-  if (state == nullptr) return false;
-  return state->buffer->AppendWindow(std::move(record));
+  return AppendToSomeBuffer(1, [&](ThreadBuffer* buffer) -> size_t {
+           return buffer->AppendWindow(std::move(record)) ? 1 : 0;
+         }) == 1;
 }
 
 uint64_t RangeTracker::CountOpenRanges() {

@@ -116,6 +116,17 @@ class RangeTracker {
   Mutex threads_mutex_;
   std::vector<ThreadState*> live_threads_ FS_GUARDED_BY(threads_mutex_);
 
+  // A thread without a state of its own (its thread_local state is gone) appends here: exit()
+  // runs the exiting thread's thread_local destructors before the exit handlers, and the
+  // tracer's exit handler decodes the last counter passes on that thread (GPU acceptance, H200,
+  // 2026-11-26: a window evaluated at exit lost its FLOPs and its record without a count).
+  // One buffer, registered at first use, one producer at a time under the mutex.
+  ThreadBuffer* OrphanBuffer() FS_REQUIRES(orphan_mutex_);
+  template <typename Append>
+  size_t AppendToSomeBuffer(size_t count, Append append) FS_EXCLUDES(orphan_mutex_);
+  Mutex orphan_mutex_;
+  ThreadBuffer* orphan_buffer_ FS_GUARDED_BY(orphan_mutex_) = nullptr;
+
   // Guards open start/end ranges; taken by nvtxRangeStart/End only (never by push/pop).
   Mutex start_end_mutex_;
   std::unordered_map<uint64_t, OpenStartEnd> open_start_end_ FS_GUARDED_BY(start_end_mutex_);

@@ -236,6 +236,49 @@ TEST(RangeTrackerTest, ThreadExitHandsOverItsRecordsAndCountsOpenRanges) {
   EXPECT_TRUE(h.Drain().ranges.empty());  // the orphaned buffer is gone after the drain
 }
 
+// What exit() does on the thread that calls it: its thread_local destructors run first (the
+// tracker's state goes), then the exit handlers, where the tracer decodes the last counter passes
+// (GPU acceptance, H200, 2026-11-26: a window evaluated there lost its FLOPs and its record).
+// Here a thread_local made before the tracker's plays the late exit handler.
+struct AppendsWhenDestroyed {
+  Harness* harness = nullptr;
+  bool window_appended = false;
+  size_t flops_appended = 0;
+  bool* window_out = nullptr;
+  size_t* flops_out = nullptr;
+  ~AppendsWhenDestroyed() {
+    if (harness == nullptr) return;
+    std::vector<KernelFlopsRecord> flops(3);
+    *flops_out = harness->tracker.AppendKernelFlops(&flops);
+    CounterWindowRecord window;
+    window.status = "closed at exit";
+    *window_out = harness->tracker.AppendWindow(std::move(window));
+  }
+};
+thread_local AppendsWhenDestroyed t_late_appender;
+
+TEST(RangeTrackerTest, RecordsAppendedAfterTheThreadsStateIsGoneAreKept) {
+  Harness& h = *NewHarness();
+  const Domain* d = h.domains.Default();
+  bool window_appended = false;
+  size_t flops_appended = 0;
+  std::thread([&] {
+    t_late_appender.harness = &h;  // constructed before the tracker's thread state
+    t_late_appender.window_out = &window_appended;
+    t_late_appender.flops_out = &flops_appended;
+    h.tracker.Push(d, "model");
+    h.tracker.Pop(d);
+  }).join();
+  EXPECT_TRUE(window_appended);
+  EXPECT_EQ(flops_appended, 3u);
+  RecordSet records = h.Drain();
+  EXPECT_EQ(records.ranges.size(), 1u);
+  EXPECT_EQ(records.kernel_flops.size(), 3u);
+  ASSERT_EQ(records.windows.size(), 1u);
+  EXPECT_EQ(records.windows[0].status, "closed at exit");
+  EXPECT_EQ(h.losses.Get(LossCause::kBufferFull), 0u);
+}
+
 TEST(RangeTrackerTest, CountsRangesStillOpen) {
   Harness& h = *NewHarness();
   const Domain* d = h.domains.Default();
