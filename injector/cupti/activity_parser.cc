@@ -87,6 +87,10 @@ size_t Consume(const CUpti_Activity* record, ParsedBuffer* out) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
       const auto& k = *reinterpret_cast<const CUpti_ActivityKernel10*>(record);
+      if (!Timed(k.start, k.end)) {
+        out->untimed_kernels.push_back(k.correlationId);
+        return sizeof(k);
+      }
       return Keep(k, FromKernel(k), k.name, out);
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {

@@ -34,7 +34,10 @@ struct ParsedBuffer {
   // while the buffer is (CUPTI owns the strings).
   std::vector<const char*> names;
   std::vector<DeviceFacts> devices;
-  uint64_t untimed = 0;        // activities CUPTI could not time (start or end 0, end < start)
+  uint64_t untimed = 0;  // memcpys/memsets CUPTI could not time (start or end 0, end < start)
+  // Correlation ids of kernels CUPTI could not time: a kernel profiled in kernel replay comes
+  // without timestamps (H200, 2026-11-26), which is no loss (its FLOPs come as KernelFlops).
+  std::vector<uint32_t> untimed_kernels;
   uint64_t other_records = 0;  // kinds the tracer does not use
   bool truncated = false;      // bytes were left after the last whole record
 };

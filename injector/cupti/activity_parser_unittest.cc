@@ -111,7 +111,9 @@ TEST(ActivityParserTest, CountsActivitiesWithoutTimestamps) {
   const ParsedBuffer parsed = Parse(builder);
   ASSERT_EQ(parsed.records.size(), 1u);
   EXPECT_STREQ(parsed.names[0], "fine");
-  EXPECT_EQ(parsed.untimed, 2u);
+  // Kernels go by correlation id: the tracer tells counted ones (kernel replay) from losses.
+  EXPECT_EQ(parsed.untimed_kernels, (std::vector<uint32_t>{1, 2}));
+  EXPECT_EQ(parsed.untimed, 0u);
 }
 
 TEST(ActivityParserTest, ReadsDeviceProperties) {

@@ -433,6 +433,19 @@ void KernelTracer::ProcessBuffer(CUcontext context, uint32_t stream_id, uint8_t*
   std::vector<MetadataPair> metadata;
   for (const DeviceFacts& device : parsed.devices) devices_.AddDevice(device, &metadata);
   uint64_t dropped = parsed.untimed + (parsed.truncated ? 1 : 0);
+  for (uint32_t correlation_id : parsed.untimed_kernels) {
+    // Kernel replay gives the kernels it profiled no timestamps: those are counted launches,
+    // whose FLOPs and window record say what ran; any other untimed kernel is a loss.
+    RangeContext launch;
+    bool counted = false;
+    const bool found =
+        ring_->Find(correlation_id, &launch, &counted) == LaunchRing::Outcome::kFound;
+    if (found && counted) {
+      replayed_untimed_.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      ++dropped;
+    }
+  }
   size_t cupti_dropped = 0;
   if (api_.activity_get_num_dropped_records(context, stream_id, &cupti_dropped) == CUPTI_SUCCESS) {
     dropped += cupti_dropped;

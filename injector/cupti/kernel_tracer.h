@@ -78,6 +78,8 @@ class KernelTracer : public KernelTracing {
 
   const KernelJoiner::Counters JoinCounters() FS_EXCLUDES(join_mutex_);
   uint64_t enabled_api_callbacks() const { return enabled_api_callbacks_; }
+  // Counted kernels CUPTI delivered without timestamps (kernel replay), not counted as lost.
+  uint64_t replayed_untimed() const { return replayed_untimed_.load(std::memory_order_relaxed); }
   // The activity kinds this tracer enabled (and so may disable), in the order it enabled them.
   const std::vector<CUpti_ActivityKind>& enabled_kinds() const { return enabled_kinds_; }
 
@@ -180,7 +182,9 @@ class KernelTracer : public KernelTracing {
   std::unique_ptr<CounterCollector> counters_;
   std::atomic<uint32_t> counter_attention_{0};
 
-  std::unique_ptr<LaunchRing> ring_;          // set before callbacks are enabled
+  std::unique_ptr<LaunchRing> ring_;  // set before callbacks are enabled
+  // Counted kernels whose activity record came without timestamps (kernel replay): not lost.
+  std::atomic<uint64_t> replayed_untimed_{0};
   std::unique_ptr<ActivityBufferPool> pool_;  // set before buffer callbacks are registered
   GraphNodeTable nodes_;
   DeviceCatalog devices_;

@@ -26,8 +26,9 @@ COUNTERS = {"chip": "GH100", "passes": 6, "metrics": [
     {"name": "gpu__time_duration.sum", "flops_per_count": 0.0}]}
 
 
-def make_rank_file(path, launches):
-    """A rank file with `launches`: (correlation, name, grid, block, fp32, tensor, step)."""
+def make_rank_file(path, launches, timed=True):
+    """A rank file with `launches`: (correlation, name, grid, block, fp32, tensor, step).
+    timed=False: no kernel rows, as for kernels CUPTI timed nothing of in kernel replay."""
     with sqlite3.connect(path) as db:
         db.executescript((SOURCE_DIR / "schema" / "rank.sql").read_text())
         names = sorted({launch[1] for launch in launches})
@@ -35,11 +36,12 @@ def make_rank_file(path, launches):
                        [(i + 1, name) for i, name in enumerate(names)])
         for correlation, name, grid, block, fp32, tensor, step in launches:
             name_id = names.index(name) + 1
-            db.execute("INSERT INTO kernels(sid, correlation_id, path_id, range_instance_id, "
-                       "name_id, device_id, context_id, stream_id, start_ns, end_ns, grid_x, "
-                       "grid_y, grid_z, block_x, block_y, block_z, kind, bytes, graph_id, "
-                       "graph_node_id, counted) VALUES (1, ?, 1, 1, ?, 0, 1, 7, 0, 1, ?, ?, ?, "
-                       "?, ?, ?, 1, 0, 0, 0, 1)", (correlation, name_id, *grid, *block))
+            if timed:
+                db.execute("INSERT INTO kernels(sid, correlation_id, path_id, range_instance_id, "
+                           "name_id, device_id, context_id, stream_id, start_ns, end_ns, grid_x, "
+                           "grid_y, grid_z, block_x, block_y, block_z, kind, bytes, graph_id, "
+                           "graph_node_id, counted) VALUES (1, ?, 1, 1, ?, 0, 1, 7, 0, 1, ?, ?, "
+                           "?, ?, ?, ?, 1, 0, 0, 0, 1)", (correlation, name_id, *grid, *block))
             db.execute("INSERT INTO kernel_flops(sid, correlation_id, fp64, fp32, fp16, tensor, "
                        "raw, counted_step, name_id) VALUES (1, ?, 0, ?, 0, ?, x'', ?, ?)",
                        (correlation, fp32, json.dumps(tensor), step, name_id))
@@ -75,8 +77,8 @@ class AcceptanceChecksTest(unittest.TestCase):
         return subprocess.run([sys.executable, str(SOURCE_DIR / "tests/gpu/acceptance_checks.py"),
                                *map(str, args)], capture_output=True, text=True, timeout=60)
 
-    def compare(self, ours, theirs):
-        make_rank_file(self.root / "rank.sqlite", ours)
+    def compare(self, ours, theirs, timed=True):
+        make_rank_file(self.root / "rank.sqlite", ours, timed)
         (self.root / "ncu.csv").write_text(ncu_csv(theirs))
         kernels = self.run_checks("flopscope-kernels", self.root / "rank.sqlite")
         self.assertEqual(kernels.returncode, 0, kernels.stderr)
@@ -102,6 +104,17 @@ class AcceptanceChecksTest(unittest.TestCase):
         self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
         self.assertIn("2 kernels compared", result.stdout)
         self.assertIn("0 off by more", result.stdout)
+
+    def test_counted_kernels_without_kernel_rows_match_by_name(self):
+        # The H200 (2026-11-26): kernel replay's activity records come without timestamps, so
+        # counted launches have FLOPs but no kernel row (no launch shape).
+        ffma_flops = 2 * 1024 * 256 * 4096
+        ours = [(c, FFMA, (1024, 1, 1), (256, 1, 1), float(ffma_flops), {}, c) for c in (1, 2)]
+        theirs = [(FFMA, (1024, 1, 1), (256, 1, 1), ffma_flops // 2, 0, 0)] * 5
+        result = self.compare(ours, theirs, timed=False)
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        self.assertIn("ffma_kernel ", result.stdout)
+        self.assertIn("1 kernels compared", result.stdout)
 
     def test_a_kernel_off_by_more_than_2_percent_fails(self):
         ours = [(1, FFMA, (1024, 1, 1), (256, 1, 1), 1.05e6, {}, 1)]

@@ -83,18 +83,23 @@ def kernel_key(name, grid, block):
 
 
 def kernel_flops(db_path):
-    """{kernel key: [FLOPs of each counted launch]} from a rank file's kernel_flops."""
+    """{kernel key: [FLOPs of each counted launch]} from a rank file's kernel_flops.
+
+    A counted launch whose kernel row is missing is keyed by its name alone: CUPTI delivers
+    the activity records of kernels profiled in kernel replay without timestamps (H200,
+    2026-11-26), and those are not stored, so their launch shape is unknown."""
     with sqlite3.connect(db_path) as db:
         rows = db.execute(
             "SELECT s.value, f.fp64 + f.fp32 + f.fp16, f.tensor, k.grid_x, k.grid_y, k.grid_z, "
             "k.block_x, k.block_y, k.block_z FROM kernel_flops f "
             "JOIN strings s ON s.sid = f.sid AND s.id = f.name_id "
-            "JOIN kernels k ON k.sid = f.sid AND k.correlation_id = f.correlation_id").fetchall()
+            "LEFT JOIN kernels k ON k.sid = f.sid AND k.correlation_id = f.correlation_id"
+        ).fetchall()
     names = demangle([row[0] for row in rows])
     by_key = {}
     for name, (_, cuda_core, tensor, *shape) in zip(names, rows):
         tensor_flops = sum(json.loads(tensor).values()) if tensor else 0.0
-        key = kernel_key(name, shape[:3], shape[3:])
+        key = base_name(name) if shape[0] is None else kernel_key(name, shape[:3], shape[3:])
         by_key.setdefault(key, []).append(cuda_core + tensor_flops)
     return by_key
 
@@ -130,6 +135,12 @@ def ncu_compare(counters_path, csv_path, flopscope_path):
     with open(flopscope_path) as fs_file:
         ours = json.load(fs_file)
     theirs, metrics = ncu_flops(counters_path, csv_path)
+    # Our kernels keyed by name alone (no launch shape) meet ncu's launches of that name.
+    for key in [k for k in ours if " grid(" not in k and k not in theirs]:
+        same_name = [v for k, values in theirs.items() if k.split(" grid(")[0] == key
+                     for v in values]
+        if same_name:
+            theirs[key] = same_name
     common = sorted(set(ours) & set(theirs))
     if not common:
         print(f"no kernel in common: flopscope {sorted(ours)[:4]}, ncu {sorted(theirs)[:4]}")

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 
 #include "injector/cupti/counter_windows/testing/fake_counter_backend.h"
 #include "injector/cupti/counter_windows/testing/fake_range_profiler.h"
@@ -92,15 +93,16 @@ class CounterWindowTracerTest : public ::testing::Test {
                    &data);
   }
 
-  // The activity records of kernels 1..n arrive and are collected.
-  void DeliverKernels(uint32_t n) {
+  // The activity records of kernels 1..n arrive and are collected; those in `untimed` without
+  // timestamps, as kernel replay delivers the kernels it profiled.
+  void DeliverKernels(uint32_t n, std::set<uint32_t> untimed = {}) {
     ActivityBufferBuilder builder;
     for (uint32_t id = 1; id <= n; ++id) {
       ActivityBufferBuilder::Kernel kernel;
       kernel.correlation_id = id;
       kernel.name = "_Z6kernelv";
-      kernel.start = 1000 * id;
-      kernel.end = kernel.start + 10;
+      kernel.start = untimed.contains(id) ? 0 : 1000 * id;
+      kernel.end = untimed.contains(id) ? 0 : kernel.start + 10;
       builder.AddKernel(kernel);
     }
     uint8_t* buffer = nullptr;
@@ -161,6 +163,28 @@ TEST_F(CounterWindowTracerTest, KernelsOfTheWindowAreCountedAndOnlyThose) {
   ASSERT_EQ(sink_.windows().size(), 1u);
   EXPECT_EQ(sink_.windows()[0].kernels_counted, 3u);
   EXPECT_EQ(sink_.windows()[0].chip, "GH100");
+}
+
+// What the H200 showed on 2026-11-26: the kernels kernel replay profiled come without
+// timestamps. Those are counted launches (their FLOPs and window record say what ran), not
+// losses; an untimed kernel that was not counted still is one.
+TEST_F(CounterWindowTracerTest, CountedKernelsWithoutTimestampsAreNotCountedAsLost) {
+  ContextEvent(CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
+  windows_->OnStepBegin(0);
+  Launch(1);
+  windows_->OnStepEnd(0);
+  windows_->OnStepBegin(1);
+  Launch(2);
+  Launch(3);
+  windows_->OnStepEnd(1);
+  Launch(4);
+  DeliverKernels(4, {1, 2, 3});
+  tracer_->Collect(false);
+  EXPECT_EQ(tracer_->replayed_untimed(), 2u);
+  EXPECT_EQ(sink_.dropped(), 1u);  // kernel 1: outside the window
+  ASSERT_EQ(sink_.records().size(), 1u);
+  EXPECT_EQ(sink_.records()[0].correlation_id, 4u);
+  EXPECT_EQ(sink_.flops().size(), 2u);
 }
 
 TEST_F(CounterWindowTracerTest, AContextDestroyedInAWindowDecodesAndExitFinishesTheWindow) {
