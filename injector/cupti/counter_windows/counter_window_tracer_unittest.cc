@@ -28,6 +28,7 @@ constexpr int kRuntime = CUPTI_CB_DOMAIN_RUNTIME_API;
 constexpr uint32_t kLaunchKernel = 307;
 constexpr uint32_t kGraphLaunch = 514;
 constexpr uint32_t kRuntimeMemcpy = 41;
+constexpr uint32_t kDriverMemset = CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async;
 
 class CounterWindowTracerTest : public ::testing::Test {
  protected:
@@ -39,7 +40,8 @@ class CounterWindowTracerTest : public ::testing::Test {
     tracer_.reset();
     fake_.callback_names = {{{kDriver, kLaunchKernel}, "cuLaunchKernel"},
                             {{kDriver, kGraphLaunch}, "cuGraphLaunch"},
-                            {{kRuntime, kRuntimeMemcpy}, "cudaMemcpyAsync_v3020"}};
+                            {{kRuntime, kRuntimeMemcpy}, "cudaMemcpyAsync_v3020"},
+                            {{kDriver, kDriverMemset}, "cuMemsetD32Async"}};
     fake_.context_devices = {{&gpu_, 0}};
     fake_.chips = {{0, "GH100"}};
     CounterSettings settings;
@@ -185,6 +187,30 @@ TEST_F(CounterWindowTracerTest, CountedKernelsWithoutTimestampsAreNotCountedAsLo
   ASSERT_EQ(sink_.records().size(), 1u);
   EXPECT_EQ(sink_.records()[0].correlation_id, 4u);
   EXPECT_EQ(sink_.flops().size(), 2u);
+}
+
+// A driver memset in a window goes through the tracer to the collector, which ends the pass
+// before it: the kernel the driver runs for it makes no range, and the launches still pair.
+TEST_F(CounterWindowTracerTest, ADriverMemsetInAWindowEndsThePassAndTheLaunchesPair) {
+  ContextEvent(CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
+  windows_->OnStepBegin(0);
+  windows_->OnStepEnd(0);
+  windows_->OnStepBegin(1);
+  Launch(1);
+  Api(kDriver, kDriverMemset, 2, /*kernels=*/1, nullptr);  // the driver's own memset kernel
+  Launch(3);
+  windows_->OnStepEnd(1);
+  Launch(4);
+  DeliverKernels(4);
+  tracer_->Collect(false);
+  std::map<uint64_t, KernelFlopsRecord> flops;
+  for (KernelFlopsRecord& record : sink_.flops()) flops[record.correlation_id] = record;
+  EXPECT_EQ(flops.size(), 2u);
+  EXPECT_TRUE(flops.contains(1) && flops.contains(3));
+  ASSERT_EQ(sink_.windows().size(), 1u);
+  EXPECT_EQ(sink_.windows()[0].kernels_counted, 2u);
+  EXPECT_EQ(sink_.windows()[0].ranges_unmatched, 0u);
+  EXPECT_EQ(sink_.windows()[0].status, "");
 }
 
 TEST_F(CounterWindowTracerTest, AContextDestroyedInAWindowDecodesAndExitFinishesTheWindow) {
