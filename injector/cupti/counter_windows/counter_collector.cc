@@ -645,8 +645,11 @@ bool CounterCollector::OnMemoryEnter(const CUpti_CallbackData& call) noexcept {
     MutexLock lock(&mutex_);
     if (!bound_) return false;
     auto it = contexts_.find(call.context);
-    if (it == contexts_.end() || open_window_ == 0) return counting_now();
+    if (it == contexts_.end()) return counting_now();
     ContextState& state = *it->second;
+    // A closed window's profiler runs on until the context's next launch: its pass ends here too.
+    const bool running = state.profiler != nullptr && state.profiler->started();
+    if (open_window_ == 0 && !running) return counting_now();
     if (state.transitioning) {
       // Another thread is switching the profiler: whether the copy's kernel lands in a pass is
       // unknown, so both passes around the switch are tainted, as for a launch.

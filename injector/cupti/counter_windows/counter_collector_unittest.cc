@@ -543,6 +543,32 @@ TEST_F(CounterCollectorTest, AMemsetEndsThePassSoItsOwnKernelMakesNoRange) {
   EXPECT_EQ(sink_.windows()[0].ranges_unmatched, 1u);  // launch 4 only
 }
 
+// A closed window's profiler runs until the context's next launch; a memset before that launch
+// ends its pass too, so the memset's own kernel is not taken for one of the window's launches.
+TEST_F(CounterCollectorTest, AMemsetAfterTheWindowClosedStillEndsItsLastPass) {
+  Make("steps=0");
+  collector_->OnStepBegin(0);
+  EXPECT_TRUE(Launch(1));
+  EXPECT_TRUE(Launch(2));
+  collector_->OnStepEnd(0);
+  EXPECT_TRUE(profiler_.started(kGpu));  // stops at the next launch
+  CUpti_CallbackData memset{};
+  memset.callbackSite = CUPTI_API_ENTER;
+  memset.correlationId = 3;
+  memset.context = kGpu;
+  collector_->OnMemoryEnter(memset);
+  EXPECT_FALSE(profiler_.started(kGpu));
+  profiler_.KernelRuns(kGpu, 3);
+  Exit(memset);
+  EXPECT_FALSE(Launch(4));  // disables the profiler; not counted
+  collector_->Collect(/*final=*/true);
+  EXPECT_EQ(FlopsById().size(), 2u);
+  ASSERT_EQ(sink_.windows().size(), 1u);
+  EXPECT_EQ(sink_.windows()[0].kernels_counted, 2u);
+  EXPECT_EQ(sink_.windows()[0].ranges_unmatched, 0u);
+  EXPECT_EQ(sink_.windows()[0].status, "");
+}
+
 // Outside a window a memcpy or memset costs the collector nothing and changes nothing.
 TEST_F(CounterCollectorTest, AMemsetOutsideAWindowLeavesTheProfilerAlone) {
   Make("steps=1");
