@@ -44,6 +44,8 @@ namespace flopscope::injector::cupti {
 // new pass (Resume). In a multi-rank job graph launches and launches without a kernel name are
 // treated the same way (they may hold collectives: they are left out, as unmatched launches). A
 // multi-rank job in which a communication kernel could not be kept out refuses further windows.
+// A driver memcpy/memset ends the pass the same way (OnMemoryEnter): the driver may run it as a
+// kernel of its own, which auto-range profiling numbers like a launch no callback announced.
 //
 // Hazards, each handled where it arises:
 //  - No lock of ours is held across a CUPTI call: CUPTI may call back into the tracer from
