@@ -9,7 +9,8 @@
 #
 #   summary.txt       the table: one row per check, PASS, FAIL or SKIPPED with the reason
 #   summary.tsv       the same rows, tab-separated
-#   logs/             stdout+stderr of every command, the daemon's log, ncu's CSV, reports
+#   logs/             stdout+stderr of every command, the daemon's log, ncu's CSV, reports;
+#                     logs/ranks/: copies of the GPU jobs' rank files (flops, torch-*)
 #   recording/        what the injector recorded of one counted run (FLOPSCOPE_RECORD_DIR):
 #                     commit it under tests/data/gpu/<device>/
 #   acceptance.tar.gz all of the above in one file (the device tool brings back 8 files at most;
@@ -344,8 +345,30 @@ gpu_rows() {
   torch_gpu_jobs
 }
 
+# The rank files of the GPU jobs, consistent copies (SQLite's backup: the WAL folded in) under
+# logs/ranks/, so that what a report showed can be looked into afterwards without a device
+# (2026-11-26: the 30-step counted torch report had every module latency at 0 s, the 14-step one
+# not; there was no file to find out why).
+keep_rank_files() {
+  [[ -n "${DATA:-}" && -d "$DATA/jobs" ]] || return 0
+  mkdir -p "$LOGS/ranks"
+  local job
+  for job in flops torch-timing torch-counted; do
+    [[ -f "$DATA/jobs/$job/rank-00000.sqlite" ]] || continue
+    "$PYTHON" - "$DATA/jobs/$job/rank-00000.sqlite" "$LOGS/ranks/$job.sqlite" <<'EOF' \
+      >> "$LOGS/ranks.log" 2>&1 || echo "could not copy $job's rank file" >> "$LOGS/ranks.log"
+import sqlite3, sys
+source = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True)
+target = sqlite3.connect(sys.argv[2])
+source.backup(target)
+target.close()
+EOF
+  done
+}
+
 finish() {
   local well_formed=0
+  keep_rank_files
   checks summary "$SUMMARY_TSV" > "$OUT/summary.txt" 2>&1 || well_formed=1
   {
     echo
