@@ -236,7 +236,37 @@ CUptiResult KernelTracer::EnableKind(CUpti_ActivityKind kind) {
   return result;
 }
 
+std::string KernelTracer::DescribeDrops() const {
+  const uint64_t own = drops_.cupti_own.load(std::memory_order_relaxed);
+  const uint64_t copies = drops_.untimed_copies.load(std::memory_order_relaxed);
+  const uint64_t kernels = drops_.untimed_kernels.load(std::memory_order_relaxed);
+  const uint64_t truncated = drops_.truncated.load(std::memory_order_relaxed);
+  const uint64_t replayed = replayed_untimed();
+  std::string text;
+  if (own + copies + kernels + truncated > 0) {
+    text = "kernel tracing lost " + std::to_string(own + copies + kernels + truncated) +
+           " GPU activities (CUPTI_DROPPED): CUPTI's own drop count " + std::to_string(own) +
+           ", memcpy/memset without timestamps " + std::to_string(copies) +
+           ", uncounted kernels without timestamps " + std::to_string(kernels) +
+           ", buffers cut short " + std::to_string(truncated);
+  }
+  if (replayed > 0) {
+    text += (text.empty() ? "" : "; ") + std::to_string(replayed) +
+            " counted kernels came without timestamps (kernel replay): not lost, their FLOPs "
+            "are in the counter windows";
+  }
+  return text;
+}
+
 void KernelTracer::Detach() {
+  // Once, at the end: what the loss line's CUPTI_DROPPED is made of.
+  if (!drops_described_.exchange(true)) {
+    try {
+      if (const std::string drops = DescribeDrops(); !drops.empty()) Warn(drops);
+    } catch (...) {
+      // Out of memory formatting it: the counts are in the loss line regardless.
+    }
+  }
   live_.store(false, std::memory_order_release);  // callbacks in flight finish as no-ops
   if (subscriber_ != nullptr) {
     (void)api_.unsubscribe(subscriber_);  // nothing to do about a failure at this point
@@ -433,6 +463,8 @@ void KernelTracer::ProcessBuffer(CUcontext context, uint32_t stream_id, uint8_t*
   std::vector<MetadataPair> metadata;
   for (const DeviceFacts& device : parsed.devices) devices_.AddDevice(device, &metadata);
   uint64_t dropped = parsed.untimed + (parsed.truncated ? 1 : 0);
+  drops_.untimed_copies.fetch_add(parsed.untimed, std::memory_order_relaxed);
+  if (parsed.truncated) drops_.truncated.fetch_add(1, std::memory_order_relaxed);
   for (uint32_t correlation_id : parsed.untimed_kernels) {
     // Kernel replay gives the kernels it profiled no timestamps: those are counted launches,
     // whose FLOPs and window record say what ran; any other untimed kernel is a loss.
@@ -443,12 +475,14 @@ void KernelTracer::ProcessBuffer(CUcontext context, uint32_t stream_id, uint8_t*
     if (found && counted) {
       replayed_untimed_.fetch_add(1, std::memory_order_relaxed);
     } else {
+      drops_.untimed_kernels.fetch_add(1, std::memory_order_relaxed);
       ++dropped;
     }
   }
   size_t cupti_dropped = 0;
   if (api_.activity_get_num_dropped_records(context, stream_id, &cupti_dropped) == CUPTI_SUCCESS) {
     dropped += cupti_dropped;
+    drops_.cupti_own.fetch_add(cupti_dropped, std::memory_order_relaxed);
   }
   if (dropped > 0) sink_->CountDropped(dropped);
   if (unnamed > 0) sink_->CountBufferFull(unnamed);

@@ -80,6 +80,9 @@ class KernelTracer : public KernelTracing {
   uint64_t enabled_api_callbacks() const { return enabled_api_callbacks_; }
   // Counted kernels CUPTI delivered without timestamps (kernel replay), not counted as lost.
   uint64_t replayed_untimed() const { return replayed_untimed_.load(std::memory_order_relaxed); }
+  // "kernel tracing lost N GPU activities (CUPTI_DROPPED): ..." by cause, and the counted kernels
+  // without timestamps; "" when there is neither. Detach writes it to stderr once.
+  std::string DescribeDrops() const;
   // The activity kinds this tracer enabled (and so may disable), in the order it enabled them.
   const std::vector<CUpti_ActivityKind>& enabled_kinds() const { return enabled_kinds_; }
 
@@ -185,6 +188,15 @@ class KernelTracer : public KernelTracing {
   std::unique_ptr<LaunchRing> ring_;  // set before callbacks are enabled
   // Counted kernels whose activity record came without timestamps (kernel replay): not lost.
   std::atomic<uint64_t> replayed_untimed_{0};
+  // What CUPTI_DROPPED is made of, for the one line Detach writes (DescribeDrops).
+  struct DropCounts {
+    std::atomic<uint64_t> cupti_own{0};        // cuptiActivityGetNumDroppedRecords
+    std::atomic<uint64_t> untimed_copies{0};   // memcpy/memset records without timestamps
+    std::atomic<uint64_t> untimed_kernels{0};  // uncounted kernels without timestamps
+    std::atomic<uint64_t> truncated{0};        // buffers with bytes after their last record
+  };
+  DropCounts drops_;
+  std::atomic<bool> drops_described_{false};
   std::unique_ptr<ActivityBufferPool> pool_;  // set before buffer callbacks are registered
   GraphNodeTable nodes_;
   DeviceCatalog devices_;

@@ -306,6 +306,11 @@ TEST_F(KernelTracerTest, DroppedUntimedAndTruncatedRecordsAreCounted) {
   tracer->Collect(false);
   EXPECT_EQ(sink_.dropped(), 5u + 1u + 1u);
   EXPECT_TRUE(sink_.records().empty());
+  // The stderr line at the end says what the CUPTI_DROPPED loss is made of.
+  EXPECT_EQ(tracer->DescribeDrops(),
+            "kernel tracing lost 7 GPU activities (CUPTI_DROPPED): CUPTI's own drop count 5, "
+            "memcpy/memset without timestamps 0, uncounted kernels without timestamps 1, buffers "
+            "cut short 1");
 }
 
 TEST_F(KernelTracerTest, CollectFlushesCuptiWithoutHoldingALockAndFinalizesAtExit) {

@@ -184,6 +184,12 @@ TEST_F(CounterWindowTracerTest, CountedKernelsWithoutTimestampsAreNotCountedAsLo
   tracer_->Collect(false);
   EXPECT_EQ(tracer_->replayed_untimed(), 2u);
   EXPECT_EQ(sink_.dropped(), 1u);  // kernel 1: outside the window
+  EXPECT_NE(tracer_->DescribeDrops().find("uncounted kernels without timestamps 1"),
+            std::string::npos);
+  EXPECT_NE(tracer_->DescribeDrops().find("; 2 counted kernels came without timestamps (kernel "
+                                          "replay): not lost"),
+            std::string::npos)
+      << tracer_->DescribeDrops();
   ASSERT_EQ(sink_.records().size(), 1u);
   EXPECT_EQ(sink_.records()[0].correlation_id, 4u);
   EXPECT_EQ(sink_.flops().size(), 2u);
