@@ -144,6 +144,8 @@ void WriteModuleRow(const ModuleRow& row, JsonWriter& json) {
   optional("params", row.params);
   optional("macs", row.macs);
   optional("flops", row.flops);
+  optional("all_passes_flops", row.all_passes_flops);
+  optional("bwd_flops", row.bwd_flops);
   json.Key("flops_announced").Bool(row.flops_announced);
   optional("announced_flops", row.announced_flops);
   json.Key("flops_disagree").Bool(row.flops_disagree);

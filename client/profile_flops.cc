@@ -67,10 +67,19 @@ std::optional<Precision> PeakPrecisionOf(const std::string& counted_precision) {
   return PeakPrecisionOfCounted(counted_precision);  // one rule, shared with flopscoped --metrics
 }
 
-void SetCountedFlops(const ModuleStats& module, int counted_ranks, ModuleRow& row) {
+void SetCountedFlops(const ModuleStats& module, int counted_ranks, bool passes, ModuleRow& row) {
   if (!module.has_flops()) return;
   const double ranks = std::max(counted_ranks, 1);
   row.flops = module.flops() / ranks;
+  row.all_passes_flops.reset();
+  row.bwd_flops.reset();
+  if (passes && (module.has_fwd_flops() || module.has_bwd_flops())) {
+    // A torch module's backward kernels run under its range too: DeepSpeed's tree is the
+    // forward pass (0 for a module counted in backward only).
+    row.all_passes_flops = row.flops;
+    row.flops = module.fwd_flops() / ranks;
+    if (module.has_bwd_flops()) row.bwd_flops = module.bwd_flops() / ranks;
+  }
   row.flops_announced = false;
   row.flops_by_precision.clear();
   for (const flopscope::v1::PrecisionFlops& entry : module.flops_by_precision()) {

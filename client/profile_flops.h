@@ -25,7 +25,10 @@ std::optional<Precision> PeakPrecisionOf(const std::string& counted_precision);
 
 // A module's counted FLOPs into its row, per GPU (the daemon's sum over ranks divided by
 // `counted_ranks`), with their precisions, steps and kernels. Nothing when it was not counted.
-void SetCountedFlops(const flopscope::v1::ModuleStats& module, int counted_ranks, ModuleRow& row);
+// `passes`: the job marks forward/backward ranges; then a module whose counted FLOPs the daemon
+// split by pass shows its forward ones in `flops` (the whole in all_passes_flops).
+void SetCountedFlops(const flopscope::v1::ModuleStats& module, int counted_ranks, bool passes,
+                     ModuleRow& row);
 
 // The whole job's FLOPs by precision (the top-level modules and <unattributed> added up), the
 // counter windows and the FP16 convention. Call once the rows hold their counted FLOPs.

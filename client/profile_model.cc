@@ -273,7 +273,7 @@ ModuleRow RowFor(const ModuleStats& module, const Announced& announced, double d
   }
   const auto announced_flops = announced.flops_by_path.find(module.path());
   if (module.has_flops()) {
-    SetCountedFlops(module, counted_ranks, row);  // per counted step already
+    SetCountedFlops(module, counted_ranks, passes, row);  // per counted step already
     if (announced_flops != announced.flops_by_path.end() && row.flops) {
       row.announced_flops = announced_flops->second;
       row.flops_disagree = std::abs(*row.flops - announced_flops->second) >

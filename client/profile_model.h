@@ -77,7 +77,12 @@ struct ModuleRow {
   std::string class_name;  // `class <path>=<Name>` metadata, else the name without ".N"
   uint32_t depth = 0;
   std::optional<double> params;
-  std::optional<double> flops;  // per step
+  // Per step. Where the job marks `forward` / `backward` ranges and the counters split the
+  // module's FLOPs by pass, its forward FLOPs (DeepSpeed's module tree); else every pass's.
+  std::optional<double> flops;
+  // With that split: the module's counted FLOPs per step in every pass, and in backward alone.
+  std::optional<double> all_passes_flops;
+  std::optional<double> bwd_flops;
   bool flops_announced = false;
   bool flops_estimated = false;  // the torch hooks' `estimated_flops` (also flops_announced)
   // The framework's analytic FLOPs (`flops <path>=<n>`) when FLOPs were also measured; the

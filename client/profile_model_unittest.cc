@@ -270,6 +270,37 @@ void SetLatency(const std::vector<int64_t>& samples_ns, flopscope::v1::StepLaten
   latency->set_gpu(true);
 }
 
+// The H200's counted torch job (2026-11-26): every TransformerEncoderLayer's Linear showed 3x its
+// forward MACs, its backward kernels having run under its range. Where the daemon splits a
+// module's counted FLOPs by pass, DeepSpeed's tree shows the forward ones (MACs and FLOPS too).
+TEST(ProfileModelTest, CountedModuleFlopsShowTheForwardPassWhereTheyAreSplit) {
+  Report report = BertLargeReport();  // marks `forward` and `backward` phases
+  ModuleStats* top = report.mutable_modules(0);
+  top->set_flops(3e12);  // forward 1e12, backward 2e12
+  top->set_fwd_flops(1e12);
+  top->set_bwd_flops(2e12);
+  top->add_flops_by_precision()->set_precision("tensor:fp16");
+  top->mutable_flops_by_precision(0)->set_flops(3e12);
+  top->set_counted_steps(1);
+  const Profile profile = BuildProfile(report, {});
+  const ModuleRow& row = profile.modules[0];
+  EXPECT_DOUBLE_EQ(*row.flops, 1e12);
+  EXPECT_DOUBLE_EQ(*row.macs, 0.5e12);
+  EXPECT_DOUBLE_EQ(*row.all_passes_flops, 3e12);
+  EXPECT_DOUBLE_EQ(*row.bwd_flops, 2e12);
+  EXPECT_DOUBLE_EQ(*row.flops_per_s.value, 1e12 / row.latency_s);
+  const std::string text =
+      RenderReportJson(report, [&](JsonWriter& json) { WriteProfileJson(profile, json); });
+  EXPECT_TRUE(absl::StrContains(text, "\"all_passes_flops\": 3e+12")) << text;
+
+  // Without the split (an older file, no pass open at the launches) the whole figure stays.
+  top->clear_fwd_flops();
+  top->clear_bwd_flops();
+  const Profile unsplit = BuildProfile(report, {});
+  EXPECT_DOUBLE_EQ(*unsplit.modules[0].flops, 3e12);
+  EXPECT_FALSE(unsplit.modules[0].all_passes_flops.has_value());
+}
+
 TEST(ProfileModelTest, AStepWindowGivesModulesTheirForwardMedianAndBackwardApart) {
   Report report = BertLargeReport();  // marks `forward` and `backward` phases
   ModuleStats* top = report.mutable_modules(0);

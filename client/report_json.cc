@@ -162,6 +162,18 @@ void WriteModule(const ModuleStats& module, JsonWriter& json) {
   } else {
     json.Null();
   }
+  json.Key("fwd_flops");
+  if (module.has_fwd_flops()) {
+    json.Double(module.fwd_flops());
+  } else {
+    json.Null();
+  }
+  json.Key("bwd_flops");
+  if (module.has_bwd_flops()) {
+    json.Double(module.bwd_flops());
+  } else {
+    json.Null();
+  }
   json.Key("flops_by_precision");
   WritePrecisions(module.flops_by_precision(), json);
   json.Key("counted_steps").Uint(module.counted_steps());

@@ -43,7 +43,9 @@ namespace flopscope::client {
 // ("buffer_full", ...). Integers are exact (int64/uint64 as JSON integers).
 // The version of the JSON `flopscope report --format json` writes (docs/report.schema.json).
 // Raised when a key changes meaning or goes away; new keys keep the version.
-inline constexpr int kReportSchemaVersion = 3;
+// 4: profile.modules[].flops (and macs, flops_per_s) is the forward pass's where the counters split
+// a module's FLOPs by pass (all_passes_flops, bwd_flops beside it).
+inline constexpr int kReportSchemaVersion = 4;
 
 std::string RenderReportJson(const flopscope::v1::Report& report);
 

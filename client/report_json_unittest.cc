@@ -60,7 +60,7 @@ TEST(RenderReportJsonTest, BatchesTheDaemonRejectedAreSummedByRule) {
 
 TEST(RenderReportJsonTest, ModulesCarryEveryFieldWithNullWhereUnknown) {
   PARSE_OR_SKIP(flat, testing::CpuOnlyReport());
-  EXPECT_EQ(flat.at("modules[0]#"), "14");
+  EXPECT_EQ(flat.at("modules[0]#"), "16");
   EXPECT_EQ(flat.at("modules[0].path"), "\"Net\"");
   EXPECT_EQ(flat.at("modules[0].calls"), "4");
   EXPECT_EQ(flat.at("modules[0].cpu_time_s"), "0.008");
@@ -71,6 +71,8 @@ TEST(RenderReportJsonTest, ModulesCarryEveryFieldWithNullWhereUnknown) {
   EXPECT_EQ(flat.at("modules[0].memcpy.count"), "0");
   EXPECT_EQ(flat.at("modules[0].memset.bytes"), "0");
   EXPECT_EQ(flat.at("modules[0].flops"), "null");
+  EXPECT_EQ(flat.at("modules[0].fwd_flops"), "null");
+  EXPECT_EQ(flat.at("modules[0].bwd_flops"), "null");
   EXPECT_EQ(flat.at("modules[0].params"), "1250000");
   EXPECT_EQ(flat.at("modules[0].flops_by_precision#"), "0");
   EXPECT_EQ(flat.at("modules[0].counted_steps"), "0");

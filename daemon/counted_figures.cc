@@ -28,6 +28,8 @@ void CountedFigures::Add(const CountedFigures& other) {
   flops += other.flops;
   kernels += other.kernels;
   for (const auto& [precision, value] : other.by_precision) by_precision[precision] += value;
+  if (other.fwd_flops) fwd_flops = fwd_flops.value_or(0) + *other.fwd_flops;
+  if (other.bwd_flops) bwd_flops = bwd_flops.value_or(0) + *other.bwd_flops;
 }
 
 void CountedFigures::AddTotal(double flops_over_steps, uint64_t kernels_counted, double per_step) {
@@ -42,9 +44,16 @@ void CountedFigures::AddPrecision(const std::string& precision, double flops_ove
   by_precision[precision] += flops_over_steps * per_step;
 }
 
+void CountedFigures::AddPass(bool forward, double flops_over_steps, double per_step) {
+  std::optional<double>& pass = forward ? fwd_flops : bwd_flops;
+  pass = pass.value_or(0) + flops_over_steps * per_step;
+}
+
 void CountedFigures::SetOn(uint32_t steps, v1::ModuleStats* row) const {
   if (!counted) return;
   row->set_flops(flops);
+  if (fwd_flops) row->set_fwd_flops(*fwd_flops);
+  if (bwd_flops) row->set_bwd_flops(*bwd_flops);
   SetPrecisions(by_precision, row);
   row->set_counted_kernels(kernels);
   row->set_counted_steps(steps);

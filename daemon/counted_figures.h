@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "flopscope/v1/query.pb.h"
@@ -19,12 +20,17 @@ struct CountedFigures {
   double flops = 0;
   std::map<std::string, double> by_precision;  // per counted step
   uint64_t kernels = 0;                        // counted kernels (not per step)
+  // Per counted step, of kernels launched inside a forward / backward range (modules only).
+  std::optional<double> fwd_flops;
+  std::optional<double> bwd_flops;
 
   void Add(const CountedFigures& other);
   // One rank's figures over its counted steps, scaled by `per_step` (1 / those steps): its self
   // total (module_stats) or one of its precision rows (module_flops, phase_flops).
   void AddTotal(double flops_over_steps, uint64_t kernels_counted, double per_step);
   void AddPrecision(const std::string& precision, double flops_over_steps, double per_step);
+  // FLOPs of the module's kernels launched inside a forward (`forward` true) or backward range.
+  void AddPass(bool forward, double flops_over_steps, double per_step);
 
   // Sets flops, flops_by_precision (largest first), counted_kernels and counted_steps; leaves
   // the row alone when nothing was counted (flops stays absent).

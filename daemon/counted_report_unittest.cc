@@ -186,6 +186,33 @@ TEST_F(CountedReportTest, ModuleFlopsArePerCountedStepSummedOverRanks) {
   EXPECT_EQ(model.counted_kernels(), 9u);
 }
 
+// The H200's counted torch job (2026-11-26): a module's backward kernels run under its range
+// too, so its FLOPs were forward + backward while DeepSpeed's tree shows forward. The daemon
+// splits them by the pass range open at launch (kernel_flops.phase_path_id), tensor FLOPs
+// included, per counted step and inclusive, like `flops`.
+TEST_F(CountedReportTest, ModuleFlopsAreSplitByThePassTheyWereLaunchedIn) {
+  EXPECT_EQ(snapshots_.at(0).path_phase_flops.size(), 3u);  // layer fwd, layer bwd, attn fwd
+  const v1::Report report = Build({0, 1});
+  // layer: forward rank 0 (1000 + 3000) x 2 / 2 + rank 1 500; backward rank 0 2000 x 2 / 2.
+  const v1::ModuleStats& layer = Module(report, "model/layer");
+  ASSERT_TRUE(layer.has_fwd_flops() && layer.has_bwd_flops());
+  EXPECT_DOUBLE_EQ(layer.fwd_flops(), 4000 + 500);
+  EXPECT_DOUBLE_EQ(layer.bwd_flops(), 2000);
+  EXPECT_DOUBLE_EQ(layer.fwd_flops() + layer.bwd_flops(), layer.flops());
+  // attn: 800 tensor in forward (rank 0), 100 fp64 in backward (rank 1).
+  const v1::ModuleStats& attn = Module(report, "model/attn");
+  EXPECT_DOUBLE_EQ(attn.fwd_flops(), 800);
+  EXPECT_DOUBLE_EQ(attn.bwd_flops(), 100);
+  // head ran in forward only: no backward figure at all.
+  const v1::ModuleStats& head = Module(report, "model/head");
+  EXPECT_DOUBLE_EQ(head.fwd_flops(), 40);
+  EXPECT_FALSE(head.has_bwd_flops());
+  // model: inclusive of its children, in each pass.
+  const v1::ModuleStats& model = Module(report, "model");
+  EXPECT_DOUBLE_EQ(model.fwd_flops(), 4500 + 800 + 40);
+  EXPECT_DOUBLE_EQ(model.bwd_flops(), 2000 + 100);
+}
+
 TEST_F(CountedReportTest, LatencyComesFromUncountedRecordsOnly) {
   const v1::Report report = Build({0, 1});
   const v1::ModuleStats& layer = Module(report, "model/layer");

@@ -284,6 +284,21 @@ absl::Status ReadPrecisions(SqliteDb& db, const char* sql,
   });
 }
 
+// Per (module path, phase path): the raw kernel_flops rows, which stay raw (counted kernels are
+// few, and folding leaves them), every precision added up; the tensor sources are a JSON object
+// (CountedWriter's TensorFlopsJson).
+absl::Status ReadPathPhaseFlops(SqliteDb& db, RankSnapshot* snapshot) {
+  return ForEachRow(
+      db,
+      "SELECT sid, path_id, phase_path_id, SUM(fp64 + fp32 + fp16 + CASE WHEN json_valid(tensor) "
+      "THEN (SELECT COALESCE(SUM(value), 0) FROM json_each(tensor)) ELSE 0 END) FROM "
+      "kernel_flops WHERE phase_path_id != 0 GROUP BY sid, path_id, phase_path_id",
+      [&](SqliteStatement& row) {
+        snapshot->path_phase_flops.push_back(
+            {row.ColumnInt(0), row.ColumnUint(1), row.ColumnUint(2), row.ColumnDouble(3)});
+      });
+}
+
 absl::Status ReadCountedSteps(SqliteDb& db, RankSnapshot* snapshot) {
   // A session with counted FLOPs but no step marks counted one (unknown) span of work.
   return ForEachRow(db,
@@ -329,6 +344,7 @@ absl::Status ReadCounted(SqliteDb& db, RankSnapshot* snapshot) {
                             "ORDER BY sid, phase_path_id",
                             &snapshot->phase_flops);
   }
+  if (status.ok()) status = ReadPathPhaseFlops(db, snapshot);
   if (status.ok()) status = ReadCountedSteps(db, snapshot);
   if (status.ok()) status = ReadWindows(db, snapshot);
   return status;

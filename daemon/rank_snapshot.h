@@ -59,6 +59,15 @@ struct RankSnapshot {
   std::map<int, uint64_t> losses;          // cause -> summed over sessions
   std::vector<PrecisionRow> module_flops;
   std::vector<PrecisionRow> phase_flops;
+  // Counted FLOPs (every precision) of one module path launched under one phase path, from the
+  // kernel_flops rows: what splits a module's FLOPs into its forward and backward pass.
+  struct PathPhaseFlops {
+    int64_t sid = 0;
+    uint64_t path_id = 0;
+    uint64_t phase_path_id = 0;  // 0: no flopscope-domain range was open
+    double flops = 0;
+  };
+  std::vector<PathPhaseFlops> path_phase_flops;
   // The steps the counted FLOPs come from, over the sessions that have counted FLOPs: each
   // session's distinct counted steps, 1 for a session without step marks (an import). 0 when
   // nothing was counted. FLOPs per step = counted FLOPs / counted_steps.

@@ -12,6 +12,7 @@
 #include "daemon/demangle.h"
 #include "daemon/estimate_window.h"
 #include "daemon/gpu_metadata.h"
+#include "daemon/step_index.h"
 
 namespace flopscope::daemon {
 namespace {
@@ -232,6 +233,17 @@ void ReportBuilder::AddCounted(SessionMap& sessions, const RankSnapshot& snapsho
   for (const RankSnapshot::PrecisionRow& row : snapshot.phase_flops) {
     for (int phase : session(row.sid).PhasesOf(row.path_id)) {
       phases_[phase].counted.AddPrecision(row.precision, row.flops, per_step);
+    }
+  }
+  for (const RankSnapshot::PathPhaseFlops& row : snapshot.path_phase_flops) {
+    SessionPaths& paths = session(row.sid);
+    const int module = paths.Resolve(row.path_id).module;
+    if (module < 0) continue;  // <unattributed> has no DeepSpeed row to split
+    for (int phase : paths.PhasesOf(row.phase_path_id)) {
+      const std::string& name = phases_[phase].name;
+      if (name != kForwardPhase && name != kBackwardPhase) continue;
+      modules_[module].counted.AddPass(name == kForwardPhase, row.flops, per_step);
+      break;  // the innermost pass range decides
     }
   }
 }
