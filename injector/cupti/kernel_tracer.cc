@@ -506,7 +506,17 @@ void KernelTracer::CollectLocked(bool final) {
   try {
     // No lock that a callback takes is held: FlushAll delivers buffers through
     // OnBufferCompleted, on this thread or CUPTI's, before it returns.
-    if (cupti) (void)api_.activity_flush_all(final ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+    // Forced after a counter window as well (GPU acceptance, H200, 2026-11-26: after a window
+    // every kernel record of the torch job was lost, CUPTI_DROPPED; whether CUPTI kept our
+    // buffers partly filled, so that the pool's cap refused it new ones, or ran out of its device
+    // timestamp buffers, a forced flush hands every buffer back and drains the device's).
+    // GPU-TODO: whether this is what brings the kernels back.
+    bool forced = final;
+    if (counters_ != nullptr && counters_->windows_finished() != windows_flushed_) {
+      windows_flushed_ = counters_->windows_finished();
+      forced = true;
+    }
+    if (cupti) (void)api_.activity_flush_all(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
     // FinishAtExit flushed already, or the tracer stopped: what waits is still delivered.
     if (joiner_ != nullptr) Deliver(final);
   } catch (...) {

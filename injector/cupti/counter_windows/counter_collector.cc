@@ -257,6 +257,7 @@ void CounterCollector::Collect(bool final) noexcept {
     if (!flops.empty()) sink_->EnqueueFlops(&flops);
     if (unmatched > 0) sink_->CountCounterUnmatched(unmatched);
     for (CounterWindowRecord& window : finished) sink_->WindowClosed(std::move(window));
+    windows_finished_.fetch_add(finished.size(), std::memory_order_relaxed);
   } catch (...) {
     // Out of memory: what was taken is lost; the windows' books stay as they were.
   }

@@ -90,6 +90,10 @@ class CounterCollector final : public CounterWindows {
   void UseAttentionFlag(std::atomic<uint32_t>* flag) { attention_ = flag; }
   // A window is open and counting (for activities other than driver launches).
   bool counting_now() const noexcept { return counting_.load(std::memory_order_relaxed); }
+  // Windows whose record Collect has handed to the sink so far.
+  uint64_t windows_finished() const noexcept {
+    return windows_finished_.load(std::memory_order_relaxed);
+  }
 
   // A driver-API kernel or graph launch enters the driver (CUPTI_API_ENTER) on `call.context`;
   // `range` is the launching thread's module range. True when the launch was counted.
@@ -205,6 +209,7 @@ class CounterCollector final : public CounterWindows {
   std::atomic<uint32_t>* attention_ = &own_attention_;
   // A window is open and some context counts in it; read by launch callbacks of other kinds.
   std::atomic<bool> counting_{false};
+  std::atomic<uint64_t> windows_finished_{0};
 };
 
 }  // namespace flopscope::injector::cupti

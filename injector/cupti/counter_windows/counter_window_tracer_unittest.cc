@@ -219,6 +219,24 @@ TEST_F(CounterWindowTracerTest, ADriverMemsetInAWindowEndsThePassAndTheLaunchesP
   EXPECT_EQ(sink_.windows()[0].status, "");
 }
 
+// After the H200's counted torch window every kernel record of the job was lost: the exporter's
+// cycle after a window's record went out flushes CUPTI forced (every buffer handed back, the
+// device's timestamp buffers drained), once, then plain again.
+TEST_F(CounterWindowTracerTest, TheCycleAfterAWindowFinishedFlushesForcedOnce) {
+  ContextEvent(CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
+  windows_->OnStepBegin(0);
+  windows_->OnStepEnd(0);
+  windows_->OnStepBegin(1);
+  Launch(1);
+  windows_->OnStepEnd(1);
+  Launch(2);                // stops the window's profiler
+  tracer_->Collect(false);  // evaluates it: the window's record goes out
+  ASSERT_EQ(sink_.windows().size(), 1u);
+  tracer_->Collect(false);
+  tracer_->Collect(false);
+  EXPECT_EQ(fake_.flushes, (std::vector<uint32_t>{0, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED, 0}));
+}
+
 TEST_F(CounterWindowTracerTest, AContextDestroyedInAWindowDecodesAndExitFinishesTheWindow) {
   ContextEvent(CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
   windows_->OnStepBegin(0);
