@@ -16,6 +16,16 @@ using flopscope::v1::ModuleStats;
 using flopscope::v1::PhaseStats;
 using flopscope::v1::RankInfo;
 
+// `key`: `value` when the field is set (`has`), else null.
+void NumberOrNull(JsonWriter& json, const char* key, bool has, double value) {
+  json.Key(key);
+  if (has) {
+    json.Double(value);
+  } else {
+    json.Null();
+  }
+}
+
 // A JSON object cannot repeat a key, so counters naming the same cause twice are added up (in the
 // order causes first appear).
 void WriteLosses(const google::protobuf::RepeatedPtrField<LossCounter>& losses, JsonWriter& json) {
@@ -121,25 +131,10 @@ void WriteModule(const ModuleStats& module, JsonWriter& json) {
   json.Key("path").String(module.path());
   json.Key("calls").Uint(module.calls());
   json.Key("cpu_time_s").Double(Seconds(module.cpu_time_ns()));
-  json.Key("gpu_time_s");
-  if (module.has_gpu_time_ns()) {
-    json.Double(Seconds(module.gpu_time_ns()));
-  } else {
-    json.Null();
-  }
+  NumberOrNull(json, "gpu_time_s", module.has_gpu_time_ns(), Seconds(module.gpu_time_ns()));
   json.Key("kernels").Uint(module.kernels());
-  json.Key("gpu_span_s");
-  if (module.has_gpu_span_ns()) {
-    json.Double(Seconds(module.gpu_span_ns()));
-  } else {
-    json.Null();
-  }
-  json.Key("gpu_busy_s");
-  if (module.has_gpu_busy_ns()) {
-    json.Double(Seconds(module.gpu_busy_ns()));
-  } else {
-    json.Null();
-  }
+  NumberOrNull(json, "gpu_span_s", module.has_gpu_span_ns(), Seconds(module.gpu_span_ns()));
+  NumberOrNull(json, "gpu_busy_s", module.has_gpu_busy_ns(), Seconds(module.gpu_busy_ns()));
   json.Key("memcpy").BeginObject();
   json.Key("count").Uint(module.memcpy_count());
   json.Key("time_s").Double(Seconds(module.memcpy_time_ns()));
@@ -150,30 +145,15 @@ void WriteModule(const ModuleStats& module, JsonWriter& json) {
   json.Key("time_s").Double(Seconds(module.memset_time_ns()));
   json.Key("bytes").Uint(module.memset_bytes());
   json.EndObject();
-  json.Key("flops");
-  if (module.has_flops()) {
-    json.Double(module.flops());
-  } else {
-    json.Null();
-  }
+  NumberOrNull(json, "flops", module.has_flops(), module.flops());
   json.Key("params");
   if (module.has_params()) {
     json.Uint(module.params());
   } else {
     json.Null();
   }
-  json.Key("fwd_flops");
-  if (module.has_fwd_flops()) {
-    json.Double(module.fwd_flops());
-  } else {
-    json.Null();
-  }
-  json.Key("bwd_flops");
-  if (module.has_bwd_flops()) {
-    json.Double(module.bwd_flops());
-  } else {
-    json.Null();
-  }
+  NumberOrNull(json, "fwd_flops", module.has_fwd_flops(), module.fwd_flops());
+  NumberOrNull(json, "bwd_flops", module.has_bwd_flops(), module.bwd_flops());
   json.Key("flops_by_precision");
   WritePrecisions(module.flops_by_precision(), json);
   json.Key("counted_steps").Uint(module.counted_steps());
@@ -204,12 +184,7 @@ void WritePhase(const PhaseStats& phase, JsonWriter& json) {
   json.Key("min_s").Double(Seconds(phase.min_ns()));
   json.Key("max_s").Double(Seconds(phase.max_ns()));
   json.Key("median_s").Double(Seconds(phase.median_ns()));
-  json.Key("flops");
-  if (phase.has_flops()) {
-    json.Double(phase.flops());
-  } else {
-    json.Null();
-  }
+  NumberOrNull(json, "flops", phase.has_flops(), phase.flops());
   json.Key("flops_by_precision");
   WritePrecisions(phase.flops_by_precision(), json);
   json.EndObject();
