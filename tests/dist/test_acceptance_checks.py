@@ -130,6 +130,34 @@ class AcceptanceChecksTest(unittest.TestCase):
         self.assertEqual(result.returncode, 1)
         self.assertIn("no kernel in common", result.stdout)
 
+    def torch_report(self, modules, analytic):
+        report = {"counter_windows": [{"status": ""}], "modules": modules}
+        (self.root / "report.json").write_text(json.dumps(report))
+        (self.root / "job.json").write_text(json.dumps({"analytic_fwd_flops": analytic}))
+        return self.run_checks("torch-report", self.root / "report.json", self.root / "job.json")
+
+    def test_torch_linears_forward_flops_against_analytic(self):
+        # The H200's torch job (2026-11-26): a Linear's counted FLOPs were forward + backward, 3x
+        # its forward ones; the report's fwd_flops must now come within 5 % of 2 * tokens * in * out.
+        analytic = {"linear1": 8.59e9, "Sequential/2": 3.436e10}
+        modules = [{"path": "Sequential", "flops": 1.5e11, "fwd_flops": 5e10},
+                   {"path": "Sequential/1/layers.0/linear1", "flops": 2.58e10, "fwd_flops": 8.6e9},
+                   {"path": "Sequential/1/layers.1/linear1", "flops": 2.58e10, "fwd_flops": 8.62e9},
+                   {"path": "Sequential/2", "flops": 1.031e11, "fwd_flops": 3.44e10}]
+        result = self.torch_report(modules, analytic)
+        self.assertEqual(result.returncode, 0, result.stdout)
+        self.assertIn("3 Linear forward FLOPs against analytic, worst +0.3%", result.stdout)
+        # Every pass's FLOPs under the module (no split): off by 3x, and said so.
+        for module in modules:
+            module["fwd_flops"] = None
+        result = self.torch_report(modules, analytic)
+        self.assertEqual(result.returncode, 1, result.stdout)
+        self.assertIn("3 off by more than 5%: Sequential/1/layers.0/linear1 None", result.stdout)
+        # A job that announced nothing to check against is no pass either.
+        result = self.torch_report(modules, {})
+        self.assertEqual(result.returncode, 1, result.stdout)
+        self.assertIn("no Linear module to check", result.stdout)
+
     def test_summary_accepts_reasons_and_rejects_malformed_rows(self):
         good = self.root / "good.tsv"
         good.write_text("bundle\tPASS\t\nnvcc-build\tSKIPPED\tno nvidia-smi on this machine\n")

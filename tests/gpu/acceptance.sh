@@ -320,7 +320,8 @@ torch_gpu_jobs() {
     row overhead SKIPPED "a torch run failed"
     return
   fi
-  if logged torch-report-check 30 "${CHECKS[@]}" torch-report "$LOGS/torch-counted-report.json"; then
+  if logged torch-report-check 30 "${CHECKS[@]}" torch-report "$LOGS/torch-counted-report.json" \
+       "$LOGS/torch-counted.json"; then
     row torch-gpu-job PASS "$(last_line "$LOGS/torch-report-check.log")"
   else
     row torch-gpu-job FAIL "$(last_line "$LOGS/torch-report-check.log")"

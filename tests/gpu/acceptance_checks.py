@@ -13,8 +13,10 @@
   step-ms DB                   durations of the counted and uncounted `step` ranges, JSON
   overhead BASE TIMING DB      overhead of timing-only tracing (per-step wall times of the job
                                without and with the injector) and of a counted step (DB)
-  torch-report REPORT          checks a `flopscope report --format json` of the torch job with a
-                               counter window; exit 1 when it counted nothing
+  torch-report REPORT [JOB]    checks a `flopscope report --format json` of the torch job with a
+                               counter window; exit 1 when it counted nothing; with JOB (the
+                               job's --out JSON), each Linear's counted forward FLOPs must be
+                               within 5 % of the analytic ones the job wrote
   modules-report REPORT STEPS  checks a report of a job without counters: modules and STEPS steps
   counters-plan COUNTERS       checks `flopscope counters --format json`: metrics that are FLOPs
   flop-metrics COUNTERS        the names of COUNTERS' FLOP metrics, comma-separated (for ncu)
@@ -32,6 +34,9 @@ import sys
 
 STATUSES = ("PASS", "FAIL", "SKIPPED")
 TOLERANCE = 0.02
+# Counted forward FLOPs of a Linear against 2 * tokens * in * out: bias adds and autocast's
+# elementwise work ride along in the same module.
+FORWARD_TOLERANCE = 0.05
 # Compute capability -> chip name, for the chips the acceptance is meant for.
 CHIPS = {"7.0": "GV100", "7.5": "TU102", "8.0": "GA100", "8.6": "GA102", "8.9": "AD102",
          "9.0": "GH100", "10.0": "GB100", "12.0": "GB202"}
@@ -186,15 +191,47 @@ def overhead(base_path, timing_path, db_path, warmup=5):
     return 0
 
 
-def torch_report(report_path):
+def forward_flops_errors(modules, analytic):
+    """[(name, counted, expected)] for the Linear layers the job computed analytic forward FLOPs
+    for ("linear1" matches every layer's .../linear1; a full path matches itself): the module's
+    counted `fwd_flops` per step (None when the daemon did not split its FLOPs by pass)."""
+    found = []
+    for module in modules:
+        path = module.get("path", "")
+        for name, expected in analytic.items():
+            if path == name or path.endswith("/" + name):
+                found.append((path, module.get("fwd_flops"), float(expected)))
+    return found
+
+
+def torch_report(report_path, job_path=None):
     with open(report_path) as report_file:
         report = json.load(report_file)
     windows = report.get("counter_windows", [])
     flops = sum(float(m.get("flops") or 0) for m in report.get("modules", []))
     statuses = [w.get("status", "") for w in windows if w.get("status", "")]
-    print(f"{len(report.get('modules', []))} modules, {len(windows)} counter windows, "
-          f"{flops:.4g} FLOPs counted" + (f"; window status: {statuses[0]}" if statuses else ""))
-    return 0 if windows and not statuses and flops > 0 else 1
+    line = (f"{len(report.get('modules', []))} modules, {len(windows)} counter windows, "
+            f"{flops:.4g} FLOPs counted" + (f"; window status: {statuses[0]}" if statuses else ""))
+    ok = bool(windows) and not statuses and flops > 0
+    if job_path:
+        # The forward FLOPs of each Linear against 2 * tokens * in * out: the pass split (a
+        # module's backward kernels run under its range too) and the counters, end to end.
+        checked = forward_flops_errors(report.get("modules", []), load(job_path).get(
+            "analytic_fwd_flops", {}))
+        off = [(path, counted, expected) for path, counted, expected in checked
+               if counted is None or abs(counted - expected) > FORWARD_TOLERANCE * expected]
+        errors = [(c - e) / e for _, c, e in checked if c is not None]
+        worst = max(errors, key=abs) if errors else None
+        line += (f"; {len(checked)} Linear forward FLOPs against analytic"
+                 + (f", worst {worst:+.1%}" if worst is not None else "")
+                 if checked else "; no Linear module to check against analytic FLOPs")
+        if off:
+            path, counted, expected = off[0]
+            line += f"; {len(off)} off by more than {FORWARD_TOLERANCE:.0%}: {path} {counted} " \
+                    f"against {expected:.4g}"
+        ok = ok and bool(checked) and not off
+    print(line)
+    return 0 if ok else 1
 
 
 def load(path):
