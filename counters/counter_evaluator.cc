@@ -39,7 +39,6 @@ bool CounterEvaluator::Init(const ProfilerHostApi& api, std::string_view chip,
   host_.Reset();
   metrics_.clear();
   metric_names_.clear();
-  note_.clear();
   if (metrics.empty()) {
     *error = "no metrics to evaluate";
     return false;
@@ -50,23 +49,9 @@ bool CounterEvaluator::Init(const ProfilerHostApi& api, std::string_view chip,
   // config image was.
   if (!host_.AddMetrics(metrics, &result_text)) {
     host_.Reset();
-    // Evaluating reads the counter values the data image carries and needs no availability, so
-    // the chip name alone is tried once more. (The CUPTI_ERROR_UNKNOWN the H200 gave here on
-    // 2026-11-25 turned out to be libnvperf_host already torn down at exit, fixed by the exit
-    // order (Session::RearmTracingExit); the same image works on the device mid-run and here on
-    // the host, so this retry has not been seen to matter.)
-    std::string retry_text;
-    if (availability != nullptr && host_.Initialize(api, chip, nullptr, 0, error) &&
-        host_.AddMetrics(metrics, &retry_text)) {
-      note_ = "evaluating from the chip name alone: with the device's availability image, " +
-              std::string(chip) + " refused the metric list (" + result_text + ")";
-    } else {
-      host_.Reset();
-      *error = "chip '" + std::string(chip) + "' rejects the metric list (" + result_text +
-               (availability != nullptr ? "; without the availability image: " + retry_text : "") +
-               "; " + EachMetricAlone(api, chip, metrics) + "); plan it with MetricPlanner first";
-      return false;
-    }
+    *error = "chip '" + std::string(chip) + "' rejects the metric list (" + result_text + "; " +
+             EachMetricAlone(api, chip, metrics) + "); plan it with MetricPlanner first";
+    return false;
   }
   metrics_ = metrics;
   metric_names_.reserve(metrics_.size());

@@ -25,8 +25,7 @@ class CounterEvaluator {
 
   // False with `error` set when the chip cannot be configured or a metric is rejected (the
   // metrics must come from a MetricPlan, which validated them); the error then says which metrics
-  // the chip rejects one by one. When CUPTI refuses the list only with `availability`, Init
-  // configures from the chip name alone and says so in note(). May be called again to re-target.
+  // the chip rejects one by one. May be called again to re-target.
   bool Init(const ProfilerHostApi& api, std::string_view chip,
             const std::vector<std::string>& metrics, const uint8_t* availability, size_t size,
             std::string* error);
@@ -40,14 +39,10 @@ class CounterEvaluator {
                 std::vector<double>* values, std::string* error);
 
   bool initialized() const { return host_.get() != nullptr; }
-  // Set when Init had to leave the availability image out to configure the evaluator (CUPTI
-  // refused the metric list with it): worth one log line. Empty otherwise.
-  const std::string& note() const { return note_; }
   const std::vector<std::string>& metrics() const { return metrics_; }
 
  private:
   HostObject host_;
-  std::string note_;
   std::vector<std::string> metrics_;
   std::vector<const char*> metric_names_;  // points into metrics_, for CUPTI's const char**
 };

@@ -2,7 +2,6 @@
 
 #include "counters/counter_evaluator.h"
 #include "counters/metric_planner.h"
-#include "injector/warn.h"
 
 namespace flopscope::injector::cupti {
 namespace {
@@ -10,13 +9,9 @@ namespace {
 class HostApiEvaluator final : public RangeEvaluator {
  public:
   bool Init(const counters::ProfilerHostApi& api, const CounterPlan& plan, std::string* error) {
-    if (!evaluator_.Init(api, plan.chip, plan.metrics,
-                         plan.availability.empty() ? nullptr : plan.availability.data(),
-                         plan.availability.size(), error)) {
-      return false;
-    }
-    if (!evaluator_.note().empty()) Warn(evaluator_.note());  // once per plan and context
-    return true;
+    return evaluator_.Init(api, plan.chip, plan.metrics,
+                           plan.availability.empty() ? nullptr : plan.availability.data(),
+                           plan.availability.size(), error);
   }
   bool Evaluate(const uint8_t* image, size_t size, size_t range, std::vector<double>* values,
                 std::string* error) override {
