@@ -55,6 +55,7 @@ absl::Status Ranks(const flopscope::client::DaemonClient& daemon, const std::str
   if (!ranks.ok()) return ranks.status();
   flopscope::v1::ReportRequest request;
   request.set_job_id(job);
+  request.set_omit_step_times(true);
   return daemon.GetRankReports(request, [](flopscope::v1::RankReport) {});
 }
 
@@ -62,6 +63,7 @@ absl::Status Ranks(const flopscope::client::DaemonClient& daemon, const std::str
 absl::Status Report(const flopscope::client::DaemonClient& daemon, const std::string& job) {
   flopscope::v1::ReportRequest request;
   request.set_job_id(job);
+  request.set_omit_step_times(true);
   request.set_first_step(1);
   absl::StatusOr<flopscope::v1::Report> report = daemon.GetReport(request);
   if (!report.ok() && absl::IsInvalidArgument(report.status())) {

@@ -89,8 +89,8 @@ TEST_F(CliTest, RunAnnouncesAGeneratedJobIdAndWarnsWithoutADaemon) {
   const ProcessResult result = Flopscope({"run", "--socket", socket_, "true"});
   EXPECT_EQ(result.exit_code, 0) << result.err;
   // <command>-<date>-<time>-<pid>: two runs in one second differ by their pid.
-  EXPECT_TRUE(std::regex_search(result.err,
-                                std::regex("flopscope: job true-[0-9]{8}-[0-9]{6}-[0-9]+\n")))
+  EXPECT_TRUE(
+      std::regex_search(result.err, std::regex("flopscope: job true-[0-9]{8}-[0-9]{6}-[0-9]+\n")))
       << result.err;
   EXPECT_TRUE(absl::StrContains(
       result.err, absl::StrCat("flopscope: warning: cannot reach flopscoped at unix:", socket_)))
@@ -182,6 +182,25 @@ TEST_F(CliWithDaemonTest, ReportPrintsTextAndJson) {
   ASSERT_TRUE(flat.ok()) << flat.status() << json.out;
   EXPECT_EQ(flat->at("job"), "\"demo-job\"");
   EXPECT_EQ(flat->at("modules#"), "4");
+}
+
+TEST_F(CliWithDaemonTest, OnlyTheReportDocumentAsksForTheStepTimes) {
+  // Each rank's time in each step is most of a long job's report (4 of 4.2 MB for 64 ranks of
+  // 3000 steps): only the JSON and HTML document draws them, and not from the per-rank reports.
+  for (const char* format : {"text", "tree", "csv"}) {
+    const ProcessResult result =
+        Flopscope({"report", "demo-job", "--format", format, "--socket", server_.socket()});
+    ASSERT_EQ(result.exit_code, 0) << format << ": " << result.err;
+  }
+  std::vector<std::string> asked = server_.step_times_asked();
+  ASSERT_FALSE(asked.empty());
+  for (const std::string& request : asked) EXPECT_EQ(request, "report no step times");
+  const ProcessResult json =
+      Flopscope({"report", "demo-job", "--format", "json", "--socket", server_.socket()});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  asked = server_.step_times_asked();
+  EXPECT_EQ(asked.back(), "rank-reports no step times");
+  EXPECT_EQ(asked[asked.size() - 2], "report step times");
 }
 
 TEST_F(CliWithDaemonTest, ReportWritesTheOutputFileOnlyOnSuccess) {

@@ -33,10 +33,16 @@ absl::StatusOr<ProfileOptions> ToProfileOptions(const ReportOptions& options) {
   return ParseProfileOptions(options.peak_tflops, options.precision);
 }
 
+// Whether `format` draws the phases' per-step times: only the report document does (JSON and
+// the HTML page's step chart). The others ask the daemon to leave them out: they are most of a
+// long job's report (about 4 MB of a 64-rank, 3000-step one).
+bool DrawsStepTimes(const std::string& format) { return format == "json" || format == "html"; }
+
 flopscope::v1::ReportRequest RequestOf(const std::string& job, const std::vector<int>& ranks,
-                                       const std::optional<StepWindow>& steps) {
+                                       const std::optional<StepWindow>& steps, bool step_times) {
   flopscope::v1::ReportRequest request;
   request.set_job_id(job);
+  request.set_omit_step_times(!step_times);
   for (int rank : ranks) request.add_ranks(rank);
   if (steps) {
     request.set_first_step(steps->first);
@@ -47,8 +53,8 @@ flopscope::v1::ReportRequest RequestOf(const std::string& job, const std::vector
 
 absl::StatusOr<Report> ReportOf(const DaemonClient& daemon, const std::string& job,
                                 const std::vector<int>& ranks,
-                                const std::optional<StepWindow>& steps = std::nullopt) {
-  return daemon.GetReport(RequestOf(job, ranks, steps));
+                                const std::optional<StepWindow>& steps, bool step_times) {
+  return daemon.GetReport(RequestOf(job, ranks, steps, step_times));
 }
 
 // The steps a report covers when --steps is not given: from step 1 (step 0 is warm-up), else
@@ -63,7 +69,7 @@ struct ChosenSteps {
 
 absl::StatusOr<ChosenSteps> ChooseSteps(const DaemonClient& daemon, const std::string& job,
                                         const std::vector<int>& ranks,
-                                        const std::optional<StepWindow>& asked) {
+                                        const std::optional<StepWindow>& asked, bool step_times) {
   if (asked) return ChosenSteps{asked, "", std::nullopt};
   const std::vector<ChosenSteps> tries = {
       {StepWindow{1, std::nullopt}, "step 0 left out as warm-up (--steps 0: keeps it)",
@@ -72,7 +78,7 @@ absl::StatusOr<ChosenSteps> ChooseSteps(const DaemonClient& daemon, const std::s
        std::nullopt},
   };
   for (const ChosenSteps& chosen : tries) {
-    absl::StatusOr<Report> report = ReportOf(daemon, job, ranks, chosen.window);
+    absl::StatusOr<Report> report = ReportOf(daemon, job, ranks, chosen.window, step_times);
     if (report.ok()) return ChosenSteps{chosen.window, chosen.note, *std::move(report)};
     // INVALID_ARGUMENT: no step in the window; anything else is a real failure.
     if (report.status().code() != absl::StatusCode::kInvalidArgument) return report.status();
@@ -96,7 +102,7 @@ absl::StatusOr<Profile> ReplicaProfile(const DaemonClient& daemon, const ReportO
                                        const std::vector<int>& ranks) {
   std::vector<Profile> profiles;
   for (int rank : ranks) {
-    absl::StatusOr<Report> report = ReportOf(daemon, options.job_id, {rank}, steps);
+    absl::StatusOr<Report> report = ReportOf(daemon, options.job_id, {rank}, steps, false);
     if (!report.ok()) return report.status();
     profiles.push_back(BuildProfile(*report, profile_options));
   }
@@ -241,18 +247,20 @@ absl::StatusOr<std::string> RenderProfileReport(const DaemonClient& daemon,
   if (!profile_options.ok()) return profile_options.status();
   absl::StatusOr<std::optional<StepWindow>> asked = ParseStepWindow(options.steps);
   if (!asked.ok()) return asked.status();
-  absl::StatusOr<ChosenSteps> chosen = ChooseSteps(daemon, options.job_id, options.ranks, *asked);
+  absl::StatusOr<ChosenSteps> chosen =
+      ChooseSteps(daemon, options.job_id, options.ranks, *asked, DrawsStepTimes(options.format));
   if (!chosen.ok()) return chosen.status();
   const std::optional<StepWindow>* steps = &chosen->window;
   if (options.group.empty()) {
     absl::StatusOr<Report> report = chosen->report
                                         ? *std::move(chosen->report)
-                                        : ReportOf(daemon, options.job_id, options.ranks, *steps);
+                                        : ReportOf(daemon, options.job_id, options.ranks, *steps,
+                                                   DrawsStepTimes(options.format));
     if (!report.ok()) return report.status();
     Profile profile = BuildProfile(*report, *profile_options);
     profile.warmup_note = chosen->note;
     return Render(daemon, *report, profile, options,
-                  RequestOf(options.job_id, options.ranks, *steps));
+                  RequestOf(options.job_id, options.ranks, *steps, false));
   }
   absl::StatusOr<int> group = ParseGroup(options.group);
   if (!group.ok()) return group.status();
@@ -271,10 +279,11 @@ absl::StatusOr<std::string> RenderProfileReport(const DaemonClient& daemon,
     absl::StatusOr<Profile> profile =
         ReplicaProfile(daemon, options, *profile_options, *steps, replica->first, replica->second);
     if (!profile.ok()) return profile.status();
-    absl::StatusOr<Report> report = ReportOf(daemon, options.job_id, replica->second, *steps);
+    absl::StatusOr<Report> report =
+        ReportOf(daemon, options.job_id, replica->second, *steps, DrawsStepTimes(options.format));
     if (!report.ok()) return report.status();
     return Render(daemon, *report, *profile, options,
-                  RequestOf(options.job_id, replica->second, *steps));
+                  RequestOf(options.job_id, replica->second, *steps, false));
   }
   if (options.format == "html") {
     return absl::InvalidArgumentError(
@@ -308,10 +317,11 @@ absl::Status DiffCommand(const DiffOptions& options) {
     std::vector<int> ranks;
     if (options.rank >= 0) ranks.push_back(options.rank);
     // The report's steps and statistic: medians per step, warm-up left out unless --steps.
-    absl::StatusOr<ChosenSteps> chosen = ChooseSteps(daemon, job, ranks, *asked);
+    absl::StatusOr<ChosenSteps> chosen = ChooseSteps(daemon, job, ranks, *asked, false);
     if (!chosen.ok()) return chosen.status();
-    absl::StatusOr<Report> report =
-        chosen->report ? *std::move(chosen->report) : ReportOf(daemon, job, ranks, chosen->window);
+    absl::StatusOr<Report> report = chosen->report
+                                        ? *std::move(chosen->report)
+                                        : ReportOf(daemon, job, ranks, chosen->window, false);
     if (!report.ok()) return report.status();
     profiles.push_back(BuildProfile(*report, {}));
     profiles.back().warmup_note = chosen->note;

@@ -52,6 +52,7 @@ absl::Status ReportCommand(const ReportOptions& options) {
   }
   flopscope::v1::ReportRequest request;
   request.set_job_id(options.job_id);
+  request.set_omit_step_times(true);  // neither the tree nor the kernel list draws them
   for (int rank : options.ranks) {
     if (rank < 0) {
       return absl::InvalidArgumentError(absl::StrCat("--rank ", rank, ": ranks start at 0"));

@@ -26,6 +26,7 @@ absl::StatusOr<std::vector<RankFigures>> FetchRankFigures(
   if (count > 0) {
     flopscope::v1::ReportRequest request;
     request.set_job_id(ranks.ranks(0).job_id());
+    request.set_omit_step_times(true);  // the listing draws no step's time
     // Each report becomes a profile as it arrives: only one rank's report is held at a time.
     absl::Status status = daemon.GetRankReports(request, [&](flopscope::v1::RankReport answer) {
       auto it = position.find(answer.rank());

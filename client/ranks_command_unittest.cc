@@ -83,6 +83,7 @@ class CountingQuery final : public v1::Query::Service {
   grpc::Status GetRankReports(grpc::ServerContext*, const v1::ReportRequest* request,
                               grpc::ServerWriter<v1::RankReport>* writer) override {
     ++get_rank_reports;
+    if (!request->omit_step_times()) ++step_times_asked;
     if (request->job_id() != kJob) return NotFound(request->job_id());
     for (int rank = 0; rank < ranks_; ++rank) {
       v1::RankReport answer;
@@ -102,6 +103,7 @@ class CountingQuery final : public v1::Query::Service {
   std::atomic<int> list_ranks{0};
   std::atomic<int> get_report{0};
   std::atomic<int> get_rank_reports{0};
+  std::atomic<int> step_times_asked{0};  // requests without omit_step_times
 
  private:
   static grpc::Status NotFound(const std::string& job) {
@@ -152,6 +154,8 @@ TEST_F(RanksCommandTest, ManyRanksAreListedWithOneRequestForTheirReports) {
   EXPECT_EQ(service_.list_ranks.load(), 1);
   EXPECT_EQ(service_.get_rank_reports.load(), 1);
   EXPECT_EQ(service_.get_report.load(), 0);
+  // The listing draws no step's time: asking for them would send ~130 kB a rank of a long job.
+  EXPECT_EQ(service_.step_times_asked.load(), 0);
   const std::vector<std::string> lines = absl::StrSplit(*listing, '\n', absl::SkipEmpty());
   // Header, rule, one line per rank, then the unreadable rank's reason.
   ASSERT_EQ(lines.size(), static_cast<size_t>(kRanks) + 3) << *listing;

@@ -227,6 +227,7 @@ absl::StatusOr<v1::Report> QueryService::BuildReport(const v1::ReportRequest& re
   if (!ranks.ok()) return ranks.status();
   if (spans != nullptr) spans->End("catalog");
   ReportBuilder builder(request.job_id());
+  if (request.omit_step_times()) builder.OmitStepTimes();
   RankReadOptions read_options;
   read_options.step_window = *window;
   if (!request.kernels_of().empty()) {
@@ -290,6 +291,7 @@ absl::Status QueryService::ForEachRankReport(const v1::ReportRequest& request,
         v1::RankReport answer;
         answer.set_rank(rank.rank());
         ReportBuilder builder(request.job_id());
+        if (request.omit_step_times()) builder.OmitStepTimes();
         if (snapshot.ok()) builder.AddRank(rank, *snapshot);
         absl::Status problem =
             snapshot.ok() ? CheckStepWindow(request, builder.step_rollup()) : snapshot.status();

@@ -314,6 +314,44 @@ TEST_F(QueryServiceTest, OneCallAnswersEveryRankAndNamesTheUnreadableOne) {
             absl::StatusCode::kNotFound);
 }
 
+TEST_F(QueryServiceTest, ReportsLeaveOutTheStepTimesWhenAskedTo) {
+  // The step times are most of a long job's report; `report`'s tree and `ranks` draw none.
+  StoreSteps(0, FiveSteps());
+  StoreSteps(1, FiveSteps());
+  v1::ReportRequest request;
+  request.set_job_id(kJob);
+  absl::StatusOr<v1::Report> full = service_->BuildReport(request);
+  ASSERT_TRUE(full.ok()) << full.status();
+  EXPECT_EQ(Phase(*full, "step").per_step_size(), 2 * 4);  // two ranks, four uncounted steps
+  request.set_omit_step_times(true);
+  absl::StatusOr<v1::Report> lean = service_->BuildReport(request);
+  ASSERT_TRUE(lean.ok()) << lean.status();
+  EXPECT_EQ(Phase(*lean, "step").per_step_size(), 0);
+  EXPECT_EQ(Phase(*lean, "step").median_ns(), Phase(*full, "step").median_ns());
+  EXPECT_EQ(Phase(*lean, "step").calls(), 8u);
+  std::vector<int> per_rank_times;
+  ASSERT_TRUE(service_
+                  ->ForEachRankReport(request,
+                                      [&](v1::RankReport answer) {
+                                        per_rank_times.push_back(
+                                            Phase(answer.report(), "step").per_step_size());
+                                        return true;
+                                      })
+                  .ok());
+  EXPECT_THAT(per_rank_times, ElementsAre(0, 0));
+  request.set_omit_step_times(false);
+  per_rank_times.clear();
+  ASSERT_TRUE(service_
+                  ->ForEachRankReport(request,
+                                      [&](v1::RankReport answer) {
+                                        per_rank_times.push_back(
+                                            Phase(answer.report(), "step").per_step_size());
+                                        return true;
+                                      })
+                  .ok());
+  EXPECT_THAT(per_rank_times, ElementsAre(4, 4));
+}
+
 TEST_F(QueryServiceTest, AJobReportLeavesOutAnUnreadableRankAndNamesIt) {
   StoreSteps(0, FiveSteps());
   StoreSteps(1, FiveSteps());

@@ -60,6 +60,8 @@ class ReportBuilder {
   // ("/" for all, kUnattributedPath for those with no module); snapshots then need their
   // kernel_groups. Call before AddRank.
   void ListTopKernels(std::string path, uint32_t top);
+  // Leave the phases' per-step times out (ReportRequest.omit_step_times). Call before AddRank.
+  void OmitStepTimes() { step_rollup_.OmitStepTimes(); }
 
   void AddRank(const v1::RankInfo& info, const RankSnapshot& snapshot);
   v1::Report Build() const;

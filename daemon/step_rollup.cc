@@ -108,7 +108,7 @@ void StepRollup::AddPhases(int32_t rank, const RankStepFigures& figures, const R
     ForEachMergedBucket(groups[index], [&](const BucketSum& sum) {
       phase.samples.push_back(sum.cpu_ns);
       // Buckets are step numbers only where the rank marks steps (else one per occurrence).
-      if (figures.steps_marked == 0) return;
+      if (figures.steps_marked == 0 || !keep_step_times_) return;
       if (phase.per_step.size() < kMaxPhaseStepTimes) {
         phase.per_step.push_back({rank, sum.bucket, sum.cpu_ns});
       } else {

@@ -32,6 +32,8 @@ class StepRollup {
 
   using Resolve = std::function<StepTarget(int64_t sid, uint64_t path_id)>;
 
+  // Leave PhaseStats.per_step out (ReportRequest.omit_step_times); call before AddRank.
+  void OmitStepTimes() { keep_step_times_ = false; }
   // `rank` labels the phases' per-step times (PhaseStats.per_step).
   void AddRank(int32_t rank, const RankStepFigures& figures, const Resolve& resolve);
 
@@ -86,6 +88,7 @@ class StepRollup {
   std::vector<ModuleSamples> modules_;  // by module index
   std::vector<PhaseSamples> phases_;    // by phase index
   bool any_rank_ = false;
+  bool keep_step_times_ = true;
   bool window_requested_ = false;
   int64_t steps_marked_ = 0;
   int64_t first_step_ = 0;

@@ -133,6 +133,28 @@ TEST(StepRollupTest, PhaseTimesPerRankAndStepComeInRankThenStepOrder) {
   EXPECT_FALSE(forward.per_step_truncated());
 }
 
+TEST(StepRollupTest, OmittedStepTimesLeaveTheStatisticsWhole) {
+  // ReportRequest.omit_step_times: the listing and the tree ask for the figures without the
+  // per-step times (most of a long job's report); calls, time and median stay the same.
+  StepRollup lean;
+  lean.OmitStepTimes();
+  StepRollup full;
+  RankStepFigures rank = Window(0, 2, 3, {});
+  rank.phases.push_back(PathFigures(1, 9, {{0, 500, 0}, {1, 300, 0}, {2, 700, 0}}));
+  lean.AddRank(0, rank, Resolve);
+  full.AddRank(0, rank, Resolve);
+  v1::PhaseStats lean_row;
+  v1::PhaseStats full_row;
+  lean.FillPhase(0, &lean_row);
+  full.FillPhase(0, &full_row);
+  EXPECT_EQ(lean_row.per_step_size(), 0);
+  EXPECT_FALSE(lean_row.per_step_truncated());
+  EXPECT_EQ(full_row.per_step_size(), 3);
+  full_row.clear_per_step();
+  EXPECT_EQ(lean_row.SerializeAsString(), full_row.SerializeAsString());
+  EXPECT_EQ(lean_row.median_ns(), 500);
+}
+
 TEST(StepRollupTest, WithoutMarkedStepsPhasesHaveNoPerStepTimes) {
   StepRollup rollup;
   RankStepFigures figures;  // steps_marked 0: every occurrence is a bucket of its own

@@ -27,6 +27,7 @@ class FakeQueryServer::Service final : public flopscope::v1::Query::Service {
       // gRPC runs handlers on its own threads while the test thread reads last_ranks_.
       absl::MutexLock lock(&mutex_);
       last_ranks_.assign(request->ranks().begin(), request->ranks().end());
+      Note("report", *request);
     }
     if (request->job_id() != report_.job_id()) {
       return grpc::Status(grpc::StatusCode::NOT_FOUND,
@@ -40,6 +41,10 @@ class FakeQueryServer::Service final : public flopscope::v1::Query::Service {
   // the daemon streams each rank's own report.
   grpc::Status GetRankReports(grpc::ServerContext*, const flopscope::v1::ReportRequest* request,
                               grpc::ServerWriter<flopscope::v1::RankReport>* writer) override {
+    {
+      absl::MutexLock lock(&mutex_);
+      Note("rank-reports", *request);
+    }
     if (request->job_id() != report_.job_id()) {
       return grpc::Status(grpc::StatusCode::NOT_FOUND,
                           absl::StrCat("job '", request->job_id(), "' not found"));
@@ -60,11 +65,23 @@ class FakeQueryServer::Service final : public flopscope::v1::Query::Service {
     return last_ranks_;
   }
 
+  std::vector<std::string> step_times_asked() const {
+    absl::MutexLock lock(&mutex_);
+    return step_times_asked_;
+  }
+
  private:
+  void Note(const char* rpc, const flopscope::v1::ReportRequest& request)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
+    step_times_asked_.push_back(
+        absl::StrCat(rpc, request.omit_step_times() ? " no step times" : " step times"));
+  }
+
   const flopscope::v1::ListJobsResponse jobs_;
   const flopscope::v1::Report report_;
   mutable absl::Mutex mutex_;
   std::vector<int> last_ranks_ ABSL_GUARDED_BY(mutex_);
+  std::vector<std::string> step_times_asked_ ABSL_GUARDED_BY(mutex_);
 };
 
 FakeQueryServer::FakeQueryServer(flopscope::v1::ListJobsResponse jobs, flopscope::v1::Report report)
@@ -89,5 +106,9 @@ FakeQueryServer::~FakeQueryServer() {
 }
 
 std::vector<int> FakeQueryServer::last_requested_ranks() const { return service_->last_ranks(); }
+
+std::vector<std::string> FakeQueryServer::step_times_asked() const {
+  return service_->step_times_asked();
+}
 
 }  // namespace flopscope::client::testing

@@ -24,6 +24,9 @@ class FakeQueryServer {
   const std::string& socket() const { return socket_; }
   // The ranks asked for in the last GetReport.
   std::vector<int> last_requested_ranks() const;
+  // Every GetReport ("report") and GetRankReports ("rank-reports") request, in arrival order,
+  // as "<rpc> <step times|no step times>".
+  std::vector<std::string> step_times_asked() const;
 
  private:
   class Service;
