@@ -150,7 +150,7 @@ bool ContextProfiler::Begin(const CounterPlan& plan, uint32_t max_ranges,
     ok = StartWithImage(max_ranges / 2, failure);
   }
   if (!ok) {
-    Disable();
+    Disable(nullptr);  // the start's failure is the one to report
     return false;
   }
   return true;
@@ -193,20 +193,29 @@ bool ContextProfiler::Resume(CuptiFailure* failure) noexcept {
   return InitializeImage(failure) && SetConfig(failure) && Start(failure);
 }
 
-void ContextProfiler::Disable() noexcept {
-  if (object_ == nullptr) return;
+bool ContextProfiler::Disable(CuptiFailure* failure) noexcept {
+  if (object_ == nullptr) return true;
+  CuptiFailure first;
+  bool ok = true;
   if (started_) {
     CUpti_RangeProfiler_Stop_Params stop{};
     stop.structSize = CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE;
     stop.pRangeProfilerObject = object_;
-    api_->stop(&stop);
+    ok = Call("cuptiRangeProfilerStop", api_->stop(&stop), &first);
     started_ = false;
   }
   CUpti_RangeProfiler_Disable_Params disable{};
   disable.structSize = CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE;
   disable.pRangeProfilerObject = object_;
-  api_->disable(&disable);
+  // Disabled even after a failed Stop: the object must not outlive this call either way.
+  CuptiFailure disabling;
+  if (!Call("cuptiRangeProfilerDisable", api_->disable(&disable), &disabling) && ok) {
+    first = disabling;
+    ok = false;
+  }
   object_ = nullptr;
+  if (!ok && failure != nullptr) *failure = first;
+  return ok;
 }
 
 }  // namespace flopscope::injector::cupti

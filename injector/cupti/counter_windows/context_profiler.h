@@ -45,7 +45,7 @@ struct DecodedImage {
 class ContextProfiler {
  public:
   ContextProfiler(const RangeProfilerApi* api, CUcontext context) : api_(api), context_(context) {}
-  ~ContextProfiler() { Disable(); }
+  ~ContextProfiler() { Disable(nullptr); }
   ContextProfiler(const ContextProfiler&) = delete;
   ContextProfiler& operator=(const ContextProfiler&) = delete;
 
@@ -57,7 +57,10 @@ class ContextProfiler {
   // Leaves the profiler stopped, whether it succeeds or not.
   bool EndPass(DecodedImage* out, CuptiFailure* failure) noexcept;
   bool Resume(CuptiFailure* failure) noexcept;
-  void Disable() noexcept;
+  // Stops a started pass without decoding it, then disables. The object is gone either way;
+  // false (and the first failure in `failure`, when given) if CUPTI refused either call: the
+  // profiler may then stay on the context, its later kernels replayed or untimed.
+  bool Disable(CuptiFailure* failure) noexcept;
 
   bool started() const { return started_; }
   CUcontext context() const { return context_; }

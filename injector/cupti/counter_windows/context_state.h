@@ -67,8 +67,9 @@ struct CounterCollector::Transition {
   std::unique_ptr<Transition> other;  // another context's profiler to end first (one at a time)
   // Done:
   DecodedImage data;
-  std::string end_error;     // Stop/Decode failed
-  std::string resume_error;  // the next pass did not start
+  std::string end_error;      // Stop/Decode failed
+  std::string resume_error;   // the next pass did not start
+  std::string disable_error;  // Stop or Disable failed while disabling: the profiler may linger
   bool initialized = false;
   bool begun = false;
   std::string begin_error;  // why it did not start (status for the window)

@@ -408,7 +408,12 @@ void CounterCollector::Execute(Transition& t) noexcept {
       t.disable = true;  // this window is over for the context
     }
   }
-  if (t.disable) state.profiler->Disable();
+  if (t.disable) {
+    CuptiFailure disabling;
+    if (!state.profiler->Disable(&disabling)) {
+      t.disable_error = disabling.call + " failed (" + disabling.text + ")";
+    }
+  }
   if (pushed) {
     CUcontext popped = nullptr;
     api_.ctx_pop_current(&popped);
@@ -502,6 +507,12 @@ void CounterCollector::Commit(Transition& t) {
     }
   }
   if (t.disable) {
+    if (!t.disable_error.empty()) {
+      // Not the window's failure (its passes are decoded already), but what may follow it:
+      // the GPU acceptance lost every kernel record after a torch job's window (H200).
+      ReportOnce("counter windows: the range profiler could not be disabled: " + t.disable_error +
+                 "; kernels launched later on this context may be slowed or come untimed");
+    }
     ledger_.ContextStopped(t.ended_window);
     // A pass that could not end or restart will not do better later in the same window.
     if (!t.resume_error.empty() || !t.end_error.empty()) state.failed_window = t.ended_window;

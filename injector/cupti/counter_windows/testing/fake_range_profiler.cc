@@ -61,6 +61,7 @@ CUptiResult Enable(CUpti_RangeProfiler_Enable_Params* params) {
 CUptiResult Disable(CUpti_RangeProfiler_Disable_Params* params) {
   FakeRangeProfiler::Object* object = ObjectOf(params->pRangeProfilerObject);
   Log("disable", object);
+  if (g_fake->disable_result != CUPTI_SUCCESS) return g_fake->disable_result;
   g_fake->objects.erase(object->context);
   return CUPTI_SUCCESS;
 }

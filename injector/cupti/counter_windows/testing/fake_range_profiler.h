@@ -43,6 +43,8 @@ class FakeRangeProfiler {
   CUptiResult start_result = CUPTI_SUCCESS;
   CUptiResult decode_result = CUPTI_SUCCESS;
   CUptiResult stop_result = CUPTI_SUCCESS;
+  // A refused Disable leaves the object enabled on its context (stopped), as CUPTI might.
+  CUptiResult disable_result = CUPTI_SUCCESS;
   bool all_pass_submitted = true;  // Stop's isAllPassSubmitted
   // SetConfig refuses a maxRangesPerPass above this (0: any), as CUPTI is reported to.
   uint32_t refuse_ranges_above = 0;
