@@ -259,15 +259,19 @@ class SigkillTest(DaemonTestCase):
                                       "--collect-spools-period-s", "0.2"])
         self.start(self.daemon.socket, "killed-buffered", flush_ms=60000)
         made = self.record(9000)
-        # Read from the rank file: `report` would ask the live session to flush.
-        stored, deadline = -1, time.monotonic() + 20
+        # Read from the rank file: `report` would ask the live session to flush. Settled when
+        # three reads 0.3 s apart agree and the spool holds nothing unacknowledged: on a loaded
+        # machine the woken exporter can pause longer than one interval between its batches.
+        stored, same, deadline = -1, 0, time.monotonic() + 30
         while time.monotonic() < deadline:
             time.sleep(0.3)
             now = self.stored_rows("killed-buffered")
-            if now == stored and now > 0 and \
-                    [spooled_records(f) for f in self.spool_files()] == [0]:
-                break  # stored, acknowledged, and nothing more coming
+            settled = now == stored and now > 0 and \
+                [spooled_records(f) for f in self.spool_files()] == [0]
+            same = same + 1 if settled else 0
             stored = now
+            if same >= 2:
+                break  # stored, acknowledged, and nothing more coming
         self.assertGreater(stored, 0, self.daemon.log())
         made += self.record(1000)
         time.sleep(0.5)
