@@ -29,10 +29,12 @@ constexpr const char* kUnknown = "-";
 
 constexpr size_t kMaxKernelNameWidth = 90;
 
-// The metadata channel's per-module keys are shown in the tree, not the header; what the
-// injector says about GPUs (gpu.status, gpu.<i>.*, kernels.launch_not_seen) is in the rank lines.
+// The metadata channel's per-module keys (docs/marks.md) are shown in the tree, not the header;
+// what the injector says about GPUs (gpu.status, gpu.<i>.*, kernels.launch_not_seen) is in the
+// rank lines.
 bool IsPerModuleKey(const std::string& key) {
-  for (const char* prefix : {"params ", "flops ", "macs ", "class "}) {
+  for (const char* prefix : {"params ", "flops ", "macs ", "class ", "module ", "extra_repr ",
+                             "range_module ", "estimated_flops ", "estimated_macs "}) {
     if (absl::StartsWith(key, prefix)) return true;
   }
   return false;

@@ -33,7 +33,10 @@ std::vector<std::string> Cells(const std::string& line) {
 
 TEST(RenderReportTextTest, HeaderNamesJobRanksFactsLossesAndWhyThereIsNoGpuData) {
   flopscope::v1::Report report = testing::CpuOnlyReport();
-  for (const char* key : {"class Net", "macs Net", "flops Net"}) {
+  // Every per-module key of docs/marks.md (the torch hooks send the last five for each module).
+  for (const char* key : {"class Net", "macs Net", "flops Net", "params Net", "module Net",
+                          "extra_repr Net", "range_module Net", "estimated_flops Net",
+                          "estimated_macs Net"}) {
     auto* mark = report.add_metadata();
     mark->set_key(key);
     mark->set_value("1");
@@ -43,7 +46,7 @@ TEST(RenderReportTextTest, HeaderNamesJobRanksFactsLossesAndWhyThereIsNoGpuData)
   EXPECT_EQ(LineStartingWith(text, "Ranks:"), "Ranks: 2");
   EXPECT_EQ(LineStartingWith(text, "  rank 0"), "  rank 0  host node-a  pid 101");
   EXPECT_EQ(LineStartingWith(text, "  rank 1"), "  rank 1  host node-b  pid 202");
-  // batch_size is shown; per-module keys (params, flops, macs, class) are not in the header.
+  // batch_size is shown; per-module keys are not in the header.
   EXPECT_EQ(LineStartingWith(text, "Announced:"), "Announced: batch_size=8");
   EXPECT_EQ(LineStartingWith(text, "Lost records:"),
             "Lost records: 3 (buffer_full 3: the injector's buffer was full)");
