@@ -9,7 +9,7 @@
 // SIGINT or SIGTERM ends the rounds early and still prints the summary (load.sh's PROBE=1 stops
 // it when the job ends).
 //
-// Each round: ListRanks + GetRankReports (what `flopscope ranks` sends), then GetReport over
+// Each round: GetRankReports (what `flopscope ranks` sends), then GetReport over
 // steps 1: (what `flopscope report` sends by default). Prints one line per round and, at the
 // end, the count, median and max of each, over the rounds after the job was first found.
 
@@ -49,10 +49,8 @@ struct Timings {
   }
 };
 
-// `flopscope ranks`: the listing, then every rank's report in one stream.
+// `flopscope ranks`: every rank's report, each with its rank's listing, in one stream.
 absl::Status Ranks(const flopscope::client::DaemonClient& daemon, const std::string& job) {
-  absl::StatusOr<flopscope::v1::ListRanksResponse> ranks = daemon.ListRanks(job);
-  if (!ranks.ok()) return ranks.status();
   flopscope::v1::ReportRequest request;
   request.set_job_id(job);
   request.set_omit_step_times(true);

@@ -8,8 +8,8 @@
 //      counter window (their records are marked counted and 10x slower);
 //   2. the same with a step window (`report --steps 40:59`): per-module medians per step from
 //      the range events; the run fails unless the counted steps are left out and named;
-//   3. the `flopscope ranks` listing (RenderRanksListing: ListRanks, GetRankReports, the profiles
-//      and the straggler analysis) over 1024 small ranks (target < 1 s). One of them is planted
+//   3. the `flopscope ranks` listing (RenderRanksListing: one GetRankReports, the profiles and
+//      the straggler analysis) over 1024 small ranks (target < 1 s). One of them is planted
 //      as a straggler: the run fails unless exactly it is flagged, with the right module.
 // Prints each median with its target and whether it was met; the last line is
 //   report_bench: report_ms=X steps_ms=Y ranks_ms=Z
@@ -151,11 +151,11 @@ double TimeRanksListing(const flopscope::client::DaemonClient& daemon, const Ran
     }
   };
   const double ms = MedianMs(repeats, list, first_ms);
-  absl::StatusOr<v1::ListRanksResponse> listed = daemon.ListRanks(many.job);
-  if (!listed.ok()) Die(listed.status().ToString());
-  absl::StatusOr<std::vector<flopscope::client::RankFigures>> figures =
-      flopscope::client::FetchRankFigures(daemon, *listed, {}, {});
-  if (!figures.ok()) Die(figures.status().ToString());
+  absl::StatusOr<flopscope::client::RankListing> listing =
+      flopscope::client::FetchRankListing(daemon, many.job, {}, {});
+  if (!listing.ok()) Die(listing.status().ToString());
+  const v1::ListRanksResponse* listed = &listing->ranks;
+  const std::vector<flopscope::client::RankFigures>* figures = &listing->figures;
   const std::string culprit = flopscope::bench::OpModulePath(many, many.slow_op);
   for (int i = 0; i < listed->ranks_size(); ++i) {
     const auto& straggler = (*figures)[i].straggler;
@@ -231,14 +231,10 @@ int main(int argc, char** argv) {
   const double steps_ms = TimeStepWindow(daemon, big, ranks, repeats);
   double first_listing_ms = 0;
   const double ranks_ms = TimeRanksListing(daemon, many, many_ranks, repeats, &first_listing_ms);
-  // Where the listing's time goes: one ListRanks and one GetRankReports stream.
-  const double list_ms = MedianMs(repeats, [&] {
-    if (absl::Status status = daemon.ListRanks(many.job).status(); !status.ok()) {
-      Die(status.ToString());
-    }
-  });
+  // Where the listing's time goes: its one GetRankReports stream, the rest the client's.
   v1::ReportRequest all_ranks;
   all_ranks.set_job_id(many.job);
+  all_ranks.set_omit_step_times(true);
   const double stream_ms = MedianMs(repeats, [&] {
     int answers = 0;
     absl::Status status = daemon.GetRankReports(all_ranks, [&](v1::RankReport) { ++answers; });
@@ -260,8 +256,7 @@ int main(int argc, char** argv) {
   std::snprintf(what, sizeof what, "flopscope ranks, %d ranks (median of %d):", many_ranks,
                 repeats);
   PrintAgainstTarget(what, ranks_ms, 1000);
-  std::printf("  of which: ListRanks %.1f ms; GetRankReports of all %d ranks %.1f ms\n", list_ms,
-              many_ranks, stream_ms);
+  std::printf("  of which: GetRankReports of all %d ranks %.1f ms\n", many_ranks, stream_ms);
   std::printf(
       "  the first listing after the job (read connections opened as the ranks connected): "
       "%.1f ms\n",

@@ -10,13 +10,23 @@
 
 namespace flopscope::client {
 
-// The body of `flopscope ranks JOB`: the daemon's rank list and every rank's own report, both in
-// one request each however many ranks the job has (GetRankReports streams the reports), each
-// report turned into a Profile as it arrives, and the stragglers among them.
+// The body of `flopscope ranks JOB`: every rank's own report in one request however many ranks
+// the job has (GetRankReports streams the reports, each with the rank as ListRanks lists it),
+// each report turned into a Profile as it arrives, and the stragglers among them.
 
-// One RankFigures per rank of `ranks`, in order. A rank the daemon could not read (or did not
-// answer for) gets empty figures and the reason (RankFigures::problem); a failed request fails
-// the whole call.
+// The job's ranks in rank order, and one RankFigures for each. A daemon whose reports do not
+// describe their rank (from before RankReport.info) is asked for the list as well.
+struct RankListing {
+  flopscope::v1::ListRanksResponse ranks;
+  std::vector<RankFigures> figures;  // parallel to ranks.ranks()
+};
+absl::StatusOr<RankListing> FetchRankListing(const DaemonClient& daemon, const std::string& job_id,
+                                             const ProfileOptions& profile_options,
+                                             const StragglerOptions& straggler_options);
+
+// One RankFigures per rank of `ranks` (listed before), in order. A rank the daemon could not read
+// (or did not answer for) gets empty figures and the reason (RankFigures::problem); a failed
+// request fails the whole call.
 absl::StatusOr<std::vector<RankFigures>> FetchRankFigures(
     const DaemonClient& daemon, const flopscope::v1::ListRanksResponse& ranks,
     const ProfileOptions& profile_options, const StragglerOptions& straggler_options);

@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
@@ -64,12 +65,7 @@ class CountingQuery final : public v1::Query::Service {
                          v1::ListRanksResponse* response) override {
     ++list_ranks;
     if (request->job_id() != kJob) return NotFound(request->job_id());
-    for (int rank = 0; rank < ranks_; ++rank) {
-      v1::RankInfo* info = response->add_ranks();
-      info->set_job_id(kJob);
-      info->set_rank(rank);
-      info->set_host(absl::StrCat("node-", rank / 8));
-    }
+    for (int rank = 0; rank < ranks_; ++rank) *response->add_ranks() = InfoOf(rank);
     return grpc::Status::OK;
   }
 
@@ -88,6 +84,7 @@ class CountingQuery final : public v1::Query::Service {
     for (int rank = 0; rank < ranks_; ++rank) {
       v1::RankReport answer;
       answer.set_rank(rank);
+      if (describe_ranks) *answer.mutable_info() = InfoOf(rank);
       if (rank == unreadable_rank_) {
         answer.set_problem(
             absl::StrCat("job '", kJob, "' rank ", rank, ": file is not a database"));
@@ -104,8 +101,19 @@ class CountingQuery final : public v1::Query::Service {
   std::atomic<int> get_report{0};
   std::atomic<int> get_rank_reports{0};
   std::atomic<int> step_times_asked{0};  // requests without omit_step_times
+  // Set before the calls: each report carries its RankInfo, as a daemon with RankReport.info
+  // sends it; false answers as an older daemon.
+  bool describe_ranks = false;
 
  private:
+  static v1::RankInfo InfoOf(int rank) {
+    v1::RankInfo info;
+    info.set_job_id(kJob);
+    info.set_rank(rank);
+    info.set_host(absl::StrCat("node-", rank / 8));
+    return info;
+  }
+
   static grpc::Status NotFound(const std::string& job) {
     return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("job '", job, "' not found"));
   }
@@ -161,6 +169,27 @@ TEST_F(RanksCommandTest, ManyRanksAreListedWithOneRequestForTheirReports) {
   ASSERT_EQ(lines.size(), static_cast<size_t>(kRanks) + 3) << *listing;
   EXPECT_EQ(lines.back(), absl::StrCat("Rank ", kUnreadableRank, ": no figures: job '", kJob,
                                        "' rank ", kUnreadableRank, ": file is not a database"));
+}
+
+TEST_F(RanksCommandTest, ADaemonThatDescribesItsRanksAnswersTheListingInOneRequest) {
+  service_.describe_ranks = true;
+  const DaemonClient daemon(socket_);
+  RanksOptions options;
+  options.job_id = kJob;
+  absl::StatusOr<std::string> listing = RenderRanksListing(daemon, options);
+  ASSERT_TRUE(listing.ok()) << listing.status();
+  EXPECT_EQ(service_.list_ranks.load(), 0);  // each report carried its rank's listing
+  EXPECT_EQ(service_.get_rank_reports.load(), 1);
+  const std::vector<std::string> lines = absl::StrSplit(*listing, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), static_cast<size_t>(kRanks) + 3) << *listing;
+  // The same listing as from an older daemon, which is asked for the list as well.
+  service_.describe_ranks = false;
+  absl::StatusOr<std::string> asked_twice = RenderRanksListing(daemon, options);
+  ASSERT_TRUE(asked_twice.ok()) << asked_twice.status();
+  EXPECT_EQ(service_.list_ranks.load(), 1);
+  EXPECT_EQ(*asked_twice, *listing);
+  // A rank's row shows its host, which only the RankInfo has.
+  EXPECT_TRUE(absl::StrContains(lines[2], "node-0")) << lines[2];
 }
 
 TEST_F(RanksCommandTest, FiguresComeInRankOrderWithTheStragglerNamed) {

@@ -290,6 +290,7 @@ absl::Status QueryService::ForEachRankReport(const v1::ReportRequest& request,
         const v1::RankInfo& rank = (*ranks)[index];
         v1::RankReport answer;
         answer.set_rank(rank.rank());
+        *answer.mutable_info() = rank;
         ReportBuilder builder(request.job_id());
         if (request.omit_step_times()) builder.OmitStepTimes();
         if (snapshot.ok()) builder.AddRank(rank, *snapshot);

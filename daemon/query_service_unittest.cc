@@ -295,6 +295,12 @@ TEST_F(QueryServiceTest, OneCallAnswersEveryRankAndNamesTheUnreadableOne) {
   EXPECT_EQ(answers[1].rank(), 1);
   EXPECT_FALSE(answers[1].has_report());
   EXPECT_THAT(answers[1].problem(), HasSubstr("rank 1"));
+  // Every answer carries its rank as ListRanks lists it, the unreadable one too: `flopscope
+  // ranks` needs no second request.
+  for (int rank = 0; rank < 3; ++rank) {
+    EXPECT_EQ(answers[rank].info().rank(), rank);
+    EXPECT_EQ(answers[rank].info().job_id(), kJob);
+  }
   EXPECT_EQ(answers[2].report().ranks(0).rank(), 2);
 
   request.add_ranks(2);
