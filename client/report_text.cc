@@ -15,6 +15,7 @@
 #include "client/profile_flops.h"
 #include "client/rejected_batches.h"
 #include "client/text_table.h"
+#include "common/metadata_keys.h"
 #include "common/utf8.h"
 
 namespace flopscope::client {
@@ -29,17 +30,9 @@ constexpr const char* kUnknown = "-";
 
 constexpr size_t kMaxKernelNameWidth = 90;
 
-// The metadata channel's per-module keys (docs/marks.md) are shown in the tree, not the header;
+// The metadata channel's per-module keys (IsPerModuleKey) are shown in the tree, not the header;
 // what the injector says about GPUs (gpu.status, gpu.<i>.*, kernels.launch_not_seen) is in the
 // rank lines.
-bool IsPerModuleKey(const std::string& key) {
-  for (const char* prefix : {"params ", "flops ", "macs ", "class ", "module ", "extra_repr ",
-                             "range_module ", "estimated_flops ", "estimated_macs "}) {
-    if (absl::StartsWith(key, prefix)) return true;
-  }
-  return false;
-}
-
 bool IsInjectorGpuKey(const std::string& key) {
   return absl::StartsWith(key, "gpu.") || key == "kernels.launch_not_seen";
 }

@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/flop_formulas.h"
+#include "common/metadata_keys.h"
 #include "daemon/batch_validator.h"
 #include "daemon/demangle.h"
 #include "daemon/estimate_window.h"
@@ -50,6 +51,37 @@ bool HasActivity(const SelfStats& stats) {
 
 std::string MemoryName(v1::ActivityKind kind) {
   return kind == v1::ACTIVITY_KIND_MEMSET ? "[memset]" : "[memcpy]";
+}
+
+// The ranks' announcements in order, each per-module key (IsPerModuleKey) that every entry
+// announced with one value sent once, at its first place: 64 data-parallel ranks announce the
+// same module tree, 50 entries each here. A reader taking the last value per key, and the first
+// place of each module, reads the same; keys with differing values, and every other key (the
+// injector's per-rank running totals), are sent whole.
+void AddMergedMetadata(const std::vector<v1::Metadata>& entries, v1::Report* report) {
+  struct Seen {
+    const std::string* value = nullptr;
+    bool one_value = true;
+    bool sent = false;
+  };
+  absl::flat_hash_map<std::string_view, Seen> per_module;
+  for (const v1::Metadata& entry : entries) {
+    if (!IsPerModuleKey(entry.key())) continue;
+    Seen& seen = per_module[entry.key()];
+    if (seen.value == nullptr) {
+      seen.value = &entry.value();
+    } else if (*seen.value != entry.value()) {
+      seen.one_value = false;
+    }
+  }
+  for (const v1::Metadata& entry : entries) {
+    auto it = per_module.find(entry.key());
+    if (it != per_module.end() && it->second.one_value) {
+      if (it->second.sent) continue;
+      it->second.sent = true;
+    }
+    *report->add_metadata() = entry;
+  }
 }
 
 }  // namespace
@@ -372,7 +404,7 @@ v1::Report ReportBuilder::Build() const {
     loss->set_cause(static_cast<v1::LossCause>(cause));
     loss->set_records(records);
   }
-  for (const v1::Metadata& entry : metadata_) *report.add_metadata() = entry;
+  AddMergedMetadata(metadata_, &report);
   for (const v1::RankCounterWindow& window : windows_) *report.add_counter_windows() = window;
   report.set_fp16_convention(kFp16Convention);
   step_rollup_.FillWindow(&report);

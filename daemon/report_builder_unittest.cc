@@ -174,6 +174,34 @@ TEST(ReportBuilderTest, ParamsComeFromMetadataLastValuePerRankSummedOverShards) 
   EXPECT_EQ(report.metadata(3).key(), "batch_size");
 }
 
+TEST(ReportBuilderTest, ModuleKeysEveryRankAnnouncedAlikeComeOnce) {
+  // 64 data-parallel ranks announce the same tree: 50 entries each in the load test's job, the
+  // report's 180 kB. Per-module keys with one value come once; the rest as announced.
+  ReportBuilder builder("job");
+  for (int32_t rank = 0; rank < 4; ++rank) {
+    SnapshotBuilder snapshot = ModelTree();
+    snapshot.Meta("module model", "0").Meta("module model/encoder", "1 model");
+    snapshot.Meta("class model/encoder", "Encoder").Meta("batch_size", "8");
+    snapshot.Meta("params model/encoder", rank < 2 ? "300" : "700");  // two shard sizes
+    snapshot.Meta("kernels.launch_not_seen", std::to_string(rank));   // a per-rank running total
+    builder.AddRank(Rank(rank), snapshot.snapshot());
+  }
+  const v1::Report report = builder.Build();
+  std::vector<std::string> entries;
+  for (const v1::Metadata& entry : report.metadata()) {
+    entries.push_back(entry.key() + "=" + entry.value());
+  }
+  EXPECT_EQ(entries,
+            (std::vector<std::string>{
+                "module model=0", "module model/encoder=1 model", "class model/encoder=Encoder",
+                "batch_size=8", "params model/encoder=300", "kernels.launch_not_seen=0",
+                "batch_size=8", "params model/encoder=300", "kernels.launch_not_seen=1",
+                "batch_size=8", "params model/encoder=700", "kernels.launch_not_seen=2",
+                "batch_size=8", "params model/encoder=700", "kernels.launch_not_seen=3"}));
+  // The figures built from them are those of the whole list.
+  EXPECT_EQ(Module(report, "model/encoder").params(), 300u + 300u + 700u + 700u);
+}
+
 TEST(ReportBuilderTest, ParamsCountOneDataParallelReplicaWhoseShardsAddUp) {
   // tp 2 x dp 2: ranks 0 and 1 are the two tensor-parallel halves of replica 0; ranks 2 and 3
   // hold the same halves again in replica 1 and must not double the model.
