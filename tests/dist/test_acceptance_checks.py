@@ -186,6 +186,51 @@ class AcceptanceChecksTest(unittest.TestCase):
         self.assertIn("(+5.0%)", result.stdout)
         self.assertIn("8.0x an uncounted one", result.stdout)
 
+    def make_steps_with_kernels(self, path, kernels_per_step):
+        """Steps 0..n-1 of 100 ns each, step 2 counted; each step's module range launched
+        kernels_per_step[i] kernels."""
+        with sqlite3.connect(path) as db:
+            db.executescript((SOURCE_DIR / "schema" / "rank.sql").read_text())
+            db.execute("INSERT INTO range_paths VALUES (1, 1, 0, 'flopscope', 'step')")
+            db.execute("INSERT INTO range_paths VALUES (1, 2, 0, 'torch', 'model')")
+            correlation = 0
+            for number, kernels in enumerate(kernels_per_step):
+                start, counted = number * 100, int(number == 2)
+                for path, instance, begin, end in ((1, 2 * number + 1, start, start + 90),
+                                                   (2, 2 * number + 2, start + 10, start + 80)):
+                    db.execute("INSERT INTO range_events(sid, path_id, instance_id, "
+                               "parent_instance_id, thread_id, start_ns, end_ns, kind, counted) "
+                               "VALUES (1, ?, ?, 0, 1, ?, ?, 0, ?)",
+                               (path, instance, begin, end, counted))
+                for _ in range(kernels):
+                    correlation += 1
+                    db.execute("INSERT INTO kernels(sid, correlation_id, path_id, "
+                               "range_instance_id, name_id, device_id, context_id, stream_id, "
+                               "start_ns, end_ns, grid_x, grid_y, grid_z, block_x, block_y, "
+                               "block_z, kind, bytes, graph_id, graph_node_id, counted) VALUES "
+                               "(1, ?, 2, ?, 1, 0, 1, 7, 0, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, ?)",
+                               (correlation, 2 * number + 2, counted))
+
+    def test_kernels_after_the_window_pass_in_every_step(self):
+        self.make_steps_with_kernels(self.root / "after.sqlite", [3, 3, 5, 3, 4, 3])
+        result = self.run_checks("post-window", self.root / "after.sqlite")
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        self.assertIn("3 steps after the window (step 2): kernels a step 3-4 (median 3)",
+                      result.stdout)
+
+    def test_steps_after_the_window_without_kernels_fail_with_the_tracers_lines(self):
+        # The H200's counted torch job: kernels before the window, none after.
+        self.make_steps_with_kernels(self.root / "lost.sqlite", [3, 3, 5, 0, 0, 0])
+        log = self.root / "job.log"
+        log.write_text("step 12\nflopscope: kernel tracing lost 1556 GPU activities "
+                       "(CUPTI_DROPPED): CUPTI's own drop count 1556\n")
+        result = self.run_checks("post-window", self.root / "lost.sqlite", log)
+        self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
+        self.assertIn("none in steps 3-5 (3)", result.stdout)
+        self.assertIn("CUPTI's own drop count 1556", result.stdout)
+        self.make_steps_with_kernels(self.root / "uncounted.sqlite", [3])
+        self.assertEqual(self.run_checks("post-window", self.root / "uncounted.sqlite").returncode, 1)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -23,7 +23,7 @@ from test_dist_bundle import make_bundle  # noqa: E402
 SOURCE_DIR = Path(__file__).resolve().parents[2]
 CPU_ROWS = ["bundle", "daemon", "client", "counters-GH100"]
 GPU_ROWS = ["nvcc-build", "gpu-tests-kernels", "gpu-tests-flops", "ncu-compare", "torch-gpu-job",
-            "overhead", "recording"]
+            "torch-after-window", "overhead", "recording"]
 STATUSES = ("PASS", "FAIL", "SKIPPED")
 # The torch the repository's own tests use (Debian's python3-torch).
 TORCH_PYTHON = os.environ.get("FLOPSCOPE_TORCH_TEST_PYTHON", "/usr/bin/python3")

@@ -193,7 +193,8 @@ check_cpu_torch_job() {
 }
 
 # ---- GPU ----
-GPU_ROWS=(nvcc-build gpu-tests-kernels gpu-tests-flops ncu-compare torch-gpu-job overhead recording)
+GPU_ROWS=(nvcc-build gpu-tests-kernels gpu-tests-flops ncu-compare torch-gpu-job torch-after-window
+          overhead recording)
 
 gpu_present() {
   if ! command -v nvidia-smi > /dev/null; then
@@ -302,10 +303,14 @@ torch_gpu_jobs() {
   local job=(--steps 30) model="$SHARE/tests/gpu/torch_model_job.py"
   if ! "$PYTHON" -c 'import torch; assert torch.cuda.is_available()' 2> "$LOGS/torch-probe.log"; then
     row torch-gpu-job SKIPPED "$PYTHON has no torch with CUDA: $(last_line "$LOGS/torch-probe.log")"
+    row torch-after-window SKIPPED "no torch with CUDA"
     row overhead SKIPPED "no torch with CUDA"
     return
   fi
-  if ! fits 120; then row torch-gpu-job SKIPPED "time budget spent"; row overhead SKIPPED "time budget spent"; return; fi
+  if ! fits 120; then
+    for name in torch-gpu-job torch-after-window overhead; do row "$name" SKIPPED "time budget spent"; done
+    return
+  fi
   logged torch-base "$(step_limit 120)" "$PYTHON" "$model" "${job[@]}" --out "$LOGS/torch-base.json" &&
   logged torch-timing "$(step_limit 120)" env FLOPSCOPE_CUPTI_PATH="$CUPTI_FOR_TORCH" "$FS" run --torch --job torch-timing --socket "$SOCKET" -- \
     "$PYTHON" "$model" "${job[@]}" --out "$LOGS/torch-timing.json" &&
@@ -317,6 +322,7 @@ torch_gpu_jobs() {
   json_logged torch-counted-report 60 "$FS" report torch-counted --socket "$SOCKET" --format json
   if ((status != 0)); then
     row torch-gpu-job FAIL "a torch run failed (exit $status): see logs/torch-*.log"
+    row torch-after-window SKIPPED "a torch run failed"
     row overhead SKIPPED "a torch run failed"
     return
   fi
@@ -325,6 +331,13 @@ torch_gpu_jobs() {
     row torch-gpu-job PASS "$(last_line "$LOGS/torch-report-check.log")"
   else
     row torch-gpu-job FAIL "$(last_line "$LOGS/torch-report-check.log")"
+  fi
+  # The counted job's kernels after its window (both H200 runs of 2026-11-26 stored none).
+  if logged torch-after-window 30 "${CHECKS[@]}" post-window \
+       "$DATA/jobs/torch-counted/rank-00000.sqlite" "$LOGS/torch-counted.log"; then
+    row torch-after-window PASS "$(last_line "$LOGS/torch-after-window.log")"
+  else
+    row torch-after-window FAIL "$(last_line "$LOGS/torch-after-window.log")"
   fi
   if logged overhead 30 "${CHECKS[@]}" overhead "$LOGS/torch-base.json" "$LOGS/torch-timing.json" "$DATA/jobs/torch-counted/rank-00000.sqlite"; then
     row overhead PASS "$(last_line "$LOGS/overhead.log")"

@@ -13,6 +13,9 @@
   step-ms DB                   durations of the counted and uncounted `step` ranges, JSON
   overhead BASE TIMING DB      overhead of timing-only tracing (per-step wall times of the job
                                without and with the injector) and of a counted step (DB)
+  post-window DB [LOG]         kernels stored per uncounted step after the last counted one (DB);
+                               exit 1 when a step has none; with LOG (the job's stderr), the
+                               tracer's lines on lost activities and the range profiler
   torch-report REPORT [JOB]    checks a `flopscope report --format json` of the torch job with a
                                counter window; exit 1 when it counted nothing; with JOB (the
                                job's --out JSON), each Linear's counted forward FLOPs must be
@@ -24,6 +27,7 @@
 Every command prints one line that acceptance.sh puts in the summary's detail column (the last
 line of its stdout)."""
 
+import bisect
 import csv
 import json
 import re
@@ -191,6 +195,44 @@ def overhead(base_path, timing_path, db_path, warmup=5):
     return 0
 
 
+# What the tracer says at its end about GPU activities it lost (KernelTracer::DescribeDrops) and a
+# range profiler CUPTI would not disable (CounterCollector): shown beside the post-window count.
+TRACER_LINES = ("kernel tracing lost", "counted kernels came without timestamps",
+                "the range profiler could not be disabled")
+
+
+def post_window(db_path, log_path=None):
+    """Kernels stored in each uncounted step after the last counted one, by the step their launch's
+    range started in: every such step must have some. (H200, 2026-11-26: both counted torch jobs
+    stored none after their window, all lost as CUPTI_DROPPED.) Prints the tracer's own lines."""
+    with sqlite3.connect(f"file:{db_path}?mode=ro", uri=True) as db:
+        steps = db.execute(
+            "SELECT e.start_ns, e.end_ns, e.counted FROM range_events e JOIN range_paths p "
+            "ON p.sid = e.sid AND p.id = e.path_id "
+            "WHERE p.domain = 'flopscope' AND p.name = 'step' ORDER BY e.start_ns").fetchall()
+        launched = sorted(start for (start,) in db.execute(
+            "SELECT e.start_ns FROM kernels k JOIN range_events e "
+            "ON e.sid = k.sid AND e.instance_id = k.range_instance_id WHERE k.counted = 0"))
+    said = []
+    if log_path:
+        with open(log_path, errors="replace") as log:
+            said = [line.strip() for line in log if any(s in line for s in TRACER_LINES)]
+    counted = [number for number, step in enumerate(steps) if step[2]]
+    after = [(number, step) for number, step in enumerate(steps)
+             if counted and number > counted[-1] and not step[2]]
+    per_step = [bisect.bisect_right(launched, end) - bisect.bisect_left(launched, start)
+                for _, (start, end, _) in after]
+    tail = ("; " + " | ".join(said)) if said else ""
+    if not counted or not after:
+        print(f"{len(steps)} steps, counted {counted}: no uncounted step after a window{tail}")
+        return 1
+    empty = [after[i][0] for i, kernels in enumerate(per_step) if kernels == 0]
+    print(f"{len(after)} steps after the window (step {counted[-1]}): kernels a step "
+          f"{min(per_step)}-{max(per_step)} (median {statistics.median(per_step):g})"
+          + (f"; none in steps {empty[0]}-{empty[-1]} ({len(empty)})" if empty else "") + tail)
+    return 1 if empty else 0
+
+
 def forward_flops_errors(modules, analytic):
     """[(name, counted, expected)] for the Linear layers the job computed analytic forward FLOPs
     for ("linear1" matches every layer's .../linear1; a full path matches itself): the module's
@@ -279,6 +321,8 @@ def main(argv):
         return 0
     if command == "overhead":
         return overhead(*args)
+    if command == "post-window":
+        return post_window(*args)
     if command == "torch-report":
         return torch_report(*args)
     if command == "modules-report":
