@@ -31,6 +31,7 @@ class ActivityBufferPool {
   void Release(uint8_t* buffer);
 
   size_t buffer_bytes() const { return buffer_bytes_; }
+  uint64_t cap_bytes() const { return cap_bytes_; }
   uint64_t bytes_allocated() const;
   uint64_t refusals() const;
 

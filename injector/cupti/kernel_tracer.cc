@@ -242,11 +242,19 @@ std::string KernelTracer::DescribeDrops() const {
   const uint64_t kernels = drops_.untimed_kernels.load(std::memory_order_relaxed);
   const uint64_t truncated = drops_.truncated.load(std::memory_order_relaxed);
   const uint64_t replayed = replayed_untimed();
+  // Whether our pool's cap made CUPTI drop (it asked for a buffer and got none), or CUPTI dropped
+  // on its own (its device-side buffers, say): the open GPU question after a counter window.
+  const uint64_t refused = pool_ != nullptr ? pool_->refusals() : 0;
+  const std::string refusals = refused == 0
+                                   ? ""
+                                   : " (" + std::to_string(refused) +
+                                         " of its buffer requests refused at the pool's cap of " +
+                                         std::to_string(pool_->cap_bytes() >> 20) + " MB)";
   std::string text;
   if (own + copies + kernels + truncated > 0) {
     text = "kernel tracing lost " + std::to_string(own + copies + kernels + truncated) +
            " GPU activities (CUPTI_DROPPED): CUPTI's own drop count " + std::to_string(own) +
-           ", memcpy/memset without timestamps " + std::to_string(copies) +
+           refusals + ", memcpy/memset without timestamps " + std::to_string(copies) +
            ", uncounted kernels without timestamps " + std::to_string(kernels) +
            ", buffers cut short " + std::to_string(truncated);
   }

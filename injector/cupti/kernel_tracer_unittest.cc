@@ -313,6 +313,27 @@ TEST_F(KernelTracerTest, DroppedUntimedAndTruncatedRecordsAreCounted) {
             "cut short 1");
 }
 
+TEST_F(KernelTracerTest, TheLossLineSaysWhenThePoolsCapRefusedCuptiBuffers) {
+  auto tracer = Attached();  // an 8 MB cap: two 4 MB buffers
+  std::vector<uint8_t*> held;
+  for (int i = 0; i < 3; ++i) {
+    uint8_t* buffer = nullptr;
+    size_t size = 0, max_records = 0;
+    KernelTracer::OnBufferRequested(&buffer, &size, &max_records);
+    held.push_back(buffer);
+  }
+  EXPECT_EQ(held[2], nullptr);  // CUPTI drops, and counts, what it had no room for
+  fake_.dropped_per_buffer = 9;
+  for (uint8_t* buffer : {held[0], held[1]}) {
+    KernelTracer::OnBufferCompleted(nullptr, 0, buffer, ActivityBufferPool::kBufferBytes, 0);
+  }
+  tracer->Collect(false);
+  EXPECT_EQ(tracer->DescribeDrops(),
+            "kernel tracing lost 18 GPU activities (CUPTI_DROPPED): CUPTI's own drop count 18 (1 "
+            "of its buffer requests refused at the pool's cap of 8 MB), memcpy/memset without "
+            "timestamps 0, uncounted kernels without timestamps 0, buffers cut short 0");
+}
+
 TEST_F(KernelTracerTest, CollectFlushesCuptiWithoutHoldingALockAndFinalizesAtExit) {
   auto tracer = Attached();
   LaunchIn(fake_, RangeContext{8, 80}, 70);
