@@ -78,30 +78,62 @@ bool SpoolFile::PrepareDirectory(const std::string& dir, std::string* error) {
 std::unique_ptr<SpoolFile> SpoolFile::Create(const std::string& dir, const v1::UpMessage& hello,
                                              uint64_t max_bytes, std::string* error) {
   const std::string path = dir + "/" + FileName(hello.hello().session_id());
-  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  // Written and locked under the copy's name, then renamed into place (as Compact does): the
+  // spool's own name never names a file that is unlocked or short of its hello. Opened under
+  // its own name and locked after, a collector scanning the directory in between took the lock
+  // first: the process went on without a spool, and an empty file stayed behind for good (64
+  // ranks on 2 cores, 2026-11-26). The remover of abandoned copies may hold the copy's lock for
+  // a moment (it then unlinks it): a few more tries.
+  for (int attempt = 0; attempt < kCreateAttempts; ++attempt) {
+    if (attempt > 0) usleep(kCreateRetryMicros);
+    bool retry = false;
+    std::unique_ptr<SpoolFile> file = CreateOnce(path, hello, max_bytes, &retry, error);
+    if (file != nullptr || !retry) return file;
+  }
+  return nullptr;
+}
+
+std::unique_ptr<SpoolFile> SpoolFile::CreateOnce(const std::string& path,
+                                                 const v1::UpMessage& hello, uint64_t max_bytes,
+                                                 bool* retry, std::string* error) {
+  const std::string copy = path + kCopySuffix;
+  const int fd = open(copy.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) {
-    *error = Errno("cannot open " + path);
+    *error = Errno("cannot open " + copy);
     return nullptr;
   }
   // Held until close: tells other processes that this spool has a live owner.
   if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    *error = Errno("cannot lock " + path);
+    *error = Errno("cannot lock " + copy);
+    *retry = errno == EWOULDBLOCK;
     close(fd);
     return nullptr;
   }
-  std::unique_ptr<SpoolFile> file(new SpoolFile(fd, path, max_bytes));
-  if (ftruncate(fd, 0) != 0 || !PwriteAll(fd, kMagic, sizeof kMagic, 0)) {
-    *error = Errno("cannot write " + path);
+  std::unique_ptr<SpoolFile> file(new SpoolFile(fd, copy, max_bytes));
+  if (!PwriteAll(fd, kMagic, sizeof kMagic, 0)) {
+    *error = Errno("cannot write " + copy);
     file->Remove();
     return nullptr;
   }
   file->end_ = sizeof kMagic;
   file->hello_ = hello;
   if (!file->WriteFrame(0, 0, hello, nullptr)) {
-    *error = Errno("cannot write " + path);
+    *error = Errno("cannot write " + copy);
     file->Remove();
     return nullptr;
   }
+  // Unlinked by the remover before our lock: this inode is nobody's file.
+  if (!StillNamed(fd, copy)) {
+    *error = copy + " was removed while it was written";
+    *retry = true;
+    return nullptr;
+  }
+  if (rename(copy.c_str(), path.c_str()) != 0) {
+    *error = Errno("cannot rename " + copy + " to " + path);
+    file->Remove();
+    return nullptr;
+  }
+  file->path_ = path;
   file->hello_end_ = file->end_;
   return file;
 }

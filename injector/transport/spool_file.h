@@ -40,7 +40,8 @@ class SpoolFile {
   // Makes sure `dir` is a directory of ours with mode 0700 (created if absent); false with the
   // reason otherwise (another user's or a group/world-accessible directory is never used).
   static bool PrepareDirectory(const std::string& dir, std::string* error);
-  // Creates (or replaces) the session's file, locks it and writes the hello. Null with *error.
+  // Creates (or replaces) the session's file, locked and holding the hello from the moment its
+  // name appears (written as a copy, then renamed). Null with *error.
   static std::unique_ptr<SpoolFile> Create(const std::string& dir, const v1::UpMessage& hello,
                                            uint64_t max_bytes, std::string* error);
   // Opens a file left by an ended process: null when its owner still holds it, or when it is
@@ -90,7 +91,13 @@ class SpoolFile {
   uint64_t empty_bytes() const { return hello_end_; }
 
  private:
+  static constexpr int kCreateAttempts = 5;
+  static constexpr useconds_t kCreateRetryMicros = 2000;
+
   SpoolFile(int fd, std::string path, uint64_t max_bytes);
+  // One try of Create at `path`; *retry when another process held or removed the copy.
+  static std::unique_ptr<SpoolFile> CreateOnce(const std::string& path, const v1::UpMessage& hello,
+                                               uint64_t max_bytes, bool* retry, std::string* error);
   // Writes one frame at end_ and advances it; the message is serialised straight into the file
   // (no copy of the batch in memory).
   bool WriteFrame(uint64_t seq, uint64_t records, const v1::UpMessage& message, Entry* entry);

@@ -7,6 +7,9 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "injector/transport/testing/fake_collector.h"
 
@@ -181,6 +184,53 @@ TEST_F(SpoolFileTest, AnAbandonedCompactionCopyIsRemovedAndALiveOneKept) {
   EXPECT_EQ(stat(live.c_str(), &st), 0);
   close(fd);
   EXPECT_TRUE(SpoolFile::List(dir()).empty());  // copies are never taken for spool files
+}
+
+// The race seen with 64 ranks on 2 cores: the daemon's collector opened and locked the new spool
+// between the process's open and its flock; the process went on without a spool and an empty
+// file stayed. The spool's name now appears only once the file is locked and holds its hello.
+TEST_F(SpoolFileTest, ACollectorHoldingWhatIsAtTheSpoolsNameDoesNotStopItsCreation) {
+  std::string error;
+  ASSERT_TRUE(SpoolFile::PrepareDirectory(dir(), &error)) << error;
+  const std::string path = dir() + "/racy.spool";
+  std::ofstream(path) << "";  // what an open(O_CREAT) before the lock left
+  const int collector = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(collector, 0);
+  ASSERT_EQ(flock(collector, LOCK_EX | LOCK_NB), 0);
+  auto file = SpoolFile::Create(dir(), Hello("racy"), 1 << 20, &error);
+  ASSERT_NE(file, nullptr) << error;
+  close(collector);
+  EXPECT_EQ(file->path(), path);
+  // Locked and complete under its name: an orphan-opener sees a live owner, not a short file.
+  EXPECT_EQ(SpoolFile::OpenOrphan(path, &error), nullptr);
+  EXPECT_EQ(error, "");  // "still owned"
+  EXPECT_EQ(SpoolFile::List(dir()), std::vector<std::string>{path});
+  struct stat st;
+  EXPECT_NE(stat((path + SpoolFile::kCopySuffix).c_str(), &st), 0);  // no copy left behind
+  file.reset();  // the process ends: its spool is an orphan with its hello
+  auto orphan = SpoolFile::OpenOrphan(path, &error);
+  ASSERT_NE(orphan, nullptr) << error;
+  EXPECT_EQ(orphan->hello().hello().session_id(), "racy");
+}
+
+TEST_F(SpoolFileTest, ACopyTheRemoverHoldsForAMomentIsRetried) {
+  std::string error;
+  ASSERT_TRUE(SpoolFile::PrepareDirectory(dir(), &error)) << error;
+  const std::string copy = dir() + "/held.spool" + SpoolFile::kCopySuffix;
+  std::ofstream(copy) << "an abandoned copy";
+  const int remover = open(copy.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(remover, 0);
+  ASSERT_EQ(flock(remover, LOCK_EX | LOCK_NB), 0);
+  std::thread release([&] {
+    usleep(3000);  // past the first try
+    unlink(copy.c_str());
+    close(remover);
+  });
+  auto file = SpoolFile::Create(dir(), Hello("held"), 1 << 20, &error);
+  release.join();
+  ASSERT_NE(file, nullptr) << error;
+  EXPECT_EQ(file->path(), dir() + "/held.spool");
+  EXPECT_EQ(file->hello().hello().session_id(), "held");
 }
 
 TEST_F(SpoolFileTest, OnlyAPrivateDirectoryIsUsed) {
