@@ -97,20 +97,21 @@ std::unique_ptr<SpoolFile> SpoolFile::CreateOnce(const std::string& path,
                                                  const v1::UpMessage& hello, uint64_t max_bytes,
                                                  bool* retry, std::string* error) {
   const std::string copy = path + kCopySuffix;
-  const int fd = open(copy.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  const int fd = open(copy.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) {
     *error = Errno("cannot open " + copy);
     return nullptr;
   }
   // Held until close: tells other processes that this spool has a live owner.
   if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    *error = Errno("cannot lock " + copy);
     *retry = errno == EWOULDBLOCK;
+    *error = Errno("cannot lock " + copy);
     close(fd);
     return nullptr;
   }
   std::unique_ptr<SpoolFile> file(new SpoolFile(fd, copy, max_bytes));
-  if (!PwriteAll(fd, kMagic, sizeof kMagic, 0)) {
+  // Cut only once it is ours: what an abandoned copy held is nobody's.
+  if (ftruncate(fd, 0) != 0 || !PwriteAll(fd, kMagic, sizeof kMagic, 0)) {
     *error = Errno("cannot write " + copy);
     file->Remove();
     return nullptr;
