@@ -127,10 +127,16 @@ SpoolCollector::Outcome SpoolCollector::CollectOnce() {
   Outcome outcome;
   for (const std::string& dir : MatchingDirectories(patterns_)) {
     struct stat st;
-    if (lstat(dir.c_str(), &st) == 0 && PrivateTo(dir, st.st_uid)) {
+    const bool dir_private = lstat(dir.c_str(), &st) == 0 && PrivateTo(dir, st.st_uid);
+    const uid_t dir_owner = dir_private ? st.st_uid : 0;
+    if (dir_private) {
       SpoolFile::RemoveAbandonedCopies(dir);  // what a compaction left when SIGKILL cut it short
     }
     for (const std::string& path : SpoolFile::List(dir)) {
+      if (dir_private && RemoveEmptyOrphan(path, dir_owner)) {
+        ++outcome.emptied;
+        continue;
+      }
       uid_t owner = 0;
       std::string error;
       std::unique_ptr<SpoolFile> file = SpoolFile::OpenOrphanOfAnyOwner(path, &owner, &error);
@@ -159,6 +165,15 @@ SpoolCollector::Outcome SpoolCollector::CollectOnce() {
     }
   }
   return outcome;
+}
+
+bool SpoolCollector::RemoveEmptyOrphan(const std::string& path, uid_t owner) {
+  struct stat st;
+  if (lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != owner) return false;
+  if (!SpoolFile::RemoveEmptyOrphan(path, kEmptyOrphanAgeS)) return false;
+  LogInfo("removed ", path, ": an empty spool file its process left before writing into it (",
+          st.st_size, " bytes; only an older injector leaves one)");
+  return true;
 }
 
 void SpoolCollector::CollectMadeCountsAlone(const std::string& dir, uid_t owner, Outcome* outcome) {

@@ -1,12 +1,17 @@
 // The collector of orphaned spools stops between batches when the daemon stops: a stop does not
 // wait for a whole file's replay, and the rest of the file is delivered at the next start. A
-// made-counts file left without a spool is charged, as killed, to the session it names.
+// made-counts file left without a spool is charged, as killed, to the session it names. An old
+// orphan holding no record is removed.
 
 #include "daemon/spool_collector.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
+#include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 
@@ -98,6 +103,26 @@ TEST_F(SpoolCollectorTest, AStopBetweenBatchesLeavesTheRestForTheNextStart) {
   absl::StatusOr<std::shared_ptr<RankStore>> store = stores_.Acquire("job", 0);
   ASSERT_TRUE(store.ok()) << store.status();
   EXPECT_EQ((*store)->Totals().range_events, static_cast<uint64_t>(kBatches * kRangesPerBatch));
+}
+
+TEST_F(SpoolCollectorTest, AnOldEmptyOrphanIsRemovedNotRefusedAndTheOthersAreDelivered) {
+  const std::string orphan = LeaveOrphan(spool_dir_);
+  // An injector older than the spool's rename at creation ended between creating its spool and
+  // writing into it, over a minute ago.
+  const std::string empty = spool_dir_ + "/s-empty" + SpoolFile::kSuffix;
+  std::ofstream(empty) << "";
+  const timespec old[2] = {{time(nullptr) - 2 * SpoolCollector::kEmptyOrphanAgeS, 0},
+                           {time(nullptr) - 2 * SpoolCollector::kEmptyOrphanAgeS, 0}};
+  ASSERT_EQ(utimensat(AT_FDCWD, empty.c_str(), old, 0), 0);
+
+  SpoolCollector collector({spool_dir_}, &stores_, catalog_.get(), AnyoneMayWrite);
+  const SpoolCollector::Outcome outcome = collector.CollectOnce();
+  EXPECT_EQ(outcome.emptied, 1u);
+  EXPECT_EQ(outcome.refused, 0u);
+  EXPECT_EQ(outcome.files, 1u);
+  EXPECT_EQ(outcome.records, static_cast<uint64_t>(kBatches * kRangesPerBatch));
+  EXPECT_FALSE(std::filesystem::exists(empty));
+  EXPECT_FALSE(std::filesystem::exists(orphan));
 }
 
 TEST_F(SpoolCollectorTest, AMadeCountsFileWithoutASpoolIsChargedToTheSessionItNames) {

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <map>
 
 #include "common/spool_dir.h"
@@ -217,6 +218,24 @@ size_t SpoolFile::RemoveAbandonedCopies(const std::string& dir) {
     close(fd);
   }
   closedir(d);
+  return removed;
+}
+
+bool SpoolFile::RemoveEmptyOrphan(const std::string& path, int64_t min_age_s) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return false;
+  struct stat st;
+  char head[sizeof kMagic] = {};
+  const bool empty = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= 0 &&
+                     static_cast<size_t>(st.st_size) <= sizeof kMagic &&
+                     time(nullptr) - st.st_mtime >= min_age_s &&
+                     PreadAll(fd, head, static_cast<size_t>(st.st_size), 0) &&
+                     std::memcmp(head, kMagic, static_cast<size_t>(st.st_size)) == 0;
+  // Hazard: the lock, then the name, as in OpenOrphanOfAnyOwner: a file still held by its
+  // process, or replaced at its name since our open, is not the one we looked at.
+  const bool removed = empty && flock(fd, LOCK_EX | LOCK_NB) == 0 && StillNamed(fd, path) &&
+                       unlink(path.c_str()) == 0;
+  close(fd);
   return removed;
 }
 

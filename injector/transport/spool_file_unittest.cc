@@ -255,5 +255,48 @@ TEST_F(SpoolFileTest, AFileThatIsNotASpoolIsRefused) {
   EXPECT_NE(error.find("not a flopscope spool file"), std::string::npos) << error;
 }
 
+// Back-dates a file's last write by `seconds`.
+void Age(const std::string& path, int seconds) {
+  const timespec old[2] = {{time(nullptr) - seconds, 0}, {time(nullptr) - seconds, 0}};
+  ASSERT_EQ(utimensat(AT_FDCWD, path.c_str(), old, 0), 0);
+}
+
+// What an injector older than the rename at creation left when it ended between creating its
+// spool and writing into it: no record, so nothing to deliver, and nothing to keep.
+TEST_F(SpoolFileTest, AnOldOrphanWithoutARecordIsRemovedAndEverythingElseKept) {
+  std::string error;
+  ASSERT_TRUE(SpoolFile::PrepareDirectory(dir(), &error)) << error;
+  const std::string empty = dir() + "/empty.spool";
+  const std::string cut = dir() + "/cut.spool";
+  const std::string fresh = dir() + "/fresh.spool";
+  const std::string held = dir() + "/held.spool";
+  const std::string junk = dir() + "/junk.spool";
+  std::ofstream(empty) << "";
+  std::ofstream(cut) << "FSSP";  // cut within its magic
+  std::ofstream(fresh) << "";
+  std::ofstream(held) << "";
+  std::ofstream(junk) << "FSXX";  // not a spool's start: someone else's file
+  std::string real;
+  {
+    auto file = Create("real");  // a whole spool: magic and hello
+    real = file->path();
+  }
+  for (const std::string& path : {empty, cut, held, junk, real}) Age(path, 120);
+  const int holder = open(held.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(holder, 0);
+  ASSERT_EQ(flock(holder, LOCK_EX | LOCK_NB), 0);  // its (old) process is about to write it
+
+  EXPECT_TRUE(SpoolFile::RemoveEmptyOrphan(empty, 60));
+  EXPECT_TRUE(SpoolFile::RemoveEmptyOrphan(cut, 60));
+  EXPECT_FALSE(SpoolFile::RemoveEmptyOrphan(fresh, 60));  // may be a live old injector's
+  EXPECT_FALSE(SpoolFile::RemoveEmptyOrphan(held, 60));
+  EXPECT_FALSE(SpoolFile::RemoveEmptyOrphan(junk, 60));
+  EXPECT_FALSE(SpoolFile::RemoveEmptyOrphan(real, 60));
+  EXPECT_FALSE(SpoolFile::RemoveEmptyOrphan(dir() + "/absent.spool", 60));
+  close(holder);
+  const std::vector<std::string> expected = {fresh, held, junk, real};
+  EXPECT_EQ(SpoolFile::List(dir()), expected);
+}
+
 }  // namespace
 }  // namespace flopscope::transport
