@@ -228,6 +228,7 @@ absl::StatusOr<v1::Report> QueryService::BuildReport(const v1::ReportRequest& re
   if (spans != nullptr) spans->End("catalog");
   ReportBuilder builder(request.job_id());
   if (request.omit_step_times()) builder.OmitStepTimes();
+  builder.ExpectRanks(ranks->size());
   RankReadOptions read_options;
   read_options.step_window = *window;
   if (!request.kernels_of().empty()) {

@@ -62,6 +62,8 @@ class ReportBuilder {
   void ListTopKernels(std::string path, uint32_t top);
   // Leave the phases' per-step times out (ReportRequest.omit_step_times). Call before AddRank.
   void OmitStepTimes() { step_rollup_.OmitStepTimes(); }
+  // How many ranks AddRank will be given (StepRollup::ExpectRanks). Call before AddRank.
+  void ExpectRanks(size_t ranks) { step_rollup_.ExpectRanks(ranks); }
 
   void AddRank(const v1::RankInfo& info, const RankSnapshot& snapshot);
   v1::Report Build() const;

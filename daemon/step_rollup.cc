@@ -21,6 +21,11 @@ void SetLatency(const std::vector<int64_t>& samples, bool gpu, v1::StepLatency* 
   latency->set_gpu(gpu);
 }
 
+// Room for `size` samples at a vector's first use; later growth is the vector's own.
+void Reserve(std::vector<int64_t>& samples, size_t size) {
+  if (samples.capacity() == 0) samples.reserve(size);
+}
+
 template <typename T>
 T& Slot(std::vector<T>& slots, int index) {
   if (static_cast<size_t>(index) >= slots.size()) slots.resize(static_cast<size_t>(index) + 1);
@@ -127,13 +132,22 @@ void StepRollup::AddModules(const RankStepFigures& figures, const Resolve& resol
   for (size_t index = 0; index < groups.size(); ++index) {
     if (groups[index].empty()) continue;
     ModuleSamples& module = Slot(modules_, static_cast<int>(index));
-    for (const PathStepFigures* path : groups[index]) module.gpu = module.gpu || path->gpu;
+    size_t buckets = 0;  // this rank's, about every rank's
+    for (const PathStepFigures* path : groups[index]) {
+      module.gpu = module.gpu || path->gpu;
+      buckets = std::max(buckets, path->buckets.size());
+    }
+    const size_t room = buckets * expected_ranks_;
+    Reserve(module.cpu_ns, room);
+    Reserve(module.busy_ns, room);
     ForEachMergedBucket(groups[index], [&](const BucketSum& sums) {
       module.cpu_ns.push_back(sums.cpu_ns);
       module.busy_ns.push_back(sums.busy_ns);
       for (auto [pass, samples] : {std::pair{&sums.forward, &module.forward},
                                    std::pair{&sums.backward, &module.backward}}) {
         if (!pass->ran) continue;
+        Reserve(samples->cpu_ns, room);
+        Reserve(samples->busy_ns, room);
         samples->cpu_ns.push_back(pass->cpu_ns);
         samples->busy_ns.push_back(pass->busy_ns);
       }

@@ -34,6 +34,9 @@ class StepRollup {
 
   // Leave PhaseStats.per_step out (ReportRequest.omit_step_times); call before AddRank.
   void OmitStepTimes() { keep_step_times_ = false; }
+  // How many ranks will be added (a hint: each module's samples get their room at its first
+  // rank instead of growing through 64 ranks of 3000 steps); call before AddRank.
+  void ExpectRanks(size_t ranks) { expected_ranks_ = ranks; }
   // `rank` labels the phases' per-step times (PhaseStats.per_step).
   void AddRank(int32_t rank, const RankStepFigures& figures, const Resolve& resolve);
 
@@ -89,6 +92,7 @@ class StepRollup {
   std::vector<PhaseSamples> phases_;    // by phase index
   bool any_rank_ = false;
   bool keep_step_times_ = true;
+  size_t expected_ranks_ = 1;
   bool window_requested_ = false;
   int64_t steps_marked_ = 0;
   int64_t first_step_ = 0;

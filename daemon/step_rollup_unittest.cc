@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <optional>
+#include <string>
 #include <tuple>
 
 namespace flopscope::daemon {
@@ -236,6 +238,33 @@ TEST(StepRollupTest, ForwardAndBackwardLatenciesAreMediansOverTheStepsThatRanEac
   v1::ModuleStats other;
   rollup.FillModule(1, &other);
   EXPECT_FALSE(other.has_fwd_step_latency());
+}
+
+// ExpectRanks only sizes the samples' room: whatever it says, even wrongly, the figures are the
+// same.
+TEST(StepRollupTest, TheExpectedRankCountChangesNoFigure) {
+  const auto fill = [](std::optional<size_t> expected) {
+    StepRollup rollup;
+    if (expected) rollup.ExpectRanks(*expected);
+    for (int32_t rank = 0; rank < 5; ++rank) {
+      RankStepFigures figures = Window(0, 2, 3, {});
+      figures.modules.push_back(PathFigures(1, 1, {{0, 10 + rank, 0}, {1, 30, 0}, {2, 7, 0}}));
+      figures.modules.push_back(PathFigures(1, 2, {{1, 100 * rank, 5 * rank}}, /*gpu=*/true));
+      rollup.AddRank(rank, figures, Resolve);
+    }
+    std::string out;
+    for (int module = 0; module < 2; ++module) {
+      v1::ModuleStats row;
+      rollup.FillModule(module, &row);
+      out += row.SerializeAsString();
+    }
+    return out;
+  };
+  const std::string unhinted = fill(std::nullopt);
+  EXPECT_FALSE(unhinted.empty());
+  for (size_t expected : {size_t{0}, size_t{1}, size_t{5}, size_t{1000}}) {
+    EXPECT_EQ(fill(expected), unhinted) << "ExpectRanks(" << expected << ")";
+  }
 }
 
 }  // namespace

@@ -87,6 +87,11 @@ std::vector<PathStepFigures> StepStatistics::SumPerPath(const std::vector<Pendin
   std::vector<PathStepFigures> by_slot(paths_.size());
   std::vector<bool> seen(paths_.size(), false);
   const bool has_steps = index.size() > 0;
+  // A path that runs in every step has a bucket per step of the window: room for them at its
+  // first, so that millions of occurrences do not grow (and copy) the vectors step by step.
+  const size_t window_steps = has_steps && figures.first_step <= figures.last_step
+                                  ? static_cast<size_t>(figures.last_step - figures.first_step + 1)
+                                  : 0;
   int64_t next_lone_bucket = 0;  // without steps, every occurrence is a bucket of its own
   size_t step_hint = 0;
   size_t pass_hint = 0;
@@ -102,6 +107,7 @@ std::vector<PathStepFigures> StepStatistics::SumPerPath(const std::vector<Pendin
     path.cpu_time_ns += occurrence.cpu_ns;
     path.gpu = path.gpu || occurrence.gpu;
     if (has_steps && !in_window) continue;  // the whole run: outside every step
+    if (path.buckets.capacity() == 0) path.buckets.reserve(window_steps);
     BucketSum& sum = BucketOf(path.buckets, has_steps ? step : next_lone_bucket++);
     sum.cpu_ns += occurrence.cpu_ns;
     sum.busy_ns += occurrence.busy_ns;
