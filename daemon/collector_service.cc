@@ -10,6 +10,7 @@
 #include "absl/time/clock.h"
 #include "common/version.h"
 #include "daemon/batch_validator.h"
+#include "daemon/cpu_priority.h"
 #include "daemon/disk_space.h"
 #include "daemon/grpc_status.h"
 #include "daemon/hello_validator.h"
@@ -101,6 +102,9 @@ CollectorService::CollectorService(StoreRegistry* stores, Catalog* catalog,
 }
 
 grpc::Status CollectorService::Serve(grpc::ServerContext* context, ServerStream* stream) {
+  // A stream's commits run behind the queries (cpu_priority.h); the thread is back at the
+  // daemon's priority when the stream ends and gRPC hands it another call.
+  const ScopedThreadNice behind_queries(kBackgroundNice);
   // Who is calling, first, before anything has an effect (daemon/access_policy.h).
   absl::StatusOr<PeerIdentity> caller = access_->IdentifyWriter(*context);
   if (!caller.ok()) return ToGrpcStatus(caller.status());

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <optional>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -86,7 +88,43 @@ void SetSessionNice(int nice, CpuPriorityOutcome* outcome) {
   outcome->session_set = true;
 }
 
+// Whether CAP_SYS_NICE is in the process's effective set ("CapEff:" of /proc/self/status).
+bool HasSysNice() {
+  constexpr int kCapSysNice = 23;  // linux/capability.h
+  std::ifstream in("/proc/self/status");
+  for (std::string line; std::getline(in, line);) {
+    if (!absl::StartsWith(line, "CapEff:")) continue;
+    uint64_t mask = 0;
+    const absl::string_view hex = absl::StripAsciiWhitespace(absl::string_view(line).substr(7));
+    return absl::SimpleHexAtoi(hex, &mask) && (mask >> kCapSysNice & 1) != 0;
+  }
+  return false;
+}
+
 }  // namespace
+
+bool MayLowerNiceTo(int nice) {
+  if (HasSysNice()) return true;
+  rlimit limit{};
+  // RLIMIT_NICE's value r allows nice values down to 20 - r.
+  return getrlimit(RLIMIT_NICE, &limit) == 0 &&
+         (limit.rlim_cur == RLIM_INFINITY || 20 - static_cast<int64_t>(limit.rlim_cur) <= nice);
+}
+
+ScopedThreadNice::ScopedThreadNice(int nice) {
+  const id_t thread = static_cast<id_t>(gettid());
+  errno = 0;
+  before_ = getpriority(PRIO_PROCESS, thread);  // -1 is a valid value: errno tells
+  if (errno != 0 || nice <= before_ || !MayLowerNiceTo(before_)) return;
+  applied_ = setpriority(PRIO_PROCESS, thread, nice) == 0;
+}
+
+ScopedThreadNice::~ScopedThreadNice() {
+  if (!applied_) return;
+  // Allowed (checked before the change); a failure would leave this thread behind the queries,
+  // which slows its next query and loses nothing.
+  (void)setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), before_);
+}
 
 absl::Status RaiseCpuPriority(int nice, CpuPriorityOutcome* outcome) {
   *outcome = CpuPriorityOutcome{};

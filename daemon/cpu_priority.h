@@ -31,6 +31,40 @@ struct CpuPriorityOutcome {
   std::string note;          // why something was left as it was; empty when all was set
 };
 
+// The nice value of the daemon's background work: a stream's batches (CollectorService), the
+// replays of orphaned spools and the disk budget's pruning. Queries keep the daemon's --nice.
+//
+// Why: inside the daemon every thread weighs the same, so while 64 ranks start and stream (row 4
+// of docs/reliability-rerun.md) a report's reader threads shared the daemon's CPU with up to 64
+// committing streams. At the jobs' own priority (0) ingest runs behind the queries, and beside
+// the job where the kernel does not group the daemon apart (no autogroup, no cgroup of its own):
+// its commits then take no more of a node than a process of the job would.
+inline constexpr int kBackgroundNice = 0;
+
+// Runs the calling thread at nice `nice` for the object's life, then back at the value it had.
+// Only where that way back is allowed: lowering a nice value needs CAP_SYS_NICE or an
+// RLIMIT_NICE that reaches it, and a thread of gRPC's pool that served a stream serves a query
+// next, so without it nothing changes. Never raises the thread's priority (a `nice` below its
+// value is left). Thread-compatible: each object is about the thread that constructs it, and
+// must be destroyed on that thread.
+class ScopedThreadNice {
+ public:
+  explicit ScopedThreadNice(int nice);
+  ~ScopedThreadNice();
+  ScopedThreadNice(const ScopedThreadNice&) = delete;
+  ScopedThreadNice& operator=(const ScopedThreadNice&) = delete;
+
+  bool applied() const { return applied_; }
+
+ private:
+  int before_ = 0;
+  bool applied_ = false;
+};
+
+// Whether this process may set a thread's nice value down to `nice` (CAP_SYS_NICE in its
+// effective set, or RLIMIT_NICE down to it).
+bool MayLowerNiceTo(int nice);
+
 // Runs the process at nice `nice` (-20..19): setpriority on the calling thread, which every
 // thread started later inherits, and the autogroup nice of the session when this process leads
 // it (never another process's session: a daemon started from a shell would raise the shell's).

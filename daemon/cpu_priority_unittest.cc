@@ -1,6 +1,7 @@
 // The daemon's CPU priority: set for every later thread and for the session it leads, kept (and
-// said why) without the privilege, refused once threads are running. Each case runs in a forked
-// child, which is single-threaded and may change its own priority without touching the test's.
+// said why) without the privilege, refused once threads are running; background work runs behind
+// the queries only where its thread can come back. Each case runs in a forked child, which is
+// single-threaded and may change its own priority without touching the test's.
 
 #include "daemon/cpu_priority.h"
 
@@ -124,6 +125,78 @@ TEST(CpuPriorityTest, RefusedOutsideTheRangeAndOnceThreadsRun) {
   running.join();
   EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
   EXPECT_THAT(s.message(), HasSubstr("before any thread starts"));
+}
+
+// The thread's own nice value (PRIO_PROCESS with a thread id names that thread alone).
+int NiceOfThread(pid_t thread) {
+  errno = 0;
+  return getpriority(PRIO_PROCESS, static_cast<id_t>(thread));
+}
+
+TEST(ScopedThreadNiceTest, AStreamRunsBehindTheQueriesAndItsThreadComesBack) {
+  if (!MayLowerNiceTo(-20)) GTEST_SKIP() << "needs CAP_SYS_NICE to come back";
+  const std::string result = InChild([] {
+    if (setpriority(PRIO_PROCESS, 0, -10) != 0) return std::string("setpriority failed");
+    const pid_t self = gettid();
+    int other = 0;  // another thread of the process keeps its priority
+    std::string inside;
+    {
+      ScopedThreadNice behind(kBackgroundNice);
+      std::thread query([&other] { other = NiceOfThread(gettid()); });
+      query.join();
+      inside = absl::StrCat("applied ", behind.applied(), " inside ", NiceOfThread(self), " other ",
+                            other);
+    }
+    return absl::StrCat(inside, " after ", NiceOfThread(self));
+  });
+  // A thread started inside the scope inherits the caller's nice value of that moment (the
+  // kernel copies it at clone); the daemon's query threads were all started before.
+  EXPECT_EQ(result, absl::StrCat("applied 1 inside ", kBackgroundNice, " other ", kBackgroundNice,
+                                 " after -10"));
+}
+
+TEST(ScopedThreadNiceTest, OtherThreadsKeepTheirPriority) {
+  if (!MayLowerNiceTo(-20)) GTEST_SKIP() << "needs CAP_SYS_NICE to come back";
+  const std::string result = InChild([] {
+    if (setpriority(PRIO_PROCESS, 0, -10) != 0) return std::string("setpriority failed");
+    absl::Notification inside, checked;
+    std::thread stream([&] {
+      ScopedThreadNice behind(kBackgroundNice);
+      inside.Notify();
+      checked.WaitForNotification();
+    });
+    inside.WaitForNotification();
+    const std::string out = absl::StrCat("query ", NiceOfThread(gettid()));
+    checked.Notify();
+    stream.join();
+    return out;
+  });
+  EXPECT_EQ(result, "query -10");
+}
+
+TEST(ScopedThreadNiceTest, WithoutAWayBackNothingChanges) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to drop to another uid";
+  const std::string result = InChild([] {
+    // An unprivileged daemon at nice 0 whose RLIMIT_NICE allows no lower value: raising a
+    // stream's thread to 5 could never be undone, so it is not done.
+    const rlimit none{0, 0};
+    if (setrlimit(RLIMIT_NICE, &none) != 0 || setgid(65534) != 0 || setuid(65534) != 0) {
+      return std::string("drop");
+    }
+    ScopedThreadNice behind(5);
+    return absl::StrCat("may ", MayLowerNiceTo(0), " applied ", behind.applied(), " nice ",
+                        NiceOfThread(gettid()));
+  });
+  EXPECT_EQ(result, "may 0 applied 0 nice 0");
+}
+
+TEST(ScopedThreadNiceTest, NeverRaisesAPriority) {
+  const std::string result = InChild([] {
+    if (setpriority(PRIO_PROCESS, 0, 7) != 0) return std::string("setpriority failed");
+    ScopedThreadNice behind(kBackgroundNice);  // 0 would be a higher priority than 7
+    return absl::StrCat("applied ", behind.applied(), " nice ", NiceOfThread(gettid()));
+  });
+  EXPECT_EQ(result, "applied 0 nice 7");
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/job_id.h"
 #include "common/utf8.h"
+#include "daemon/cpu_priority.h"
 #include "daemon/data_layout.h"
 #include "daemon/logger.h"
 
@@ -205,6 +206,7 @@ void JobPruner::Start(uint64_t max_bytes, absl::Duration period) {
 }
 
 void JobPruner::Loop(uint64_t max_bytes, absl::Duration period) {
+  const ScopedThreadNice behind_queries(kBackgroundNice);  // cpu_priority.h
   while (true) {
     EnforceBudget(max_bytes);
     absl::MutexLock lock(&mu_);

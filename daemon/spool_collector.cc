@@ -14,6 +14,7 @@
 #include "common/made_counts_page.h"
 #include "common/version.h"
 #include "daemon/batch_validator.h"
+#include "daemon/cpu_priority.h"
 #include "daemon/hello_validator.h"
 #include "daemon/logger.h"
 #include "daemon/rank_store.h"
@@ -111,6 +112,7 @@ void SpoolCollector::Start(absl::Duration period) {
 }
 
 void SpoolCollector::Loop(absl::Duration period) {
+  const ScopedThreadNice behind_queries(kBackgroundNice);  // cpu_priority.h
   while (true) {
     const Outcome outcome = CollectOnce();
     if (outcome.files > 0) {

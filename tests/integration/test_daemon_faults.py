@@ -1,14 +1,15 @@
 """The daemon's own faults (issue 15): one daemon per data dir, a restart right after kill -9
 that serves at once with nothing lost or stored twice, a full disk refused by name with the
 files consistent, a damaged rank file moved aside at start, a rank file left alone (a symlink, a
-newer daemon's file) with its rank stored beside it, and client text that cannot forge log
-lines."""
+newer daemon's file) with its rank stored beside it, client text that cannot forge log lines,
+and the daemon's CPU priority: above the jobs, with a stream's commits behind its queries."""
 
 import json
 import os
 import signal
 import sqlite3
 import subprocess
+import threading
 import time
 import unittest
 from pathlib import Path
@@ -343,6 +344,35 @@ class CpuPriorityTest(DaemonTestCase):
         result = run_job(self.daemon.socket, "prio", [test_program("nvtx_phases"), "--before", "1"])
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertEqual(report(self.daemon.socket, "prio")["profile"]["world_size"], 1)
+
+    @unittest.skipUnless(os.geteuid() == 0, "raising a priority needs CAP_SYS_NICE (root)")
+    def test_a_streams_thread_runs_behind_the_queries_until_the_stream_ends(self):
+        self.daemon.prefix = ["setsid"]
+        self.daemon.start()
+        pid = self.daemon.process.pid
+        done = threading.Event()
+
+        def up():
+            yield collector_pb2.UpMessage(hello=hello("behind", 0, "s-behind"))
+            done.wait(20)  # the stream stays open until the nice values are read
+
+        with grpc.insecure_channel(f"unix:{self.daemon.socket}") as channel:
+            call = channel.stream_stream(
+                STREAM, request_serializer=collector_pb2.UpMessage.SerializeToString,
+                response_deserializer=collector_pb2.DownMessage.FromString)
+            responses = call(up(), timeout=30)
+            self.assertTrue(next(responses).HasField("welcome"))
+            during = sorted(thread_nices(pid))
+            done.set()
+            for _ in responses:
+                pass
+        # The stream's thread at the jobs' priority, every other (the queries') above it.
+        self.assertEqual(during.count(0), 1, during)
+        self.assertEqual(set(during) - {0}, {-10}, during)
+        deadline = time.monotonic() + 10
+        while set(thread_nices(pid)) != {-10} and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertEqual(set(thread_nices(pid)), {-10})  # gRPC's thread is back for any call
 
     def test_nice_0_leaves_the_priority_as_it_was(self):
         self.daemon.start(extra_args=["--nice", "0"])
