@@ -1,8 +1,10 @@
 // flopscope: the command-line client. This file only wires the command line to the commands in
 // flopscope_client_lib (run_command, query_commands).
+#include <grpc/grpc.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -356,6 +358,21 @@ int Run(const client::RunOptions& options) {
   return client::ExecRun(*plan);
 }
 
+// The commands that talk to the daemon (all but `run` and `counters`); the exit code.
+int AskTheDaemon(CommandLine& line) {
+  if (absl::Status s = ResolveAddress(line); !s.ok()) return Fail(s);
+  if (line.import->parsed()) return Import(line);
+  if (line.jobs->parsed()) return Fail(client::JobsCommand(line.jobs_options));
+  if (line.ranks->parsed()) return Fail(client::RanksCommand(line.ranks_options));
+  if (line.diff->parsed()) return Fail(client::DiffCommand(line.diff_options));
+  if (line.profile->parsed()) return Profile(line.profile_options);
+  if (line.prune->parsed()) return Fail(client::PruneCommand(line.prune_options, std::cout));
+  if (line.export_trace->parsed()) {
+    return Fail(client::ExportCommand(line.export_options, std::cout));
+  }
+  return Fail(client::ReportCommand(line.report_options));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -385,15 +402,15 @@ int main(int argc, char** argv) {
 
   if (line.run->parsed()) return Run(line.run_options);
   if (line.counters->parsed()) return Counters(line.counters_options);
-  if (absl::Status s = ResolveAddress(line); !s.ok()) return Fail(s);
-  if (line.import->parsed()) return Import(line);
-  if (line.jobs->parsed()) return Fail(client::JobsCommand(line.jobs_options));
-  if (line.ranks->parsed()) return Fail(client::RanksCommand(line.ranks_options));
-  if (line.diff->parsed()) return Fail(client::DiffCommand(line.diff_options));
-  if (line.profile->parsed()) return Profile(line.profile_options);
-  if (line.prune->parsed()) return Fail(client::PruneCommand(line.prune_options, std::cout));
-  if (line.export_trace->parsed()) {
-    return Fail(client::ExportCommand(line.export_options, std::cout));
-  }
-  return Fail(client::ReportCommand(line.report_options));
+  // The other commands ask the daemon, over gRPC, which is started here and never shut down:
+  // its shutdown joins its threads one by one, and where a job keeps every core busy each join
+  // waits for that thread's turn on a core (docs/reliability-rerun.md, row 4). The process ends
+  // instead, which ends them all at once, once what it printed is flushed. Every command has
+  // closed its own files by then.
+  grpc_init();
+  const int rc = AskTheDaemon(line);
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  _exit(rc);
 }
