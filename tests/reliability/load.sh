@@ -2,8 +2,10 @@
 # load.sh DIR N STEPS: the campaign's row 4. N ranks of ranks.sh (transformer_nvtx, 25 range
 # events a step) stream into one daemon (DIR/s.sock; spool DIR/spool, collected every second).
 # While they run, the daemon's VmRSS and threads are sampled every 0.5 s and `ranks`, `report`
-# and `jobs` are timed in turn. After the job: stored / expected, ranks short, unfinished
-# sessions, losses, the ranks' stderr lines, and how long the spooled records took to arrive.
+# and `jobs` are timed in turn (DIR/queries: name, rc, seconds, start in seconds after the
+# job's). After the job: stored / expected, ranks short, unfinished sessions, losses, each
+# query's median, 95th percentile and worst (and when its calls over 1 s started), the ranks'
+# stderr lines, and how long the spooled records took to arrive.
 # NICE=N runs the ranks niced; SETSID=1 in a session of their own; DAEMON_ARGS: more flopscoped flags.
 # PROBE=1 also runs bench/query_latency beside (one client that stays connected, so its figures
 # leave out the client's own process start) and prints its summary. Needs BIN (the build's bin dir).
@@ -43,7 +45,7 @@ while kill -0 $JP 2>/dev/null; do
     t0=$EPOCHREALTIME; "$BIN/flopscope" "${a[@]}" --socket "$D/s.sock" >/dev/null 2>"$D/q.err"; rc=$?
     t1=$EPOCHREALTIME
     [ $rc != 0 ] && sed "s/^/$q: /" "$D/q.err" >>"$D/query_errors"
-    echo "$q $rc $(echo "$t1 - $t0" | bc)" >>"$D/queries"
+    echo "$q $rc $(echo "$t1 - $t0" | bc) $(echo "$t0 - $start" | bc)" >>"$D/queries"
   done
   sleep 1
 done
@@ -65,10 +67,13 @@ print(f"stored {t['committed']} of {n * per} ({100 * t['committed'] / (n * per):
       f"short {len(short)}, dup {t['dup_instance']}, not_final {t['not_final']}, losses {t['losses']}")
 q = {}
 for line in open(f"{d}/queries"):
-    name, rc, s = line.split(); q.setdefault(name, []).append((int(rc), float(s)))
+    name, rc, s, at = line.split(); q.setdefault(name, []).append((int(rc), float(s), float(at)))
 for name, v in q.items():
-    ok = [s for rc, s in v if rc == 0]
-    print(f"  {name}: {len(v)} calls, {len(v) - len(ok)} failed, median {statistics.median(ok) if ok else 0:.2f} s, max {max(ok) if ok else 0:.2f} s")
+    ok = sorted(s for rc, s, _ in v if rc == 0)
+    p95 = ok[int(len(ok) * 0.95)] if ok else 0
+    slow = ", ".join(f"{s:.2f} s at {at:.0f} s" for rc, s, at in v if rc == 0 and s > 1)
+    print(f"  {name}: {len(v)} calls, {len(v) - len(ok)} failed, median {statistics.median(ok) if ok else 0:.2f} s, "
+          f"95th percentile {p95:.2f} s, max {max(ok) if ok else 0:.2f} s" + (f"; over 1 s: {slow}" if slow else ""))
 rss = [l.split() for l in open(f"{d}/rss") if len(l.split()) == 2]
 if rss:
     print(f"  daemon VmRSS max {max(int(r[0]) for r in rss) // 1024} MB, threads max {max(int(r[1]) for r in rss)}")
