@@ -52,6 +52,11 @@ uint64_t ActivityBufferPool::bytes_allocated() const {
   return allocated_;
 }
 
+uint64_t ActivityBufferPool::bytes_out() const {
+  MutexLock lock(&mutex_);
+  return allocated_ - idle_.size() * buffer_bytes_;
+}
+
 uint64_t ActivityBufferPool::refusals() const {
   MutexLock lock(&mutex_);
   return refusals_;

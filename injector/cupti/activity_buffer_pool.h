@@ -33,6 +33,8 @@ class ActivityBufferPool {
   size_t buffer_bytes() const { return buffer_bytes_; }
   uint64_t cap_bytes() const { return cap_bytes_; }
   uint64_t bytes_allocated() const;
+  // Of those, the bytes of the buffers CUPTI holds (given out, not handed back yet).
+  uint64_t bytes_out() const;
   uint64_t refusals() const;
 
  private:

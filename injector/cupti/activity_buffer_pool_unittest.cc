@@ -19,9 +19,12 @@ TEST(ActivityBufferPoolTest, RefusesBeyondItsCapAndReusesReleasedBuffers) {
   EXPECT_EQ(pool.refusals(), 1u);
   EXPECT_EQ(pool.bytes_allocated(), 3u * 1024);
 
+  EXPECT_EQ(pool.bytes_out(), 3u * 1024);
   pool.Release(b);
-  EXPECT_EQ(pool.Acquire(), b);  // reused, no new allocation
+  EXPECT_EQ(pool.bytes_out(), 2u * 1024);  // kept idle: allocated, not out
+  EXPECT_EQ(pool.Acquire(), b);            // reused, no new allocation
   EXPECT_EQ(pool.bytes_allocated(), 3u * 1024);
+  EXPECT_EQ(pool.bytes_out(), 3u * 1024);
   pool.Release(a);
   pool.Release(b);
   pool.Release(c);

@@ -245,11 +245,14 @@ std::string KernelTracer::DescribeDrops() const {
   // Whether our pool's cap made CUPTI drop (it asked for a buffer and got none), or CUPTI dropped
   // on its own (its device-side buffers, say): the open GPU question after a counter window.
   const uint64_t refused = pool_ != nullptr ? pool_->refusals() : 0;
-  const std::string refusals = refused == 0
-                                   ? ""
-                                   : " (" + std::to_string(refused) +
-                                         " of its buffer requests refused at the pool's cap of " +
-                                         std::to_string(pool_->cap_bytes() >> 20) + " MB)";
+  const std::string refusals =
+      refused == 0 ? ""
+                   : " (" + std::to_string(refused) +
+                         " of its buffer requests refused at the pool's cap of " +
+                         std::to_string(pool_->cap_bytes() >> 20) + " MB; " +
+                         std::to_string(buffers_completed_.load(std::memory_order_relaxed)) +
+                         " buffers handed back, " + std::to_string(pool_->bytes_out() >> 20) +
+                         " MB still out)";
   std::string text;
   if (own + copies + kernels + truncated > 0) {
     text = "kernel tracing lost " + std::to_string(own + copies + kernels + truncated) +
@@ -514,16 +517,14 @@ void KernelTracer::CollectLocked(bool final) {
   try {
     // No lock that a callback takes is held: FlushAll delivers buffers through
     // OnBufferCompleted, on this thread or CUPTI's, before it returns.
-    // Forced after a counter window as well (GPU acceptance, H200, 2026-11-26: after a window
-    // every kernel record of the torch job was lost, CUPTI_DROPPED; whether CUPTI kept our
-    // buffers partly filled, so that the pool's cap refused it new ones, or ran out of its device
-    // timestamp buffers, a forced flush hands every buffer back and drains the device's).
-    // GPU-TODO: whether this is what brings the kernels back.
-    bool forced = final;
-    if (counters_ != nullptr && counters_->windows_finished() != windows_flushed_) {
-      windows_flushed_ = counters_->windows_finished();
-      forced = true;
-    }
+    // Forced on every cycle once a counter window has finished. GPU acceptance on an H200
+    // (2026-11-26): after the torch job's window CUPTI asked for buffer after buffer and handed
+    // none back; every later kernel record was lost (CUPTI_DROPPED), all at our pool's cap,
+    // which was 8 buffers of 4 MB and, raised to 1024 MB, 256 buffers: CUPTI then keeps each
+    // buffer partly filled, and only a forced flush returns a buffer that is not full. A flush
+    // forced once after the window (tried first) was not enough. GPU-TODO: confirm that this
+    // brings the kernels back (acceptance row `torch-after-window`).
+    const bool forced = final || (counters_ != nullptr && counters_->windows_finished() > 0);
     if (cupti) (void)api_.activity_flush_all(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
     // FinishAtExit flushed already, or the tracer stopped: what waits is still delivered.
     if (joiner_ != nullptr) Deliver(final);

@@ -196,8 +196,6 @@ class KernelTracer : public KernelTracing {
     std::atomic<uint64_t> truncated{0};        // buffers with bytes after their last record
   };
   DropCounts drops_;
-  // counters_->windows_finished() at the last forced flush (exporter thread, collect_mutex_).
-  uint64_t windows_flushed_ FS_GUARDED_BY(collect_mutex_) = 0;
   std::atomic<bool> drops_described_{false};
   std::unique_ptr<ActivityBufferPool> pool_;  // set before buffer callbacks are registered
   GraphNodeTable nodes_;

@@ -330,8 +330,9 @@ TEST_F(KernelTracerTest, TheLossLineSaysWhenThePoolsCapRefusedCuptiBuffers) {
   tracer->Collect(false);
   EXPECT_EQ(tracer->DescribeDrops(),
             "kernel tracing lost 18 GPU activities (CUPTI_DROPPED): CUPTI's own drop count 18 (1 "
-            "of its buffer requests refused at the pool's cap of 8 MB), memcpy/memset without "
-            "timestamps 0, uncounted kernels without timestamps 0, buffers cut short 0");
+            "of its buffer requests refused at the pool's cap of 8 MB; 2 buffers handed back, 0 MB "
+            "still out), memcpy/memset without timestamps 0, uncounted kernels without "
+            "timestamps 0, buffers cut short 0");
 }
 
 TEST_F(KernelTracerTest, CollectFlushesCuptiWithoutHoldingALockAndFinalizesAtExit) {
