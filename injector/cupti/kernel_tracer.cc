@@ -517,14 +517,17 @@ void KernelTracer::CollectLocked(bool final) {
   try {
     // No lock that a callback takes is held: FlushAll delivers buffers through
     // OnBufferCompleted, on this thread or CUPTI's, before it returns.
-    // Forced on every cycle once a counter window has finished. GPU acceptance on an H200
-    // (2026-11-26): after the torch job's window CUPTI asked for buffer after buffer and handed
-    // none back; every later kernel record was lost (CUPTI_DROPPED), all at our pool's cap,
-    // which was 8 buffers of 4 MB and, raised to 1024 MB, 256 buffers: CUPTI then keeps each
-    // buffer partly filled, and only a forced flush returns a buffer that is not full. A flush
-    // forced once after the window (tried first) was not enough. GPU-TODO: confirm that this
-    // brings the kernels back (acceptance row `torch-after-window`).
-    const bool forced = final || (counters_ != nullptr && counters_->windows_finished() > 0);
+    // Forced while a counter window counts and on every cycle after one. GPU acceptance on an
+    // H200 (2026-11-26): after the torch job's window CUPTI asked for buffer after buffer and
+    // got none, our pool being at its cap: every record of the ~10 steps after the window was
+    // lost (CUPTI_DROPPED), then tracing came back. CUPTI keeps buffers partly filled across a
+    // window's kernel replay, and only a forced flush hands back a buffer that is not full; a
+    // flush forced once, a cycle after the window's record, came too late. GPU-TODO: confirm
+    // that flushing forced during the window too leaves no step after it without kernels
+    // (acceptance row `torch-after-window`).
+    if (counters_ != nullptr && counters_->counting_now()) window_seen_ = true;
+    const bool forced =
+        final || window_seen_ || (counters_ != nullptr && counters_->windows_finished() > 0);
     if (cupti) (void)api_.activity_flush_all(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
     // FinishAtExit flushed already, or the tracer stopped: what waits is still delivered.
     if (joiner_ != nullptr) Deliver(final);

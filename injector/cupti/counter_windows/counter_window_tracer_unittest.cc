@@ -239,6 +239,23 @@ TEST_F(CounterWindowTracerTest, EveryCycleAfterAWindowFinishedFlushesForced) {
                                                   CUPTI_ACTIVITY_FLAG_FLUSH_FORCED}));
 }
 
+// The buffers CUPTI keeps across the window's kernel replay come back while it counts: a cycle
+// in the window flushes forced too, and so does every one after it.
+TEST_F(CounterWindowTracerTest, ACycleWhileAWindowCountsFlushesForced) {
+  ContextEvent(CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
+  windows_->OnStepBegin(0);
+  windows_->OnStepEnd(0);
+  tracer_->Collect(false);  // no window yet
+  windows_->OnStepBegin(1);
+  Launch(1);  // counted: the window counts
+  tracer_->Collect(false);
+  windows_->OnStepEnd(1);
+  Launch(2);                // stops the window's profiler
+  tracer_->Collect(false);  // before the window's record is out
+  EXPECT_EQ(fake_.flushes, (std::vector<uint32_t>{0, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED,
+                                                  CUPTI_ACTIVITY_FLAG_FLUSH_FORCED}));
+}
+
 TEST_F(CounterWindowTracerTest, AContextDestroyedInAWindowDecodesAndExitFinishesTheWindow) {
   ContextEvent(CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
   windows_->OnStepBegin(0);
