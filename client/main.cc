@@ -410,7 +410,6 @@ int main(int argc, char** argv) {
   grpc_init();
   const int rc = AskTheDaemon(line);
   std::cout.flush();
-  std::cerr.flush();
   std::fflush(nullptr);
   _exit(rc);
 }

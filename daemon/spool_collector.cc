@@ -135,7 +135,10 @@ SpoolCollector::Outcome SpoolCollector::CollectOnce() {
       SpoolFile::RemoveAbandonedCopies(dir);  // what a compaction left when SIGKILL cut it short
     }
     for (const std::string& path : SpoolFile::List(dir)) {
-      if (dir_private && RemoveEmptyOrphan(path, dir_owner)) {
+      // An empty orphan of the directory's owner (SpoolFile::RemoveEmptyOrphan) goes, said once.
+      if (dir_private && SpoolFile::RemoveEmptyOrphan(path, dir_owner, kEmptyOrphanAgeS)) {
+        LogInfo("removed ", path, ": an empty spool file its process left before writing into it",
+                " (only an older injector leaves one)");
         ++outcome.emptied;
         continue;
       }
@@ -167,15 +170,6 @@ SpoolCollector::Outcome SpoolCollector::CollectOnce() {
     }
   }
   return outcome;
-}
-
-bool SpoolCollector::RemoveEmptyOrphan(const std::string& path, uid_t owner) {
-  struct stat st;
-  if (lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != owner) return false;
-  if (!SpoolFile::RemoveEmptyOrphan(path, kEmptyOrphanAgeS)) return false;
-  LogInfo("removed ", path, ": an empty spool file its process left before writing into it (",
-          st.st_size, " bytes; only an older injector leaves one)");
-  return true;
 }
 
 void SpoolCollector::CollectMadeCountsAlone(const std::string& dir, uid_t owner, Outcome* outcome) {

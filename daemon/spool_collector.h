@@ -56,11 +56,12 @@ class SpoolCollector {
     uint64_t records = 0;     // in those batches
     uint64_t refused = 0;     // files left in place: not allowed, damaged, or the store refused
     uint64_t made_alone = 0;  // made-counts files without a spool charged to their sessions
-    uint64_t emptied = 0;     // orphans holding no record, removed (RemoveEmptyOrphan)
+    uint64_t emptied = 0;     // orphans holding no record, removed (SpoolFile::RemoveEmptyOrphan)
   };
 
   // How long an orphan holding no record must have been left before it is removed
-  // (RemoveEmptyOrphan): a live old injector writes its magic within moments of creating it.
+  // (SpoolFile::RemoveEmptyOrphan): a live old injector writes its magic within moments of creating
+  // it.
   static constexpr int64_t kEmptyOrphanAgeS = 60;
 
   SpoolCollector(std::vector<std::string> patterns, StoreRegistry* stores, Catalog* catalog,
@@ -96,10 +97,6 @@ class SpoolCollector {
   // Ends it as a stream's end would (EndStream with `tally`) and updates the catalog.
   absl::Status EndOrphanSession(const v1::SessionHello& hello, const OrphanTarget& target,
                                 const StreamTally& tally);
-  // Removes `path`, a file of `owner` in a directory private to it, when it is an orphan that
-  // holds no record (SpoolFile::RemoveEmptyOrphan: only an injector older than the spool's
-  // rename at creation leaves one), with one log line; true when it did.
-  bool RemoveEmptyOrphan(const std::string& path, uid_t owner);
   // Whether `dir` is a directory only `owner` may write.
   static bool PrivateTo(const std::string& dir, uid_t owner);
   void NoteRefusal(const std::string& path, absl::string_view why) ABSL_LOCKS_EXCLUDED(mu_);

@@ -243,7 +243,7 @@ std::string KernelTracer::DescribeDrops() const {
   const uint64_t truncated = drops_.truncated.load(std::memory_order_relaxed);
   const uint64_t replayed = replayed_untimed();
   // Whether our pool's cap made CUPTI drop (it asked for a buffer and got none), or CUPTI dropped
-  // on its own (its device-side buffers, say): the open GPU question after a counter window.
+  // on its own (its device-side buffers, say), and how many buffers CUPTI still holds.
   const uint64_t refused = pool_ != nullptr ? pool_->refusals() : 0;
   const std::string refusals =
       refused == 0 ? ""
@@ -517,17 +517,17 @@ void KernelTracer::CollectLocked(bool final) {
   try {
     // No lock that a callback takes is held: FlushAll delivers buffers through
     // OnBufferCompleted, on this thread or CUPTI's, before it returns.
-    // Forced while a counter window counts and on every cycle after one. GPU acceptance on an
-    // H200 (2026-11-26): after the torch job's window CUPTI asked for buffer after buffer and
-    // got none, our pool being at its cap: every record of the ~10 steps after the window was
-    // lost (CUPTI_DROPPED), then tracing came back. CUPTI keeps buffers partly filled across a
-    // window's kernel replay, and only a forced flush hands back a buffer that is not full; a
-    // flush forced once, a cycle after the window's record, came too late. GPU-TODO: confirm
-    // that flushing forced during the window too leaves no step after it without kernels
-    // (acceptance row `torch-after-window`).
-    if (counters_ != nullptr && counters_->counting_now()) window_seen_ = true;
-    const bool forced =
-        final || window_seen_ || (counters_ != nullptr && counters_->windows_finished() > 0);
+    // Forced from the first cycle that sees a counter window, counting or finished (it may
+    // open and close between two cycles). Across a window's kernel replay CUPTI keeps every
+    // buffer it is given partly filled and hands one back only to a forced flush; our pool, at
+    // its cap, then refused it new ones (GPU acceptance on an H200, 2026-11-26: every record of
+    // the ~10 steps after the torch job's window lost as CUPTI_DROPPED, and under a 1024 MB cap
+    // CUPTI simply took 256 buffers). Flushing forced once, a cycle after the window's record,
+    // came too late; this passes `torch-after-window` on the device.
+    window_seen_ =
+        window_seen_ ||
+        (counters_ != nullptr && (counters_->counting_now() || counters_->windows_finished() > 0));
+    const bool forced = final || window_seen_;
     if (cupti) (void)api_.activity_flush_all(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
     // FinishAtExit flushed already, or the tracer stopped: what waits is still delivered.
     if (joiner_ != nullptr) Deliver(final);

@@ -196,7 +196,7 @@ class KernelTracer : public KernelTracing {
     std::atomic<uint64_t> truncated{0};        // buffers with bytes after their last record
   };
   DropCounts drops_;
-  // A counter window was seen counting: every flush from then on is forced (CollectLocked).
+  // A counter window was seen (counting or finished): every flush from then on is forced.
   bool window_seen_ FS_GUARDED_BY(collect_mutex_) = false;
   std::atomic<bool> drops_described_{false};
   std::unique_ptr<ActivityBufferPool> pool_;  // set before buffer callbacks are registered

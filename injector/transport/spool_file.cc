@@ -221,13 +221,13 @@ size_t SpoolFile::RemoveAbandonedCopies(const std::string& dir) {
   return removed;
 }
 
-bool SpoolFile::RemoveEmptyOrphan(const std::string& path, int64_t min_age_s) {
+bool SpoolFile::RemoveEmptyOrphan(const std::string& path, uid_t owner, int64_t min_age_s) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return false;
   struct stat st;
   char head[sizeof kMagic] = {};
-  const bool empty = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= 0 &&
-                     static_cast<size_t>(st.st_size) <= sizeof kMagic &&
+  const bool empty = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == owner &&
+                     st.st_size >= 0 && static_cast<size_t>(st.st_size) <= sizeof kMagic &&
                      time(nullptr) - st.st_mtime >= min_age_s &&
                      PreadAll(fd, head, static_cast<size_t>(st.st_size), 0) &&
                      std::memcmp(head, kMagic, static_cast<size_t>(st.st_size)) == 0;

@@ -57,12 +57,12 @@ class SpoolFile {
   // copy whose lock is free); returns how many. The file they were copied from is intact.
   static size_t RemoveAbandonedCopies(const std::string& dir);
   static constexpr const char* kCopySuffix = ".new";
-  // Removes `path` when it is an orphan that holds no record: empty, or cut within its magic,
-  // and last written at least `min_age_s` seconds ago. Such a file comes only from an injector
-  // older than the rename in Create, whose process ended between creating the file and writing
-  // its magic; the age keeps a live old injector's file (created, not locked yet) safe. True
-  // when it was removed.
-  static bool RemoveEmptyOrphan(const std::string& path, int64_t min_age_s);
+  // Removes `path` when it is a regular file of `owner` and an orphan that holds no record:
+  // empty, or cut within its magic, and last written at least `min_age_s` seconds ago. Such a
+  // file comes only from an injector older than the rename in Create, whose process ended
+  // between creating the file and writing its magic; the age keeps a live old injector's file
+  // (created, not locked yet) safe. True when it was removed.
+  static bool RemoveEmptyOrphan(const std::string& path, uid_t owner, int64_t min_age_s);
   // Bytes a frame of `payload_length` takes in the file.
   static constexpr uint64_t FrameBytes(uint32_t payload_length) { return 20 + payload_length; }
 

@@ -286,13 +286,14 @@ TEST_F(SpoolFileTest, AnOldOrphanWithoutARecordIsRemovedAndEverythingElseKept) {
   ASSERT_GE(holder, 0);
   ASSERT_EQ(flock(holder, LOCK_EX | LOCK_NB), 0);  // its (old) process is about to write it
 
-  EXPECT_TRUE(SpoolFile::RemoveEmptyOrphan(empty, 60));
-  EXPECT_TRUE(SpoolFile::RemoveEmptyOrphan(cut, 60));
-  EXPECT_FALSE(SpoolFile::RemoveEmptyOrphan(fresh, 60));  // may be a live old injector's
-  EXPECT_FALSE(SpoolFile::RemoveEmptyOrphan(held, 60));
-  EXPECT_FALSE(SpoolFile::RemoveEmptyOrphan(junk, 60));
-  EXPECT_FALSE(SpoolFile::RemoveEmptyOrphan(real, 60));
-  EXPECT_FALSE(SpoolFile::RemoveEmptyOrphan(dir() + "/absent.spool", 60));
+  EXPECT_FALSE(SpoolFile::RemoveEmptyOrphan(empty, geteuid() + 1, 60));  // not that uid's
+  EXPECT_TRUE(SpoolFile::RemoveEmptyOrphan(empty, geteuid(), 60));
+  EXPECT_TRUE(SpoolFile::RemoveEmptyOrphan(cut, geteuid(), 60));
+  EXPECT_FALSE(SpoolFile::RemoveEmptyOrphan(fresh, geteuid(), 60));  // may be a live old injector's
+  EXPECT_FALSE(SpoolFile::RemoveEmptyOrphan(held, geteuid(), 60));
+  EXPECT_FALSE(SpoolFile::RemoveEmptyOrphan(junk, geteuid(), 60));
+  EXPECT_FALSE(SpoolFile::RemoveEmptyOrphan(real, geteuid(), 60));
+  EXPECT_FALSE(SpoolFile::RemoveEmptyOrphan(dir() + "/absent.spool", geteuid(), 60));
   close(holder);
   const std::vector<std::string> expected = {fresh, held, junk, real};
   EXPECT_EQ(SpoolFile::List(dir()), expected);

@@ -332,7 +332,8 @@ torch_gpu_jobs() {
   else
     row torch-gpu-job FAIL "$(last_line "$LOGS/torch-report-check.log")"
   fi
-  # The counted job's kernels after its window (both H200 runs of 2026-11-26 stored none).
+  # The counted job's kernels after its window (on the H200, 2026-11-26, ~10 steps had none until
+  # the tracer flushed CUPTI forced from the window on).
   if logged torch-after-window 30 "${CHECKS[@]}" post-window \
        "$DATA/jobs/torch-counted/rank-00000.sqlite" "$LOGS/torch-counted.log"; then
     row torch-after-window PASS "$(last_line "$LOGS/torch-after-window.log")"

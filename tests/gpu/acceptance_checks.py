@@ -203,8 +203,9 @@ TRACER_LINES = ("kernel tracing lost", "counted kernels came without timestamps"
 
 def post_window(db_path, log_path=None):
     """Kernels stored in each uncounted step after the last counted one, by the step their launch's
-    range started in: every such step must have some. (H200, 2026-11-26: both counted torch jobs
-    stored none after their window, all lost as CUPTI_DROPPED.) Prints the tracer's own lines."""
+    range started in: every such step must have some. (H200, 2026-11-26: the ~10 steps after the
+    window had none, lost as CUPTI_DROPPED, until the tracer flushed CUPTI forced from the window
+    on.) Prints the tracer's own lines."""
     with sqlite3.connect(f"file:{db_path}?mode=ro", uri=True) as db:
         steps = db.execute(
             "SELECT e.start_ns, e.end_ns, e.counted FROM range_events e JOIN range_paths p "
