@@ -232,10 +232,10 @@ class KubernetesManifestsTest(unittest.TestCase):
         self.assertEqual(job["spec"]["completionMode"], "Indexed")
         self.assertIn("job-completion-index", env["RANK"]["valueFrom"]["fieldRef"]["fieldPath"])
         self.assertIn("job-name", env["FLOPSCOPE_JOB_ID"]["valueFrom"]["fieldRef"]["fieldPath"])
-        readme = (REPO / "README.md").read_text()
+        tables = (REPO / "docs" / "environment.md").read_text()
         for name in env:
             if name.startswith("FLOPSCOPE_"):
-                self.assertIn(f"`{name}`", readme, "documented in README's environment table")
+                self.assertIn(f"`{name}`", tables, "documented in docs/environment.md's tables")
 
     def test_aggregator_has_volume_service_and_tls_secret(self):
         stateful = self.of_kind("StatefulSet")[0]

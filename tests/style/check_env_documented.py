@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Every environment variable the code reads is documented in README.md (issue 14 item 7).
+"""Every environment variable the code reads is documented in docs/environment.md (issue 14 item 7).
 
 The code names its variables as string literals ("FLOPSCOPE_BUFFER_MB"): every such literal in a
-production file of the programs (not tests, fuzzers or testing/ helpers) must appear in README.md
-as `FLOPSCOPE_...`. Exit 0 when all are there; 1 with the missing names and where each is read.
+production file of the programs (not tests, fuzzers or testing/ helpers) must appear in
+docs/environment.md (the tables README.md links to) as `FLOPSCOPE_...`. Exit 0 when all are
+there; 1 with the missing names and where each is read.
 
 Usage: check_env_documented.py --root SOURCE_DIR
 """
@@ -15,6 +16,7 @@ import sys
 
 FOLDERS = ("injector", "client", "daemon", "common", "counters", "importer", "python")
 SUFFIXES = {".cc", ".h", ".py"}
+PAGE = "docs/environment.md"
 LITERAL = re.compile(r"[\"'](FLOPSCOPE_[A-Z0-9_]+)[\"']")
 
 
@@ -42,11 +44,11 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--root", required=True, type=pathlib.Path)
     args = parser.parse_args()
-    readme = (args.root / "README.md").read_text()
+    page = (args.root / PAGE).read_text()
     found = variables_read(args.root)
-    missing = {name: where for name, where in found.items() if f"`{name}`" not in readme}
+    missing = {name: where for name, where in found.items() if f"`{name}`" not in page}
     for name, where in sorted(missing.items()):
-        print(f"{where}: {name} is read here but README.md does not document it", file=sys.stderr)
+        print(f"{where}: {name} is read here but {PAGE} does not document it", file=sys.stderr)
     print(f"{len(found)} variables read, {len(missing)} undocumented")
     return 1 if missing else 0
 
