@@ -122,22 +122,5 @@ TEST(KinetoCountersTest, FlopsPerPrecisionMatchTheArgsSummedDirectly) {
   EXPECT_GT(want_fp16, 0);
 }
 
-// ctest counts exit code 77 as skipped (SKIP_RETURN_CODE of flopscope_unittest); GoogleTest exits
-// 0 when every test skipped, so turn that case into 77.
-class ExitSkippedListener : public ::testing::EmptyTestEventListener {
-  void OnTestProgramEnd(const ::testing::UnitTest& unit) override {
-    if (unit.skipped_test_count() > 0 && unit.successful_test_count() == 0 &&
-        unit.failed_test_count() == 0) {
-      std::fflush(stdout);
-      std::_Exit(77);
-    }
-  }
-};
-
-const bool kListenerInstalled = [] {
-  ::testing::UnitTest::GetInstance()->listeners().Append(new ExitSkippedListener);
-  return true;
-}();
-
 }  // namespace
 }  // namespace flopscope::counters
