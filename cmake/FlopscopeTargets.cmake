@@ -68,3 +68,31 @@ endif()
   set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${include_file})
 endfunction()
 
+# A Python unittest test run by tests/unittest_runner.py, the one place that turns its result into
+# ctest's: failed (1), skipped (77: every test case skipped, SKIP_RETURN_CODE) or passed (0: at
+# least one passed, none failed; the skip reasons are printed). Usage:
+#   flopscope_python_test(NAME foo TEST test_foo.py|folder [ARGS a b] [LABELS l1 l2] [TIMEOUT s]
+#                         [WORKING_DIRECTORY dir] [ENVIRONMENT A=1 B=2] [PYTHON exe])
+# TEST is relative to the calling folder; WORKING_DIRECTORY defaults to its build folder, PYTHON to
+# FLOPSCOPE_TEST_PYTHON (tests/CMakeLists.txt: Debian's, with grpcio).
+function(flopscope_python_test)
+  cmake_parse_arguments(T "" "NAME;TEST;TIMEOUT;WORKING_DIRECTORY;PYTHON"
+                        "ARGS;LABELS;ENVIRONMENT" ${ARGN})
+  if(NOT T_PYTHON)
+    set(T_PYTHON ${FLOPSCOPE_TEST_PYTHON})
+  endif()
+  if(NOT T_WORKING_DIRECTORY)
+    set(T_WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+  endif()
+  get_filename_component(test ${T_TEST} ABSOLUTE BASE_DIR ${CMAKE_CURRENT_SOURCE_DIR})
+  add_test(NAME ${T_NAME}
+           COMMAND ${T_PYTHON} ${CMAKE_SOURCE_DIR}/tests/unittest_runner.py ${test} ${T_ARGS}
+           WORKING_DIRECTORY ${T_WORKING_DIRECTORY})
+  set_tests_properties(${T_NAME} PROPERTIES
+    LABELS "${T_LABELS}"
+    SKIP_RETURN_CODE 77
+    ENVIRONMENT "${T_ENVIRONMENT};PYTHONDONTWRITEBYTECODE=1")
+  if(T_TIMEOUT)
+    set_tests_properties(${T_NAME} PROPERTIES TIMEOUT ${T_TIMEOUT})
+  endif()
+endfunction()

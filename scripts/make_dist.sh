@@ -97,6 +97,7 @@ cp "$SOURCE_DIR/README.md" "$SHARE/"
 cp "$SOURCE_DIR"/docs/*.md "$SHARE/docs/"
 cp "$SOURCE_DIR"/tests/gpu/*.{cu,h,py,sh} "$SHARE/tests/gpu/"
 cp "$SOURCE_DIR/tests/integration/harness.py" "$SHARE/tests/integration/"
+cp "$SOURCE_DIR/tests/unittest_runner.py" "$SHARE/tests/"  # the tests/gpu scripts' exit codes
 echo "$VERSION" > "$SHARE/VERSION"
 git -C "$SOURCE_DIR" rev-parse HEAD > "$SHARE/COMMIT" 2>/dev/null || echo unknown > "$SHARE/COMMIT"
 

@@ -1,7 +1,7 @@
-"""Runs the flopscope_torch unit tests; exits 77 (skipped) when torch is not installed."""
+"""Runs the flopscope_torch unit tests; exits 77 (skipped) when torch is not installed, otherwise
+with tests/unittest_runner.py's exit code (77 when every test skipped too)."""
 
 import sys
-import unittest
 from pathlib import Path
 
 try:
@@ -11,7 +11,7 @@ except ImportError:
     sys.exit(77)
 
 here = Path(__file__).resolve().parent
-sys.path.insert(0, str(here))
-suite = unittest.defaultTestLoader.discover(str(here), pattern="test_*.py", top_level_dir=str(here))
-result = unittest.TextTestRunner(verbosity=2).run(suite)
-sys.exit(0 if result.wasSuccessful() else 1)
+sys.path.insert(0, str(here.parents[1] / "tests"))
+import unittest_runner  # noqa: E402  pylint: disable=wrong-import-position
+
+sys.exit(unittest_runner.main([str(here)]))

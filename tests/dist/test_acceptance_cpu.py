@@ -109,13 +109,13 @@ class AcceptanceCpuPathTest(unittest.TestCase):
             self.assertRegex(self.rows[name][2], "nvidia-smi|no GPU")
 
 
-def main():
+def setUpModule():
     if shutil.which("nvidia-smi") and subprocess.run(["nvidia-smi", "-L"], capture_output=True,
                                                      text=True).stdout.startswith("GPU "):
         print("note: this machine has a GPU; the rehearsal hides nvidia-smi from the script")
-    suite = unittest.defaultTestLoader.loadTestsFromTestCase(AcceptanceCpuPathTest)
-    return 0 if unittest.TextTestRunner(verbosity=2).run(suite).wasSuccessful() else 1
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    import unittest_runner  # noqa: E402
+    sys.exit(unittest_runner.run_module(__name__))

@@ -8,8 +8,8 @@ Debian's libraries are hidden (isolated_run.py), runs the daemon, the client and
 map must name nothing outside the bundle, the runtime files and the test program's own; the job's
 records must reach the daemon and show in `flopscope jobs` and `report`.
 
-Exit 77 (skipped) when this machine refuses the mount namespace (unshare or mount not permitted),
-with the reason."""
+Skipped when this machine refuses the mount namespace (unshare or mount not permitted), with the
+reason (tests/unittest_runner.py: exit 77 when every test skipped)."""
 
 import json
 import os
@@ -122,6 +122,7 @@ class DistBundleTest(unittest.TestCase):
                      "share/flopscope/tests/gpu/flop_workload.cu",
                      "share/flopscope/tests/gpu/cuda_device_probe.h",
                      "share/flopscope/tests/integration/harness.py",
+                     "share/flopscope/tests/unittest_runner.py",
                      "share/flopscope/BUNDLED_LIBRARIES"]:
             self.assertTrue((self.bundle / path).is_file(), path)
         self.assertTrue(os.access(self.bundle / "share/flopscope/tests/gpu/acceptance.sh", os.X_OK))
@@ -207,18 +208,12 @@ class DistBundleTest(unittest.TestCase):
         self.assertEqual(outside(mapped), [], "the daemon maps files from outside the bundle")
 
 
-def main():
+def setUpModule():
     if not (BUILD_DIR / "bin" / "flopscoped").exists() or not APP.exists():
-        print(f"{BUILD_DIR} is not built (flopscoped, tests/nvtx_phases)")
-        return 1
-    suite = unittest.defaultTestLoader.loadTestsFromTestCase(DistBundleTest)
-    result = unittest.TextTestRunner(verbosity=2).run(suite)
-    if not result.wasSuccessful():
-        return 1
-    for _, reason in result.skipped:
-        print(f"skipped: {reason}")
-    return SKIP if result.skipped else 0
+        raise RuntimeError(f"{BUILD_DIR} is not built (flopscoped, tests/nvtx_phases)")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.path.insert(0, str(SOURCE_DIR / "tests"))
+    import unittest_runner  # noqa: E402
+    sys.exit(unittest_runner.run_module(__name__))

@@ -1,12 +1,15 @@
-"""The entry point the GPU tests share (tests/gpu): skip only when the machine has no CUDA device.
+"""What the GPU tests share (tests/gpu): skip only when the machine has no CUDA device.
 
 The workload programs answer that themselves (cuda_device_probe.h): exit 77 without a driver or
-without a device, 1 when a driver is there but the device cannot be used. So `ctest -L gpu` on a
-GPU node either runs the tests or fails; it never passes by skipping (gpu-review D5). A test that
-finds the device usable but the counters closed to it (D4) calls skipTest with the reason, and a
-run where every test skipped that way exits 77 too."""
+without a device, 1 when a driver is there but the device cannot be used. Each test module's
+setUpModule calls require_device: no device skips the module's tests, an unusable one fails them.
+So `ctest -L gpu` on a GPU node either runs the tests or fails; it never passes by skipping
+(gpu-review D5). A test that finds the device usable but the counters closed to it (D4) calls
+skipTest with the reason. tests/unittest_runner.py turns the result into the exit code: 77 when
+every test skipped, 0 when one passed and none failed, 1 otherwise."""
 
 import subprocess
+import sys
 import tempfile
 import unittest
 from pathlib import Path
@@ -21,22 +24,19 @@ def probe_device(workload):
                               text=True, timeout=300)
 
 
-def run_gpu_tests(test_case, workload):
-    """Runs `test_case` when `workload` finds a usable device; the process exit code."""
+def require_device(workload):
+    """Returns when `workload` finds a usable device; raises SkipTest when there is none."""
     probe = probe_device(workload)
     if probe.returncode == SKIP:
-        print(f"GPU tests skipped: {probe.stdout.strip() or 'no CUDA device'}")
-        return SKIP
+        raise unittest.SkipTest(f"GPU tests skipped: {probe.stdout.strip() or 'no CUDA device'}")
     if probe.returncode != 0:
-        print(f"{Path(workload).name} failed on its own (exit {probe.returncode}) although a CUDA "
-              f"driver is installed: not skipping.\n{probe.stdout}{probe.stderr}")
-        return 1
-    suite = unittest.defaultTestLoader.loadTestsFromTestCase(test_case)
-    result = unittest.TextTestRunner(verbosity=2).run(suite)
-    if not result.wasSuccessful():
-        return 1
-    if result.testsRun > 0 and len(result.skipped) == result.testsRun:
-        for _, reason in result.skipped:
-            print(f"GPU tests skipped: {reason}")
-        return SKIP
-    return 0
+        raise RuntimeError(f"{Path(workload).name} failed on its own (exit {probe.returncode}) "
+                           f"although a CUDA driver is installed: not skipping.\n"
+                           f"{probe.stdout}{probe.stderr}")
+
+
+def run_main(module_name):
+    """A test module run as a script (tests/gpu/acceptance.sh): the runner's exit code."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    import unittest_runner  # pylint: disable=import-outside-toplevel
+    return unittest_runner.run_module(module_name)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 from harness import DaemonTestCase, report, run_job, test_program  # noqa: E402
-from gpu_main import run_gpu_tests  # noqa: E402
+from gpu_main import require_device, run_main  # noqa: E402
 
 TOLERANCE = 0.02
 WINDOW = "steps=1:2,set=full"
@@ -96,6 +96,10 @@ class GpuFlopsTest(DaemonTestCase):
         self.assertFalse(failures, "\n".join(failures))
 
 
-if __name__ == "__main__":
+def setUpModule():
     os.environ.setdefault("FLOPSCOPE_EXIT_TIMEOUT_MS", "10000")
-    sys.exit(run_gpu_tests(GpuFlopsTest, workload()))
+    require_device(workload())
+
+
+if __name__ == "__main__":
+    sys.exit(run_main(__name__))

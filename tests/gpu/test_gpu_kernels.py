@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 from harness import DaemonTestCase, client, report, run_job, test_program  # noqa: E402
-from gpu_main import run_gpu_tests  # noqa: E402
+from gpu_main import require_device, run_main  # noqa: E402
 
 # CUPTI interpolates GPU timestamps onto CLOCK_REALTIME; allow that conversion a little slack.
 SLACK_NS = 20_000_000
@@ -94,6 +94,10 @@ class GpuKernelsTest(DaemonTestCase):
         self.assertIn("encoder_kernel(float*, int)", top.stdout)
 
 
-if __name__ == "__main__":
+def setUpModule():
     os.environ.setdefault("FLOPSCOPE_EXIT_TIMEOUT_MS", "10000")
-    sys.exit(run_gpu_tests(GpuKernelsTest, workload()))
+    require_device(workload())
+
+
+if __name__ == "__main__":
+    sys.exit(run_main(__name__))
