@@ -19,6 +19,8 @@ configure: deps
 build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 
+# ctest ends with its "Label Time Summary": the time of each label (unit, integration, deploy,
+# dist, style, fuzz, python, gpu, bench-smoke), every test carrying at least one.
 test: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 300
 
