@@ -45,8 +45,8 @@
 #include "CLI/CLI.hpp"
 #include "bench/report_bench_jobs.h"
 #include "client/daemon_client.h"
-#include "daemon/daemon_server.h"
-#include "daemon/logger.h"
+#include "daemon/base/logger.h"
+#include "daemon/server/daemon_server.h"
 #include "flopscope/v1/collector.grpc.pb.h"
 
 extern char** environ;

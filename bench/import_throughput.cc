@@ -25,7 +25,7 @@
 
 #include "absl/time/clock.h"
 #include "bench/report_bench_jobs.h"
-#include "daemon/daemon_server.h"
+#include "daemon/server/daemon_server.h"
 #include "importer/batch_stream.h"
 #include "importer/byte_source.h"
 #include "importer/import_assembler.h"

@@ -18,7 +18,7 @@
 #include <thread>
 
 #include "CLI/CLI.hpp"
-#include "daemon/rank_store.h"
+#include "daemon/store/rank_store.h"
 #include "injector/kernel_api.h"
 #include "injector/session.h"
 

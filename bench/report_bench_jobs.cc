@@ -14,7 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/time/clock.h"
 #include "common/version.h"
-#include "daemon/logger.h"
+#include "daemon/base/logger.h"
 #include "flopscope/v1/collector.grpc.pb.h"
 
 namespace flopscope::bench {

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "daemon/daemon_server.h"
+#include "daemon/server/daemon_server.h"
 #include "flopscope/v1/records.pb.h"
 
 namespace flopscope::bench {

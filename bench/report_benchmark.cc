@@ -30,7 +30,7 @@
 #include "bench/report_bench_jobs.h"
 #include "client/daemon_client.h"
 #include "client/ranks_command.h"
-#include "daemon/daemon_server.h"
+#include "daemon/server/daemon_server.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // bench/storage_benchmark: what a rank file costs on disk per kernel and per step, raw and with old
-// steps folded (daemon/step_folding.h), and what that projects to per rank and hour.
+// steps folded (daemon/store/step_folding.h), and what that projects to per rank and hour.
 //
 // One rank's batches go straight to RankStore (no daemon: only the file matters here), one batch
 // per step of a model of `layers` layers of `ops_per_layer` ops (one range each, the kernels of a
@@ -30,8 +30,8 @@
 #include "absl/time/time.h"
 #include "common/sqlite/sqlite_db.h"
 #include "common/version.h"
-#include "daemon/rank_store.h"
-#include "daemon/step_folding.h"
+#include "daemon/store/rank_store.h"
+#include "daemon/store/step_folding.h"
 #include "flopscope/v1/records.pb.h"
 
 namespace {

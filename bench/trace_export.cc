@@ -20,7 +20,7 @@
 #include "bench/report_bench_jobs.h"
 #include "client/daemon_client.h"
 #include "client/trace_export/export_command.h"
-#include "daemon/daemon_server.h"
+#include "daemon/server/daemon_server.h"
 
 namespace {
 

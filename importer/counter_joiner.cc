@@ -9,7 +9,7 @@
 namespace flopscope::importer {
 namespace {
 
-// The daemon's limits on one kernel's counters (daemon/batch_validator.h).
+// The daemon's limits on one kernel's counters (daemon/validate/batch_validator.h).
 constexpr int kMaxRaw = 1024;
 constexpr int kMaxTensorSources = 64;
 

@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "absl/strings/match.h"
-#include "daemon/daemon_server.h"
+#include "daemon/server/daemon_server.h"
 #include "importer/import_command.h"
 #include "importer/testing/shared_data.h"
 #include "importer/testing/temp_dir.h"

@@ -104,8 +104,8 @@ class Session {
   PathTable paths_;
   StringTable strings_;
   // `<spool dir>/<session>.made`: every record the buffers accept is counted in it, so that what
-  // a SIGKILL leaves in them is counted too (daemon/spool_collector.h). Made before the session
-  // is published; declared before buffers_, which it outlives. Null without a spool.
+  // a SIGKILL leaves in them is counted too (daemon/ingest/spool_collector.h). Made before the
+  // session is published; declared before buffers_, which it outlives. Null without a spool.
   std::unique_ptr<MadeCountsPage> made_counts_;
   BufferRegistry buffers_;
   StepTracker steps_;

@@ -45,7 +45,7 @@ CREATE TABLE IF NOT EXISTS rank_losses(
   PRIMARY KEY(job_id, rank, cause)
 ) WITHOUT ROWID;
 
--- Batches the daemon refused (daemon/batch_validator.h), counted where they were dropped: per
+-- Batches the daemon refused (daemon/validate/batch_validator.h), counted where they were dropped: per
 -- session and broken rule, with the records they held. Version 2.
 CREATE TABLE IF NOT EXISTS rank_rejections(
   job_id TEXT NOT NULL,

@@ -2,7 +2,7 @@
 -- Applied on every open, so every statement is idempotent; version 5 is this file (4 added the
 -- folded storage of old steps: kernel_folds, range_folds; 5 range_instance_ids). Files written
 -- by versions 1 and 2 lack some columns, which CREATE TABLE IF NOT EXISTS cannot add: the daemon
--- adds them (daemon/rank_schema.h) and then moves schema_version forward. Columns added since
+-- adds them (daemon/store/rank_schema.h) and then moves schema_version forward. Columns added since
 -- version 1 are marked "(v2)" or "(v3)" and carry a DEFAULT, as ALTER TABLE ... ADD COLUMN
 -- requires.
 --
@@ -236,13 +236,13 @@ CREATE TABLE IF NOT EXISTS instance_stats(
   PRIMARY KEY(sid, instance_id)
 ) WITHOUT ROWID;
 
--- (v4) Storage that lasts a week-long job (DESIGN: Storage, daemon/step_folding.h). Once a rank has
+-- (v4) Storage that lasts a week-long job (DESIGN: Storage, daemon/store/step_folding.h). Once a rank has
 -- more than --keep-raw-steps steps, the records of the older steps are folded, in one
 -- transaction, into the two tables below; every report figure stays exact.
 --   kernel_folds: the uncounted `kernels` rows that ended before a fold's horizon, grouped as
 --     `report --kernels` groups them (their rows are deleted). Counted kernels stay raw.
 --   range_folds: a commit-order prefix of range_events (each event with its instance_stats row,
---     deleted from both tables) packed into `data` (daemon/range_fold_codec.h); reports decode
+--     deleted from both tables) packed into `data` (daemon/store/range_fold_codec.h); reports decode
 --     the folds in rowid order before the raw events, so they see the same events in the same
 --     order. start_ns / end_ns: the time the folded events cover; horizon_ns: kernels that ended
 --     before it are only in kernel_folds (no raw kernel, so no trace, for that time).
@@ -271,7 +271,7 @@ CREATE TABLE IF NOT EXISTS range_folds(
 -- bit-for-bit like every id), so that a later batch repeating an occurrence is refused rather
 -- than counted twice (a resent batch is dropped earlier, by seq: sessions.last_seq). Kept when
 -- steps are folded. A session holds a few rows: one per range still open and one per run of
--- records dropped before they were sent (daemon/instance_id_set.h). Sessions a version 4 file
+-- records dropped before they were sent (daemon/store/instance_id_set.h). Sessions a version 4 file
 -- already held start with none: only ids stored from then on are checked.
 CREATE TABLE IF NOT EXISTS range_instance_ids(
   sid INTEGER NOT NULL,

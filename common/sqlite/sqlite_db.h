@@ -19,7 +19,7 @@ namespace flopscope {
 // Highest schema_version of flopscope's own databases this build understands (schema/*.sql): rank
 // files are at 5 (2: counter windows, FLOPs by precision; 3: communication kernels a window left
 // out; 4: folded old steps; 5: the range instance ids each session stored; older files are
-// upgraded by daemon/rank_schema.h), the catalog at 2 (2: rank_rejections, added by
+// upgraded by daemon/store/rank_schema.h), the catalog at 2 (2: rank_rejections, added by
 // schema/catalog.sql itself on open).
 inline constexpr int kSchemaVersion = 5;
 

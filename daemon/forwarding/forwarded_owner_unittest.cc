@@ -10,12 +10,12 @@
 #include <string>
 
 #include "common/sqlite/sqlite_db.h"
-#include "daemon/access_policy.h"
-#include "daemon/daemon_server.h"
-#include "daemon/data_layout.h"
-#include "daemon/test_batches.h"
-#include "daemon/test_daemon.h"
-#include "daemon/test_temp_dir.h"
+#include "daemon/access/access_policy.h"
+#include "daemon/server/daemon_server.h"
+#include "daemon/store/data_layout.h"
+#include "daemon/testing/test_batches.h"
+#include "daemon/testing/test_daemon.h"
+#include "daemon/testing/test_temp_dir.h"
 #include "flopscope/v1/collector.grpc.pb.h"
 
 namespace flopscope::daemon {

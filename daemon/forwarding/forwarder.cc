@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/tls/grpc_credentials.h"
-#include "daemon/logger.h"
+#include "daemon/base/logger.h"
 #include "daemon/metrics/forwarding_metrics.h"
 
 namespace flopscope::daemon::forwarding {

@@ -22,12 +22,12 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/tls/tls_files.h"
-#include "daemon/access_policy.h"
-#include "daemon/catalog.h"
-#include "daemon/collector_service.h"
+#include "daemon/access/access_policy.h"
+#include "daemon/catalog/catalog.h"
 #include "daemon/forwarding/outbox.h"
 #include "daemon/forwarding/session_link.h"
-#include "daemon/session_registry.h"
+#include "daemon/ingest/collector_service.h"
+#include "daemon/ingest/session_registry.h"
 #include "flopscope/v1/collector.grpc.pb.h"
 
 namespace flopscope::daemon::forwarding {

@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "daemon/resume_token.h"
+#include "daemon/base/resume_token.h"
 #include "schema/schema_sql.h"
 
 namespace flopscope::daemon::forwarding {

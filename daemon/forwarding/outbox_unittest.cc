@@ -11,8 +11,8 @@
 #include "absl/time/clock.h"
 #include "common/sqlite/sqlite_db.h"
 #include "daemon/forwarding/forwarder.h"
-#include "daemon/test_batches.h"
-#include "daemon/test_temp_dir.h"
+#include "daemon/testing/test_batches.h"
+#include "daemon/testing/test_temp_dir.h"
 
 namespace flopscope::daemon::forwarding {
 namespace {

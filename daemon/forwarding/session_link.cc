@@ -11,9 +11,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "daemon/access_policy.h"
-#include "daemon/collector_service.h"
-#include "daemon/logger.h"
+#include "daemon/access/access_policy.h"
+#include "daemon/base/logger.h"
+#include "daemon/ingest/collector_service.h"
 
 namespace flopscope::daemon::forwarding {
 namespace {

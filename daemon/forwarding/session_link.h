@@ -26,7 +26,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "daemon/forwarding/outbox.h"
-#include "daemon/session_registry.h"
+#include "daemon/ingest/session_registry.h"
 #include "flopscope/v1/collector.grpc.pb.h"
 
 namespace flopscope::daemon::forwarding {

@@ -16,13 +16,13 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
-#include "daemon/daemon_server.h"
 #include "daemon/forwarding/forwarder.h"
 #include "daemon/forwarding/outbox.h"
-#include "daemon/session_registry.h"
-#include "daemon/test_batches.h"
-#include "daemon/test_daemon.h"
-#include "daemon/test_temp_dir.h"
+#include "daemon/ingest/session_registry.h"
+#include "daemon/server/daemon_server.h"
+#include "daemon/testing/test_batches.h"
+#include "daemon/testing/test_daemon.h"
+#include "daemon/testing/test_temp_dir.h"
 #include "flopscope/v1/profiling.grpc.pb.h"
 
 namespace flopscope::daemon::forwarding {

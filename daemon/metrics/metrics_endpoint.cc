@@ -8,7 +8,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "daemon/logger.h"
+#include "daemon/base/logger.h"
 #include "daemon/metrics/exposition.h"
 
 namespace flopscope::daemon::metrics {

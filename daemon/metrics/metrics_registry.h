@@ -23,7 +23,7 @@
 #include "absl/synchronization/mutex.h"
 #include "daemon/metrics/exposition.h"
 #include "daemon/metrics/rank_activity.h"
-#include "daemon/rank_totals.h"
+#include "daemon/store/rank_totals.h"
 #include "flopscope/v1/records.pb.h"
 
 namespace flopscope::daemon::metrics {
@@ -71,7 +71,8 @@ class MetricsRegistry {
   void OnRejected(const v1::SessionHello& hello, std::string_view rule, uint64_t records)
       ABSL_LOCKS_EXCLUDED(mu_);
 
-  // A whole job of `bytes` bytes was deleted (flopscope prune, --max-disk: daemon/job_pruner.h).
+  // A whole job of `bytes` bytes was deleted (flopscope prune, --max-disk:
+  // daemon/retention/job_pruner.h).
   void OnJobPruned(uint64_t bytes) ABSL_LOCKS_EXCLUDED(mu_);
 
   // The exposition text (format 0.0.4) of everything tracked.

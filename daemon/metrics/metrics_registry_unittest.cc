@@ -9,7 +9,7 @@
 #include <string>
 
 #include "common/peak_flops.h"
-#include "daemon/test_batches.h"
+#include "daemon/testing/test_batches.h"
 
 namespace flopscope::daemon::metrics {
 namespace {

@@ -4,8 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/peak_flops.h"
-#include "daemon/counted_rollup.h"
-#include "daemon/step_index.h"
+#include "daemon/store/counted_rollup.h"
+#include "daemon/store/step_index.h"
 
 namespace flopscope::daemon::metrics {
 namespace {

@@ -14,7 +14,8 @@ struct MetadataEntry {
 // Values longer than this are cut (at a UTF-8 boundary).
 inline constexpr size_t kMaxMetadataBytes = 4096;
 // Keys longer than this are cut: the daemon refuses a longer key, and with it the whole batch
-// (kMaxMetadataKeyBytes in daemon/batch_validator.h; metadata_mark_fuzzer checks the two agree).
+// (kMaxMetadataKeyBytes in daemon/validate/batch_validator.h; metadata_mark_fuzzer checks the two
+// agree).
 inline constexpr size_t kMaxMetadataKeyBytes = 1024;
 
 // Parses the text of a mark in the `flopscope` NVTX domain (DESIGN: metadata channel):

@@ -15,9 +15,9 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "common/utf8.h"
-#include "daemon/batch_validator.h"
-#include "daemon/parallel_mark.h"
-#include "daemon/session_definitions.h"
+#include "daemon/validate/batch_validator.h"
+#include "daemon/validate/parallel_mark.h"
+#include "daemon/validate/session_definitions.h"
 #include "flopscope/v1/records.pb.h"
 #include "injector/ranges/metadata_mark.h"
 

@@ -47,8 +47,8 @@ class SpoolFile {
   // Opens a file left by an ended process: null when its owner still holds it, or when it is
   // not a spool file of ours (*error says which; empty for "still owned").
   static std::unique_ptr<SpoolFile> OpenOrphan(const std::string& path, std::string* error);
-  // The same for flopscoped's collector of orphaned spools (daemon/spool_collector.h): a file
-  // of any owner, whose uid is returned in *owner for the daemon's access check.
+  // The same for flopscoped's collector of orphaned spools (daemon/ingest/spool_collector.h): a
+  // file of any owner, whose uid is returned in *owner for the daemon's access check.
   static std::unique_ptr<SpoolFile> OpenOrphanOfAnyOwner(const std::string& path, uid_t* owner,
                                                          std::string* error);
   // Spool files in `dir`, sorted by name.

@@ -1,6 +1,6 @@
 // Fuzzes the spool file reader (SpoolFile::OpenOrphanOfAnyOwner and Read): flopscoped's
-// collector of orphaned spools (daemon/spool_collector.h) reads files other users wrote, so the
-// bytes are untrusted. Besides not crashing: every entry the scan lists lies inside the file,
+// collector of orphaned spools (daemon/ingest/spool_collector.h) reads files other users wrote, so
+// the bytes are untrusted. Besides not crashing: every entry the scan lists lies inside the file,
 // entries come in increasing seq order, each can be read back or is refused, never more, and
 // the hello's end (where Reset and Compact cut back to) lies inside what the scan accepted.
 

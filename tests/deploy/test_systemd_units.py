@@ -49,7 +49,7 @@ HARDENING = {
     "RuntimeDirectoryMode": "0755",
 }
 # The node daemon keeps one capability and one call of @resources: raising its own CPU priority
-# over the jobs it watches (daemon/cpu_priority.h); the aggregator none.
+# over the jobs it watches (daemon/base/cpu_priority.h); the aggregator none.
 CAPABILITIES = {"flopscoped.service": "CAP_SYS_NICE", "flopscoped-aggregator.service": ""}
 ALLOWED_CALLS = {"flopscoped.service": ["setpriority"], "flopscoped-aggregator.service": []}
 

@@ -8,7 +8,7 @@ ranks children of one process in a session of its own, as under torchrun or srun
 children of this test: the kernel's autogroup scheduler shares the CPU between sessions first,
 and 64 ranks inside the test's own session would leave each `flopscope` command 1/66 of it, a
 test artefact that measured 0.2-3 s for a command needing 10 ms of CPU. Each query's daemon-side
-phases (daemon/query_spans.h) are printed beside the client's wall time."""
+phases (daemon/query/query_spans.h) are printed beside the client's wall time."""
 
 import json
 import os

@@ -3,7 +3,7 @@
 
 The code registers its options with CLI11 (`add_option("--steps", ...)`, `add_flag(...)`,
 `add_option_function<T>(...)`): in client/main.cc per subcommand (`line.report->add_option`), in
-daemon/daemon_options.cc for flopscoped. For each option this checks that
+daemon/server/daemon_options.cc for flopscoped. For each option this checks that
   1. README.md, or a docs/ page README.md links to, names it as `--name` (or `-x` for a short
      option without a long name);
   2. `--help` of its program or subcommand shows it (CLI11 lists what was registered, so this
@@ -63,7 +63,7 @@ def registered_client_options(root):
 
 
 def registered_daemon_options(root):
-    path = root / "daemon" / "daemon_options.cc"
+    path = root / "daemon" / "server" / "daemon_options.cc"
     text = path.read_text()
     found = {}
     for match in REGISTER.finditer(text):

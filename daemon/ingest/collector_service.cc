@@ -1,0 +1,335 @@
+#include "daemon/ingest/collector_service.h"
+
+#include <algorithm>
+#include <memory>
+#include <string>
+
+#include "absl/cleanup/cleanup.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/clock.h"
+#include "common/version.h"
+#include "daemon/base/cpu_priority.h"
+#include "daemon/base/grpc_status.h"
+#include "daemon/base/logger.h"
+#include "daemon/store/disk_space.h"
+#include "daemon/validate/batch_validator.h"
+#include "daemon/validate/hello_validator.h"
+#include "daemon/validate/parallel_mark.h"
+
+namespace flopscope::daemon {
+namespace {
+
+// A refusal's message as trailer metadata: gRPC carries only printable ASCII in a text value, and
+// the producer keeps 63 bytes of it (fs_transport_stats.refusal).
+std::string RefusalReason(absl::string_view message) {
+  std::string reason(message.substr(0, 63));
+  for (char& c : reason) {
+    if (c < 0x20 || c > 0x7e) c = '?';
+  }
+  return reason;
+}
+
+std::string Describe(const v1::SessionHello& hello) {
+  return absl::StrCat("job ", hello.job_id(), " rank ", hello.rank(), " session ",
+                      hello.session_id());
+}
+
+const char* MessageKind(const v1::UpMessage& message) {
+  switch (message.msg_case()) {
+    case v1::UpMessage::kHello:
+      return "a SessionHello";
+    case v1::UpMessage::kBatch:
+      return "a Batch";
+    case v1::UpMessage::kControlReply:
+      return "a ControlReply";
+    case v1::UpMessage::kProgress:
+      return "a Progress";
+    case v1::UpMessage::MSG_NOT_SET:
+      break;
+  }
+  return "an empty UpMessage";
+}
+
+std::string StatusCodeName(grpc::StatusCode code) {
+  return absl::StatusCodeToString(static_cast<absl::StatusCode>(code));
+}
+
+grpc::Status ClientGone() {
+  return grpc::Status(grpc::StatusCode::CANCELLED, "the client went away");
+}
+
+grpc::Status NotParsed(const char* which) {
+  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                      absl::StrCat("the ", which,
+                                   " message of the stream is not a flopscope.v1.UpMessage (it "
+                                   "does not parse): is the producer a flopscope injector?"));
+}
+
+}  // namespace
+}  // namespace flopscope::daemon
+
+grpc::Status grpc::SerializationTraits<flopscope::daemon::CheckedUpMessage, void>::Deserialize(
+    grpc::ByteBuffer* buffer, flopscope::daemon::CheckedUpMessage* message) {
+  // Always OK, so that the Read succeeds and the service sees the flag.
+  message->parse_error =
+      !grpc::GenericDeserialize<grpc::ProtoBufferReader, flopscope::v1::UpMessage>(
+           buffer, &message->message)
+           .ok();
+  return grpc::Status::OK;
+}
+
+grpc::Status grpc::SerializationTraits<flopscope::daemon::CheckedUpMessage, void>::Serialize(
+    const flopscope::daemon::CheckedUpMessage& message, grpc::ByteBuffer* buffer,
+    bool* own_buffer) {
+  return grpc::GenericSerialize<grpc::ProtoBufferWriter, flopscope::v1::UpMessage>(
+      message.message, buffer, own_buffer);
+}
+
+namespace flopscope::daemon {
+
+CollectorService::CollectorService(StoreRegistry* stores, Catalog* catalog,
+                                   SessionRegistry* sessions)
+    : stores_(stores), catalog_(catalog), sessions_(sessions) {
+  // Method 0 is Stream, the service's only one (collector.proto).
+  MarkMethodStreamed(
+      0,
+      new grpc::internal::BidiStreamingHandler<CollectorService, CheckedUpMessage, v1::DownMessage>(
+          [](CollectorService* service, grpc::ServerContext* context, ServerStream* stream) {
+            return service->Serve(context, stream);
+          },
+          this));
+}
+
+grpc::Status CollectorService::Serve(grpc::ServerContext* context, ServerStream* stream) {
+  // A stream's commits run behind the queries (cpu_priority.h); the thread is back at the
+  // daemon's priority when the stream ends and gRPC hands it another call.
+  const ScopedThreadNice behind_queries(kBackgroundNice);
+  // Who is calling, first, before anything has an effect (daemon/access/access_policy.h).
+  absl::StatusOr<PeerIdentity> caller = access_->IdentifyWriter(*context);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
+  CheckedUpMessage first;
+  if (grpc::Status s = ReadHello(stream, &first); !s.ok()) return s;
+  // The resume token goes no further than its check: never stored with the hello, never logged.
+  const std::string token = std::move(*first.message.mutable_hello()->mutable_resume_token());
+  first.message.mutable_hello()->clear_resume_token();
+  const v1::SessionHello& hello = first.message.hello();
+  std::string issued_token;
+  absl::StatusOr<Connection> connection = Connect(*caller, hello, token, &issued_token);
+  if (!connection.ok()) {
+    // Who the kernel says called (pid 0: a TLS peer, whose pid no kernel here knows); the
+    // hello's pid is the caller's claim and is named as such.
+    LogWarning("refused a stream from uid ", caller->uid, " pid ", caller->pid,
+               " (its hello claims pid ", hello.pid(), "): ", connection.status().message());
+    // The producer prints this beside what it spooled, so the rank's own stderr says why.
+    context->AddTrailingMetadata(kRefusalReasonKey,
+                                 IsDiskFull(connection.status())
+                                     ? std::string(kDiskFullReason)
+                                     : RefusalReason(connection.status().message()));
+    return ToGrpcStatus(connection.status());
+  }
+  StreamTally tally;
+  absl::Cleanup disconnected = [&] { EndStream(*connection, tally); };
+  v1::DownMessage welcome;
+  welcome.mutable_welcome()->set_committed_seq(connection->committed_seq);
+  welcome.mutable_welcome()->set_daemon_version(kVersion);
+  if (!issued_token.empty()) welcome.mutable_welcome()->set_resume_token(issued_token);
+  // Written before the stream is listed, so nothing else can be writing yet.
+  if (!stream->Write(welcome)) {
+    LogDisconnect(hello, ClientGone());
+    return ClientGone();
+  }
+  connection->live = sessions_->Register(
+      SessionKey{hello.job_id(), hello.rank(), hello.session_id()},
+      [stream](const v1::DownMessage& message) { return stream->Write(message); });
+  // Runs before `disconnected`; after it nothing writes on `stream`, which dies with this call.
+  absl::Cleanup delisted = [&] { sessions_->Unregister(connection->live); };
+  if (connected_hook_) connected_hook_(hello.job_id(), hello.rank());
+  if (metrics_ != nullptr) metrics_->OnConnected(hello);
+  absl::Cleanup unmetered = [&] {
+    if (metrics_ != nullptr) metrics_->OnDisconnected(hello);
+  };
+  const grpc::Status status = ServeBatches(context, stream, *connection, &tally);
+  LogDisconnect(hello, status);
+  return status;
+}
+
+void CollectorService::EndStream(const Connection& connection, const StreamTally& tally) {
+  const v1::SessionHello& hello = connection.hello;
+  const absl::Status ended = connection.store->EndStream(connection.sid, tally);
+  if (!ended.ok()) LogWarning("end of ", Describe(hello), " not recorded: ", ended.message());
+  // The totals again: an update refused after some commit (disk full) is caught up here.
+  const int64_t now_ns = absl::GetCurrentTimeNanos();
+  const absl::Status totals = PublishTotals(connection, now_ns);
+  if (!totals.ok()) LogWarning("catalog: ", totals.message());
+  const absl::Status s = catalog_->SessionDisconnected(hello.job_id(), hello.rank(), now_ns);
+  if (!s.ok()) LogWarning("catalog: ", s.message());
+}
+
+absl::Status CollectorService::PublishTotals(const Connection& connection, int64_t now_ns) {
+  absl::MutexLock lock(&totals_mu_);
+  return catalog_->UpdateTotals(connection.hello.job_id(), connection.hello.rank(),
+                                connection.store->Totals(), now_ns);
+}
+
+grpc::Status CollectorService::ReadHello(ServerStream* stream, CheckedUpMessage* first) {
+  if (!stream->Read(first)) {
+    return grpc::Status(grpc::StatusCode::CANCELLED, "the stream ended before its SessionHello");
+  }
+  if (first->parse_error) return NotParsed("first");
+  if (first->message.has_hello()) return grpc::Status::OK;
+  return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                      absl::StrCat("the first message of a stream must be a SessionHello, got ",
+                                   MessageKind(first->message)));
+}
+
+absl::StatusOr<CollectorService::Connection> CollectorService::Connect(
+    const PeerIdentity& caller, const v1::SessionHello& hello, absl::string_view token,
+    std::string* issued_token) {
+  // Validated before the job id becomes a directory name or a catalog key.
+  if (absl::Status s = ValidateHello(hello); !s.ok()) return s;
+  if (absl::Status s = stores_->CheckSpace(); !s.ok()) return s;  // logged by the caller
+  // After the space check: a refused stream leaves no owner and no token behind.
+  if (absl::Status s = access_->ClaimForWrite(caller, hello.job_id()); !s.ok()) return s;
+  absl::StatusOr<std::string> issued = access_->CheckResumeToken(hello, token);
+  if (!issued.ok()) return issued.status();
+  *issued_token = *std::move(issued);
+  absl::StatusOr<std::shared_ptr<RankStore>> store = stores_->Acquire(hello.job_id(), hello.rank());
+  absl::StatusOr<SessionHandle> session =
+      store.ok() ? (*store)->OpenSession(hello) : absl::StatusOr<SessionHandle>(store.status());
+  if (!session.ok()) {
+    LogError("cannot store ", Describe(hello), ": ", session.status().message());
+    if (IsDiskFull(session.status())) return DiskFullRefusal(session.status());
+    return absl::UnavailableError(
+        absl::StrCat("the daemon cannot store this session now: ", session.status().message()));
+  }
+  // Listings are a convenience: a catalog failure is logged, never fatal to the data stream.
+  const absl::Status listed = catalog_->SessionConnected(hello, absl::GetCurrentTimeNanos());
+  if (!listed.ok()) LogWarning("catalog: ", listed.message());
+  LogInfo("connected ", Describe(hello), " (host ", hello.host(), " pid ", hello.pid(),
+          "), committed seq ", session->committed_seq);
+  return Connection{hello, *std::move(store), session->sid, session->committed_seq, nullptr};
+}
+
+void CollectorService::LogDisconnect(const v1::SessionHello& hello, const grpc::Status& status) {
+  // A rejection was logged with its reason already; other endings say why here.
+  std::string why;
+  if (status.error_code() == grpc::StatusCode::INVALID_ARGUMENT) {
+    why = " (rejected)";
+  } else if (!status.ok()) {
+    why =
+        absl::StrCat(" (", StatusCodeName(status.error_code()), ": ", status.error_message(), ")");
+  }
+  LogInfo("disconnected ", Describe(hello), why);
+}
+
+grpc::Status CollectorService::ServeBatches(grpc::ServerContext* context, ServerStream* stream,
+                                            const Connection& connection, StreamTally* tally) {
+  // One message reused for the whole stream: parsing into it keeps its allocated records.
+  CheckedUpMessage checked;
+  const v1::UpMessage& message = checked.message;
+  while (stream->Read(&checked)) {
+    if (checked.parse_error) {
+      LogWarning(Describe(connection.hello), ": a message that does not parse ended the stream");
+      // Counted like a rejected batch (its records, if it held any, cannot be known).
+      const absl::Status counted =
+          catalog_->AddRejection(connection.hello.job_id(), connection.hello.rank(),
+                                 connection.hello.session_id(), "unparsable", 0);
+      if (!counted.ok()) LogWarning("catalog: ", counted.message());
+      return NotParsed("next");
+    }
+    switch (message.msg_case()) {
+      case v1::UpMessage::kBatch:
+        if (grpc::Status s = StoreBatch(context, connection, message.batch(), tally); !s.ok()) {
+          return s;
+        }
+        break;
+      case v1::UpMessage::kProgress:
+        tally->announced = std::max(tally->announced, message.progress().records_queued());
+        break;
+      case v1::UpMessage::kControlReply:
+        DeliverControlReply(connection, message.control_reply());
+        break;
+      case v1::UpMessage::kHello:
+      case v1::UpMessage::MSG_NOT_SET:
+        return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                            absl::StrCat("expected a Batch or ControlReply after the hello, got ",
+                                         MessageKind(message)));
+    }
+  }
+  if (context->IsCancelled()) return ClientGone();
+  return grpc::Status::OK;
+}
+
+void CollectorService::DeliverControlReply(const Connection& connection,
+                                           const v1::ControlReply& reply) {
+  if (sessions_->DeliverReply(*connection.live, reply)) return;
+  // Late (its requester gave up) or never asked of this stream: nothing waits for it.
+  LogDebug("dropped control reply ", reply.id(), " from ", Describe(connection.hello),
+           ": no request of that id is waiting on this stream");
+}
+
+void CollectorService::RecordAnnouncedLayout(const Connection& connection, const v1::Batch& batch) {
+  // The latest mark of the batch wins, as it would have had it arrived in a later batch.
+  for (auto it = batch.metadata().rbegin(); it != batch.metadata().rend(); ++it) {
+    if (it->key() != kParallelKey) continue;
+    absl::StatusOr<v1::ParallelLayout> layout = ParseParallelMark(it->value());
+    if (!layout.ok()) {
+      // The mark is stored as metadata either way; only the layout stays as the hello said.
+      LogWarning(Describe(connection.hello), ": ", layout.status().message());
+      return;
+    }
+    const absl::Status set =
+        catalog_->SetAnnouncedLayout(connection.hello.job_id(), connection.hello.rank(), *layout);
+    if (!set.ok()) LogWarning("catalog: ", set.message());
+    return;
+  }
+}
+
+grpc::Status CollectorService::StoreBatch(grpc::ServerContext* context,
+                                          const Connection& connection, const v1::Batch& batch,
+                                          StreamTally* tally) {
+  CommitOutcome outcome;
+  absl::Status status = stores_->CheckSpace(DiskSpaceGuard::CommitBytesFor(batch.ByteSizeLong()));
+  if (status.ok()) status = connection.store->Commit(connection.sid, batch, &outcome);
+  if (absl::IsInvalidArgument(status)) {
+    LogWarning("rejected ", Describe(connection.hello), ": ", status.message());
+    // Counted here, where the batch is dropped (the producer cannot count it), by rule.
+    const absl::Status counted = catalog_->AddRejection(
+        connection.hello.job_id(), connection.hello.rank(), connection.hello.session_id(),
+        RejectedRule(status), BatchRecordCount(batch));
+    if (!counted.ok()) LogWarning("catalog: ", counted.message());
+    if (metrics_ != nullptr) {
+      metrics_->OnRejected(connection.hello, RejectedRule(status), BatchRecordCount(batch));
+    }
+    context->AddTrailingMetadata(kRejectedSeqKey, std::to_string(batch.seq()));
+    return ToGrpcStatus(status);
+  }
+  if (IsDiskFull(status)) {
+    // RESOURCE_EXHAUSTED with the reason: the injector keeps (or spools) the batch and says why.
+    LogError("storing ", Describe(connection.hello), " refused: ", status.message());
+    context->AddTrailingMetadata(kRefusalReasonKey, kDiskFullReason);
+    return ToGrpcStatus(DiskFullRefusal(status));
+  }
+  if (!status.ok()) {
+    LogError("storing ", Describe(connection.hello), " failed: ", status.message());
+    // UNAVAILABLE: the injector keeps the batch unacknowledged and resends it later.
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, std::string(status.message()));
+  }
+  if (!outcome.duplicate) {
+    tally->received += ProducerRecordCount(batch);
+    RecordAnnouncedLayout(connection, batch);
+    const absl::Status listed = PublishTotals(connection, absl::GetCurrentTimeNanos());
+    if (!listed.ok()) LogWarning("catalog: ", listed.message());
+    if (metrics_ != nullptr) {
+      metrics_->OnCommitted(connection.hello, batch, connection.store->Totals());
+    }
+  }
+  if (committed_hook_) committed_hook_(connection.hello, batch);
+  v1::DownMessage ack;
+  ack.mutable_ack()->set_committed_seq(outcome.committed_seq);
+  if (!connection.live->Write(ack)) return ClientGone();
+  return grpc::Status::OK;
+}
+
+}  // namespace flopscope::daemon

@@ -1,0 +1,327 @@
+#include "daemon/ingest/spool_collector.h"
+
+#include <glob.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/made_counts_page.h"
+#include "common/version.h"
+#include "daemon/base/cpu_priority.h"
+#include "daemon/base/logger.h"
+#include "daemon/store/rank_store.h"
+#include "daemon/validate/batch_validator.h"
+#include "daemon/validate/hello_validator.h"
+#include "injector/transport/spool_file.h"
+
+namespace flopscope::daemon {
+namespace {
+
+using transport::SpoolFile;
+
+// Directories the patterns match, sorted and without repeats (glob(3) sorts each pattern's).
+std::vector<std::string> MatchingDirectories(const std::vector<std::string>& patterns) {
+  std::vector<std::string> dirs;
+  for (const std::string& pattern : patterns) {
+    if (pattern.empty()) continue;  // --collect-spools ''
+    glob_t matches{};
+    if (glob(pattern.c_str(), GLOB_ONLYDIR | GLOB_NOSORT, nullptr, &matches) == 0) {
+      for (size_t i = 0; i < matches.gl_pathc; ++i) dirs.emplace_back(matches.gl_pathv[i]);
+    }
+    globfree(&matches);
+  }
+  std::sort(dirs.begin(), dirs.end());
+  dirs.erase(std::unique(dirs.begin(), dirs.end()), dirs.end());
+  return dirs;
+}
+
+// `<dir>/<session>.made` beside `<dir>/<session>.spool` (common/made_counts_page.h).
+std::string MadeCountsPathOf(const std::string& spool_path) {
+  const std::string suffix = SpoolFile::kSuffix;
+  return spool_path.substr(0, spool_path.size() - suffix.size()) + MadeCountsPage::kSuffix;
+}
+
+std::vector<std::string> MadeCountsFiles(const std::string& dir) {
+  std::vector<std::string> files;
+  glob_t matches{};
+  const std::string pattern = dir + "/*" + MadeCountsPage::kSuffix;
+  if (glob(pattern.c_str(), GLOB_NOSORT, nullptr, &matches) == 0) {
+    for (size_t i = 0; i < matches.gl_pathc; ++i) files.emplace_back(matches.gl_pathv[i]);
+  }
+  globfree(&matches);
+  return files;
+}
+
+// The hello of the session a made-counts file names (MadeSession holds the fields the injector
+// knows before its transport starts); validated like any hello before it is used.
+v1::SessionHello HelloOf(const MadeSession& made) {
+  v1::SessionHello hello;
+  hello.set_protocol_version(kProtocolVersion);
+  hello.set_session_id(made.session_id);
+  hello.set_job_id(made.job_id);
+  hello.set_rank(made.rank);
+  hello.set_local_rank(made.local_rank);
+  hello.set_world_size(made.world_size);
+  v1::ParallelLayout* layout = hello.mutable_layout();
+  layout->set_tp_size(made.tp_size);
+  layout->set_pp_size(made.pp_size);
+  layout->set_dp_size(made.dp_size);
+  layout->set_tp_rank(made.tp_rank);
+  layout->set_pp_rank(made.pp_rank);
+  layout->set_dp_rank(made.dp_rank);
+  layout->set_source(made.layout_source);
+  hello.set_host(made.host);
+  hello.set_pid(made.pid);
+  hello.set_injector_version(made.injector_version);
+  hello.set_start_time_ns(made.start_time_ns);
+  hello.set_command(made.command);
+  hello.set_gpu_status("unknown: the process ended before its transport started");
+  return hello;
+}
+
+std::string Describe(const v1::SessionHello& hello) {
+  return absl::StrCat("job ", hello.job_id(), " rank ", hello.rank(), " session ",
+                      hello.session_id());
+}
+
+}  // namespace
+
+SpoolCollector::SpoolCollector(std::vector<std::string> patterns, StoreRegistry* stores,
+                               Catalog* catalog, MayWrite may_write)
+    : patterns_(std::move(patterns)),
+      stores_(stores),
+      catalog_(catalog),
+      may_write_(std::move(may_write)) {}
+
+SpoolCollector::~SpoolCollector() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+void SpoolCollector::Start(absl::Duration period) {
+  thread_ = std::thread([this, period] { Loop(period); });
+}
+
+void SpoolCollector::Loop(absl::Duration period) {
+  const ScopedThreadNice behind_queries(kBackgroundNice);  // cpu_priority.h
+  while (true) {
+    const Outcome outcome = CollectOnce();
+    if (outcome.files > 0) {
+      LogInfo("delivered ", outcome.files, " orphaned spool file(s): ", outcome.batches,
+              " batches, ", outcome.records, " records");
+    }
+    absl::MutexLock lock(&mu_);
+    const auto stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
+    if (mu_.AwaitWithTimeout(absl::Condition(&stop), period)) return;
+  }
+}
+
+SpoolCollector::Outcome SpoolCollector::CollectOnce() {
+  Outcome outcome;
+  for (const std::string& dir : MatchingDirectories(patterns_)) {
+    struct stat st;
+    const bool dir_private = lstat(dir.c_str(), &st) == 0 && PrivateTo(dir, st.st_uid);
+    const uid_t dir_owner = dir_private ? st.st_uid : 0;
+    if (dir_private) {
+      SpoolFile::RemoveAbandonedCopies(dir);  // what a compaction left when SIGKILL cut it short
+    }
+    for (const std::string& path : SpoolFile::List(dir)) {
+      // An empty orphan of the directory's owner (SpoolFile::RemoveEmptyOrphan) goes, said once.
+      if (dir_private && SpoolFile::RemoveEmptyOrphan(path, dir_owner, kEmptyOrphanAgeS)) {
+        LogInfo("removed ", path, ": an empty spool file its process left before writing into it",
+                " (only an older injector leaves one)");
+        ++outcome.emptied;
+        continue;
+      }
+      uid_t owner = 0;
+      std::string error;
+      std::unique_ptr<SpoolFile> file = SpoolFile::OpenOrphanOfAnyOwner(path, &owner, &error);
+      if (file == nullptr) {
+        if (!error.empty()) NoteRefusal(path, error);  // else its process still lives
+        continue;
+      }
+      if (!PrivateTo(dir, owner)) {
+        ++outcome.refused;
+        NoteRefusal(path, absl::StrCat(dir, " is not a directory of uid ", owner,
+                                       " that only it may write"));
+        continue;
+      }
+      if (absl::Status s = Deliver(*file, owner, &outcome); !s.ok()) {
+        if (absl::IsCancelled(s)) return outcome;  // a stop: no more files this pass
+        ++outcome.refused;
+        NoteRefusal(path, s.message());
+        continue;
+      }
+      file->Remove();
+      unlink(MadeCountsPathOf(path).c_str());  // read by Deliver, if there was one
+      ++outcome.files;
+    }
+    if (lstat(dir.c_str(), &st) == 0 && PrivateTo(dir, st.st_uid)) {
+      CollectMadeCountsAlone(dir, st.st_uid, &outcome);
+    }
+  }
+  return outcome;
+}
+
+void SpoolCollector::CollectMadeCountsAlone(const std::string& dir, uid_t owner, Outcome* outcome) {
+  for (const std::string& path : MadeCountsFiles(dir)) {
+    const std::string stem = path.substr(0, path.size() - std::strlen(MadeCountsPage::kSuffix));
+    struct stat st;
+    if (lstat((stem + SpoolFile::kSuffix).c_str(), &st) == 0) continue;  // its spool's turn
+    uid_t file_owner = 0;
+    uint64_t made = 0;
+    MadeSession named;
+    std::string error;
+    if (!MadeCountsPage::ReadOrphan(path, &file_owner, &made, &named, &error)) {
+      if (!error.empty()) NoteRefusal(path, error);  // else its process still lives
+      continue;
+    }
+    if (file_owner != owner) {
+      NoteRefusal(path,
+                  absl::StrCat("owned by uid ", file_owner, ", its directory by uid ", owner));
+      continue;
+    }
+    if (!named.known()) {
+      LogInfo("removed ", path, ": its process ended before writing a batch; the ", made,
+              " records it made are counted nowhere (the file names no session)");
+      unlink(path.c_str());
+      continue;
+    }
+    // The process ended before its transport made a spool (or the user's next process replayed
+    // it): what the store lacks of what it made is charged to its session as killed.
+    const v1::SessionHello hello = HelloOf(named);
+    StreamTally tally;
+    tally.made_known = true;
+    tally.made = made;
+    absl::StatusOr<OrphanTarget> target = OpenOrphanSession(hello, owner);
+    absl::Status status = target.status();
+    if (status.ok()) status = EndOrphanSession(hello, *target, tally);
+    if (!status.ok()) {
+      ++outcome->refused;
+      NoteRefusal(path, status.message());
+      continue;
+    }
+    LogInfo("charged ", path, " (", made, " records made, no spool) to ", Describe(hello),
+            ": what its store lacks is counted as killed");
+    unlink(path.c_str());
+    ++outcome->made_alone;
+  }
+}
+
+bool SpoolCollector::Stopping() {
+  absl::MutexLock lock(&mu_);
+  return stopping_;
+}
+
+bool SpoolCollector::PrivateTo(const std::string& dir, uid_t owner) {
+  struct stat st;
+  return lstat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == owner &&
+         (st.st_mode & 022) == 0;
+}
+
+absl::StatusOr<SpoolCollector::OrphanTarget> SpoolCollector::OpenOrphanSession(
+    const v1::SessionHello& hello, uid_t owner) {
+  if (absl::Status s = ValidateHello(hello); !s.ok()) return s;
+  if (absl::Status s = may_write_(owner, hello.job_id()); !s.ok()) return s;
+  if (absl::Status s = stores_->CheckSpace(); !s.ok()) return s;
+  absl::StatusOr<std::shared_ptr<RankStore>> store = stores_->Acquire(hello.job_id(), hello.rank());
+  if (!store.ok()) return store.status();
+  absl::StatusOr<SessionHandle> session = (*store)->OpenSession(hello);
+  if (!session.ok()) return session.status();
+  catalog_->SessionConnected(hello, absl::GetCurrentTimeNanos()).IgnoreError();  // a listing
+  return OrphanTarget{*std::move(store), *session};
+}
+
+absl::Status SpoolCollector::EndOrphanSession(const v1::SessionHello& hello,
+                                              const OrphanTarget& target,
+                                              const StreamTally& tally) {
+  const int64_t now_ns = absl::GetCurrentTimeNanos();
+  absl::Status status = target.store->EndStream(target.session.sid, tally);
+  catalog_->UpdateTotals(hello.job_id(), hello.rank(), target.store->Totals(), now_ns)
+      .IgnoreError();
+  catalog_->SessionDisconnected(hello.job_id(), hello.rank(), now_ns).IgnoreError();
+  return status;
+}
+
+absl::Status SpoolCollector::Deliver(const SpoolFile& file, uid_t owner, Outcome* outcome) {
+  const v1::SessionHello& hello = file.hello().hello();
+  absl::StatusOr<OrphanTarget> target = OpenOrphanSession(hello, owner);
+  if (!target.ok()) return target.status();
+  RankStore& store = *target->store;
+  const int64_t sid = target->session.sid;
+  StreamTally tally;
+  absl::Status status;
+  v1::UpMessage message;
+  for (const SpoolFile::Entry& entry : file.entries()) {
+    if (Stopping()) {  // the file stays; the next start resumes after the committed seq
+      status = absl::CancelledError("the daemon is stopping");
+      break;
+    }
+    if (entry.seq <= target->session.committed_seq) continue;  // the daemon has it
+    if (!file.Read(entry, &message)) {
+      status = absl::DataLossError(absl::StrCat("batch seq ", entry.seq, " cannot be read"));
+      break;
+    }
+    if (!message.has_batch()) continue;
+    CommitOutcome committed;
+    status = store.Commit(sid, message.batch(), &committed);
+    if (absl::IsInvalidArgument(status)) {
+      // Counted as a stream's rejection is; the file's later batches are still tried.
+      LogWarning("rejected from the spool of ", Describe(hello), ": ", status.message());
+      catalog_
+          ->AddRejection(hello.job_id(), hello.rank(), hello.session_id(), RejectedRule(status),
+                         BatchRecordCount(message.batch()))
+          .IgnoreError();
+      status = absl::OkStatus();
+      continue;
+    }
+    if (!status.ok()) break;  // disk full, I/O: the file stays for the next pass
+    if (committed_hook_) committed_hook_(hello, message.batch());
+    if (committed.duplicate) continue;
+    tally.received += ProducerRecordCount(message.batch());
+    ++outcome->batches;
+    outcome->records += ProducerRecordCount(message.batch());
+  }
+  // Only once the whole file is in: a stop or a failure midway would count its rest as killed.
+  if (status.ok()) ReadMadeCounts(file.path(), owner, &tally);
+  if (absl::Status s = EndOrphanSession(hello, *target, tally); !s.ok() && status.ok()) status = s;
+  return status;
+}
+
+void SpoolCollector::ReadMadeCounts(const std::string& spool_path, uid_t owner,
+                                    StreamTally* tally) {
+  const std::string path = MadeCountsPathOf(spool_path);
+  struct stat st;
+  if (lstat(path.c_str(), &st) != 0) return;  // a clean exit removed it, or there never was one
+  uid_t file_owner = 0;
+  MadeSession named;  // the spool's hello names the session already
+  std::string error;
+  if (!MadeCountsPage::ReadOrphan(path, &file_owner, &tally->made, &named, &error)) {
+    NoteRefusal(path, error.empty() ? "its writer still holds it" : error);
+    return;
+  }
+  if (file_owner != owner) {
+    NoteRefusal(path, absl::StrCat("owned by uid ", file_owner, ", its spool by uid ", owner));
+    return;
+  }
+  tally->made_known = true;
+}
+
+void SpoolCollector::NoteRefusal(const std::string& path, absl::string_view why) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!refused_.insert(path).second) return;  // said already
+  }
+  LogWarning("orphaned spool ", path, " left in place: ", why);
+}
+
+}  // namespace flopscope::daemon

@@ -1,0 +1,118 @@
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "daemon/catalog/catalog.h"
+#include "daemon/store/rank_store.h"
+#include "daemon/store/store_registry.h"
+
+namespace flopscope::transport {
+class SpoolFile;
+}
+
+namespace flopscope::daemon {
+
+// Collects orphaned spool files (injector/transport/spool_file.h): the batches a process could
+// not deliver before it ended, which otherwise wait for the same user's next injected process.
+// At start and then periodically, every `*.spool` file in the directories the patterns match
+// whose lock is free (its process is gone) is committed through the same RankStore::Commit as
+// a stream (validated; deduplicated by (session, seq)), the session's end is recorded as a
+// stream's would be (RankStore::EndStream: a file without a final batch leaves the session
+// flagged), and the file is removed. The made-counts file beside it (`<session>.made`,
+// common/made_counts_page.h), when its owner left one, says how many records the process made:
+// EndStream counts those neither stored nor counted lost as LOSS_CAUSE_KILLED, and the file is
+// removed with the spool. One without a spool (the process died before its transport made one,
+// or the user's next process replayed its spool) is charged to the session the file names (its
+// hello rebuilt from the file, validated and checked like a spool's): the session is opened,
+// created when the store never saw it, and ended as a spool's would be; then the file is
+// removed. A file that names no session (none was written) is removed, its count logged.
+//
+// Untrusted input: the file's bytes, and who wrote it. A file counts as written by its owner
+// uid, and only in a directory that uid owns and no one else may write (mode without 022); it
+// is taken only for a job that uid may write (`may_write`, the access model's check). A file
+// refused is left where it is and named in the log once.
+//
+// Thread-safe: CollectOnce may run on the collector's thread and in tests at the same time
+// (the files' locks keep them apart).
+class SpoolCollector {
+ public:
+  // OK when `uid` may write to `job_id` (a job not listed yet included).
+  using MayWrite = std::function<absl::Status(uid_t uid, const std::string& job_id)>;
+  struct Outcome {
+    uint64_t files = 0;       // delivered and removed
+    uint64_t batches = 0;     // committed (duplicates not)
+    uint64_t records = 0;     // in those batches
+    uint64_t refused = 0;     // files left in place: not allowed, damaged, or the store refused
+    uint64_t made_alone = 0;  // made-counts files without a spool charged to their sessions
+    uint64_t emptied = 0;     // orphans holding no record, removed (SpoolFile::RemoveEmptyOrphan)
+  };
+
+  // How long an orphan holding no record must have been left before it is removed
+  // (SpoolFile::RemoveEmptyOrphan): a live old injector writes its magic within moments of creating
+  // it.
+  static constexpr int64_t kEmptyOrphanAgeS = 60;
+
+  SpoolCollector(std::vector<std::string> patterns, StoreRegistry* stores, Catalog* catalog,
+                 MayWrite may_write);
+  ~SpoolCollector();  // stops the thread
+
+  // One pass over every matching directory.
+  Outcome CollectOnce() ABSL_LOCKS_EXCLUDED(mu_);
+  // A pass now, then one every `period` on a thread of its own until destruction.
+  void Start(absl::Duration period) ABSL_LOCKS_EXCLUDED(mu_);
+  // Told of every batch committed from a spool (`flopscoped --upstream` forwards it: see
+  // CollectorService::SetCommittedHook). Set before Start; may stay null.
+  using CommittedHook = std::function<void(const v1::SessionHello& hello, const v1::Batch& batch)>;
+  void SetCommittedHook(CommittedHook hook) { committed_hook_ = std::move(hook); }
+
+ private:
+  // Delivers one orphan owned by `owner`; adds to *outcome.
+  absl::Status Deliver(const transport::SpoolFile& file, uid_t owner, Outcome* outcome);
+  // The records the spool's process made, from the made-counts file beside it, into *tally
+  // (left unknown when there is none, or it is not one `owner` left).
+  void ReadMadeCounts(const std::string& spool_path, uid_t owner, StreamTally* tally)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Charges the made-counts files of `dir` without a spool whose process is gone to the sessions
+  // they name, and removes them; adds to *outcome.
+  void CollectMadeCountsAlone(const std::string& dir, uid_t owner, Outcome* outcome)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Opens the session of an orphan's `hello` in its rank's store, once `owner` may write there.
+  struct OrphanTarget {
+    std::shared_ptr<RankStore> store;
+    SessionHandle session;
+  };
+  absl::StatusOr<OrphanTarget> OpenOrphanSession(const v1::SessionHello& hello, uid_t owner);
+  // Ends it as a stream's end would (EndStream with `tally`) and updates the catalog.
+  absl::Status EndOrphanSession(const v1::SessionHello& hello, const OrphanTarget& target,
+                                const StreamTally& tally);
+  // Whether `dir` is a directory only `owner` may write.
+  static bool PrivateTo(const std::string& dir, uid_t owner);
+  void NoteRefusal(const std::string& path, absl::string_view why) ABSL_LOCKS_EXCLUDED(mu_);
+  // True once the destructor asked the thread to end: a replay stops between two batches.
+  bool Stopping() ABSL_LOCKS_EXCLUDED(mu_);
+  void Loop(absl::Duration period) ABSL_LOCKS_EXCLUDED(mu_);
+
+  const std::vector<std::string> patterns_;
+  StoreRegistry* const stores_;
+  Catalog* const catalog_;
+  CommittedHook committed_hook_;
+  const MayWrite may_write_;
+  absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  absl::flat_hash_set<std::string> refused_ ABSL_GUARDED_BY(mu_);  // logged once each
+  std::thread thread_;
+};
+
+}  // namespace flopscope::daemon

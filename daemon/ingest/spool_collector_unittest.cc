@@ -1,0 +1,176 @@
+// The collector of orphaned spools stops between batches when the daemon stops: a stop does not
+// wait for a whole file's replay, and the rest of the file is delivered at the next start. A
+// made-counts file left without a spool is charged, as killed, to the session it names. An old
+// orphan holding no record is removed.
+
+#include "daemon/ingest/spool_collector.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "common/made_counts_page.h"
+#include "daemon/catalog/catalog.h"
+#include "daemon/store/data_layout.h"
+#include "daemon/store/store_registry.h"
+#include "daemon/testing/test_batches.h"
+#include "daemon/testing/test_temp_dir.h"
+#include "injector/transport/spool_file.h"
+
+namespace flopscope::daemon {
+namespace {
+
+using transport::SpoolFile;
+
+constexpr int kBatches = 3;
+constexpr int kRangesPerBatch = 10;
+
+// A spool file left by an ended process: its hello and kBatches batches, unlocked.
+std::string LeaveOrphan(const std::string& spool_dir) {
+  std::string error;
+  EXPECT_TRUE(SpoolFile::PrepareDirectory(spool_dir, &error)) << error;
+  v1::UpMessage hello;
+  *hello.mutable_hello() = fixtures::Hello("job", 0, "s-orphan");
+  std::unique_ptr<SpoolFile> file = SpoolFile::Create(spool_dir, hello, 1 << 30, &error);
+  EXPECT_NE(file, nullptr) << error;
+  if (file == nullptr) return "";
+  for (uint64_t seq = 1; seq <= kBatches; ++seq) {
+    v1::UpMessage up;
+    v1::Batch& batch = *up.mutable_batch();
+    batch.set_seq(seq);
+    if (seq == 1) fixtures::AddPath(batch, 1, 0, "model");
+    for (int i = 0; i < kRangesPerBatch; ++i) {
+      fixtures::AddRange(batch, 1, static_cast<int64_t>(seq) * 10'000 + i * 100, 50);
+    }
+    SpoolFile::Entry entry;
+    EXPECT_TRUE(file->Append(seq, up, kRangesPerBatch, &entry));
+  }
+  return SpoolFile::List(spool_dir).front();  // the file stays when `file` closes
+}
+
+absl::Status AnyoneMayWrite(uid_t, const std::string&) { return absl::OkStatus(); }
+
+// A data dir with its catalog and stores, and a spool directory for the collector to find.
+class SpoolCollectorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(std::filesystem::create_directories(data_dir_));
+    std::string error;
+    ASSERT_TRUE(SpoolFile::PrepareDirectory(spool_dir_, &error)) << error;
+    absl::StatusOr<std::unique_ptr<Catalog>> catalog = Catalog::Open(CatalogPath(data_dir_));
+    ASSERT_TRUE(catalog.ok()) << catalog.status();
+    catalog_ = *std::move(catalog);
+  }
+
+  fixtures::ScopedTempDir dir_;
+  const std::string data_dir_ = dir_.path() + "/data";
+  const std::string spool_dir_ = dir_.path() + "/spool";
+  std::unique_ptr<Catalog> catalog_;
+  StoreRegistry stores_{data_dir_};
+};
+
+TEST_F(SpoolCollectorTest, AStopBetweenBatchesLeavesTheRestForTheNextStart) {
+  const std::string orphan = LeaveOrphan(spool_dir_);
+
+  // The daemon stops (the collector is destroyed) while the first batch is being committed.
+  absl::Notification first_batch;
+  auto collector = std::make_unique<SpoolCollector>(std::vector<std::string>{spool_dir_}, &stores_,
+                                                    catalog_.get(), AnyoneMayWrite);
+  collector->SetCommittedHook([&](const v1::SessionHello&, const v1::Batch&) {
+    if (first_batch.HasBeenNotified()) return;
+    first_batch.Notify();
+    absl::SleepFor(absl::Milliseconds(300));  // the destructor marks the stop meanwhile
+  });
+  collector->Start(absl::Hours(1));
+  first_batch.WaitForNotification();
+  collector.reset();
+  EXPECT_TRUE(std::filesystem::exists(orphan)) << "the replay ran to the file's end";
+
+  // The next start delivers the rest, once.
+  SpoolCollector next({spool_dir_}, &stores_, catalog_.get(), AnyoneMayWrite);
+  const SpoolCollector::Outcome outcome = next.CollectOnce();
+  EXPECT_EQ(outcome.files, 1u);
+  EXPECT_EQ(outcome.batches, static_cast<uint64_t>(kBatches - 1));
+  EXPECT_FALSE(std::filesystem::exists(orphan));
+  absl::StatusOr<std::shared_ptr<RankStore>> store = stores_.Acquire("job", 0);
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ((*store)->Totals().range_events, static_cast<uint64_t>(kBatches * kRangesPerBatch));
+}
+
+TEST_F(SpoolCollectorTest, AnOldEmptyOrphanIsRemovedNotRefusedAndTheOthersAreDelivered) {
+  const std::string orphan = LeaveOrphan(spool_dir_);
+  // An injector older than the spool's rename at creation ended between creating its spool and
+  // writing into it, over a minute ago.
+  const std::string empty = spool_dir_ + "/s-empty" + SpoolFile::kSuffix;
+  std::ofstream(empty) << "";
+  const timespec old[2] = {{time(nullptr) - 2 * SpoolCollector::kEmptyOrphanAgeS, 0},
+                           {time(nullptr) - 2 * SpoolCollector::kEmptyOrphanAgeS, 0}};
+  ASSERT_EQ(utimensat(AT_FDCWD, empty.c_str(), old, 0), 0);
+
+  SpoolCollector collector({spool_dir_}, &stores_, catalog_.get(), AnyoneMayWrite);
+  const SpoolCollector::Outcome outcome = collector.CollectOnce();
+  EXPECT_EQ(outcome.emptied, 1u);
+  EXPECT_EQ(outcome.refused, 0u);
+  EXPECT_EQ(outcome.files, 1u);
+  EXPECT_EQ(outcome.records, static_cast<uint64_t>(kBatches * kRangesPerBatch));
+  EXPECT_FALSE(std::filesystem::exists(empty));
+  EXPECT_FALSE(std::filesystem::exists(orphan));
+}
+
+TEST_F(SpoolCollectorTest, AMadeCountsFileWithoutASpoolIsChargedToTheSessionItNames) {
+  std::string error;
+  // A process killed before its transport made a spool: only its made-counts file is left.
+  MadeSession session;
+  session.session_id = "s-early";
+  session.job_id = "job";
+  session.rank = 2;
+  session.world_size = 4;
+  session.host = "node";
+  session.injector_version = "test";
+  constexpr uint64_t kMade = 1234;
+  const std::string made_path = spool_dir_ + "/s-early" + MadeCountsPage::kSuffix;
+  {
+    std::unique_ptr<MadeCountsPage> page = MadeCountsPage::Create(made_path, session, &error);
+    ASSERT_NE(page, nullptr) << error;
+    page->Acquire().Add(kMade);
+  }  // unlocked: its writer is gone
+
+  SpoolCollector collector({spool_dir_}, &stores_, catalog_.get(), AnyoneMayWrite);
+  const SpoolCollector::Outcome outcome = collector.CollectOnce();
+  EXPECT_EQ(outcome.made_alone, 1u);
+  EXPECT_EQ(outcome.refused, 0u);
+  EXPECT_FALSE(std::filesystem::exists(made_path));
+  absl::StatusOr<std::shared_ptr<RankStore>> store = stores_.Acquire("job", 2);
+  ASSERT_TRUE(store.ok()) << store.status();
+  const RankTotals totals = (*store)->Totals();
+  EXPECT_EQ(totals.sessions, 1u);
+  EXPECT_EQ(totals.range_events, 0u);
+  static_assert(v1::LOSS_CAUSE_KILLED == 13);
+  EXPECT_EQ(totals.losses.at(v1::LOSS_CAUSE_KILLED), kMade);
+}
+
+TEST_F(SpoolCollectorTest, AMadeCountsFileWhoseSessionIsRefusedStays) {
+  std::string error;
+  MadeSession session;
+  session.session_id = "s-bad";
+  session.job_id = "../escape";  // not a job id: validated like a hello
+  const std::string made_path = spool_dir_ + "/s-bad" + MadeCountsPage::kSuffix;
+  ASSERT_NE(MadeCountsPage::Create(made_path, session, &error), nullptr) << error;
+
+  SpoolCollector collector({spool_dir_}, &stores_, catalog_.get(), AnyoneMayWrite);
+  const SpoolCollector::Outcome outcome = collector.CollectOnce();
+  EXPECT_EQ(outcome.made_alone, 0u);
+  EXPECT_EQ(outcome.refused, 1u);
+  EXPECT_TRUE(std::filesystem::exists(made_path));
+}
+
+}  // namespace
+}  // namespace flopscope::daemon
