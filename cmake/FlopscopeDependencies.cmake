@@ -8,17 +8,11 @@ find_package(OpenSSL REQUIRED)  # daemon: SHA-256 of session resume tokens (libs
 find_package(GTest CONFIG REQUIRED)
 find_package(benchmark CONFIG REQUIRED)
 find_package(CLI11 CONFIG REQUIRED)
-# flopscoped --metrics serves HTTP with civetweb (libcivetweb-dev). Debian's CMake config for it
-# also requires /usr/bin/civetweb (package civetweb), so the library is found directly.
-find_path(FLOPSCOPE_CIVETWEB_INCLUDE civetweb.h)
-find_library(FLOPSCOPE_CIVETWEB_LIBRARY civetweb)
-if(NOT FLOPSCOPE_CIVETWEB_INCLUDE OR NOT FLOPSCOPE_CIVETWEB_LIBRARY)
-  message(FATAL_ERROR "civetweb not found: run scripts/setup_deps.sh build (libcivetweb-dev)")
-endif()
-add_library(civetweb::civetweb UNKNOWN IMPORTED)
-set_target_properties(civetweb::civetweb PROPERTIES
-  IMPORTED_LOCATION ${FLOPSCOPE_CIVETWEB_LIBRARY}
-  INTERFACE_INCLUDE_DIRECTORIES ${FLOPSCOPE_CIVETWEB_INCLUDE})
+# flopscoped --metrics: its families written by prometheus-cpp (prometheus-cpp-dev, core library)
+# and served over HTTP by civetweb (libcivetweb-dev). prometheus-cpp's config finds civetweb's,
+# whose /usr/bin/civetweb check the package civetweb (a dependency of prometheus-cpp-dev) meets.
+find_package(prometheus-cpp CONFIG REQUIRED)
+find_package(civetweb CONFIG REQUIRED)
 
 find_program(FLOPSCOPE_GRPC_CPP_PLUGIN grpc_cpp_plugin REQUIRED)
 

@@ -20,6 +20,7 @@ BUILD_PACKAGES=(
   libssl-dev  # flopscoped: SHA-256 of session resume tokens (also pulled in by libgrpc-dev)
   googletest libgtest-dev libgmock-dev libbenchmark-dev python3
   libcivetweb-dev  # flopscoped --metrics: the HTTP server of /metrics
+  prometheus-cpp-dev  # flopscoped --metrics: the exposition text (prometheus-cpp's core library)
 )
 
 PACKAGES=("${BUILD_PACKAGES[@]}")

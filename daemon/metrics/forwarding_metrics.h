@@ -18,8 +18,8 @@ struct ForwardingFigures {
   int streams_connected = 0;    // streams upstream with their Welcome, one per forwarded session
 };
 
-// The families, in exposition format 0.0.4. The lag is `now_ns - oldest_put_ns` in seconds
-// (0 when nothing waits, and never negative: a clock step back reads as no lag).
+// The families, in exposition format 0.0.4 (exposition.h). The lag is `now_ns - oldest_put_ns`
+// in seconds (0 when nothing waits, and never negative: a clock step back reads as no lag).
 std::string ForwardingMetricsText(const ForwardingFigures& figures, int64_t now_ns);
 
 }  // namespace flopscope::daemon::metrics

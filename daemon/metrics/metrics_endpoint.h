@@ -7,6 +7,11 @@
 // kServerThreads threads without keep-alive; no files are served (no document root).
 // Everything exported is read-only and contains no record content beyond host names and job
 // ids; the default address is loopback (`--metrics :PORT` or `--metrics PORT`).
+//
+// civetweb directly, not prometheus-cpp-pull's Exposer (the same civetweb underneath), to keep
+// what is served as it was: the Exposer adds its own exposer_* families to every scrape,
+// answers gzip to a client that accepts it, and reports a port it cannot bind by throwing, not
+// as the status Start returns. The text is prometheus-cpp's either way (exposition.h).
 
 #include <functional>
 #include <memory>

@@ -21,19 +21,22 @@ std::string CauseLabel(int cause) {
   return absl::AsciiStrToLower(absl::StripPrefix(name, "LOSS_CAUSE_"));
 }
 
-Labels With(const Labels& labels, std::string_view name, std::string value) {
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+
+Labels With(const Labels& labels, std::string name, std::string value) {
   Labels extended = labels;
-  extended.emplace_back(name, std::move(value));
+  extended.push_back({std::move(name), std::move(value)});
   return extended;
 }
 
 // One family of one sample per rank: `get` gives the value, or nullopt to leave the rank out.
 template <typename Get>
-void PerRank(const std::vector<RankSnapshot>& ranks, std::string_view name, MetricType type,
-             std::string_view help, Get get, ExpositionWriter* out) {
-  out->Family(name, type, help);
+void PerRank(const std::vector<RankSnapshot>& ranks, const char* name, MetricType type,
+             const char* help, Get get, std::vector<MetricFamily>* out) {
+  MetricFamily& family = out->emplace_back(Family(name, type, help));
   for (const RankSnapshot& rank : ranks) {
-    if (const std::optional<double> value = get(rank)) out->Sample(name, rank.labels, *value);
+    if (const std::optional<double> value = get(rank)) AddSample(&family, rank.labels, *value);
   }
 }
 
@@ -153,72 +156,78 @@ namespace {
 
 std::optional<double> Count(uint64_t value) { return static_cast<double>(value); }
 
-void WriteProgress(const std::vector<RankSnapshot>& ranks, ExpositionWriter* out) {
+void WriteProgress(const std::vector<RankSnapshot>& ranks, std::vector<MetricFamily>* out) {
   PerRank(
-      ranks, "flopscope_rank_connected", MetricType::kGauge,
+      ranks, "flopscope_rank_connected", MetricType::Gauge,
       "Open collector streams of the rank (0 once its processes ended).",
       [](const RankSnapshot& r) { return Count(static_cast<uint64_t>(r.counters.connected)); },
       out);
   PerRank(
-      ranks, "flopscope_rank_batches_total", MetricType::kCounter,
+      ranks, "flopscope_rank_batches_total", MetricType::Counter,
       "Batches of the rank the daemon committed (duplicates not counted).",
       [](const RankSnapshot& r) { return Count(r.counters.batches); }, out);
   PerRank(
-      ranks, "flopscope_rank_steps_total", MetricType::kCounter,
+      ranks, "flopscope_rank_steps_total", MetricType::Counter,
       "`step` ranges of the flopscope NVTX domain ingested, counted steps included.",
       [](const RankSnapshot& r) { return Count(r.figures.steps); }, out);
   PerRank(
-      ranks, "flopscope_rank_step_seconds", MetricType::kGauge,
+      ranks, "flopscope_rank_step_seconds", MetricType::Gauge,
       "Duration of the rank's latest step outside counter windows, push to pop.",
       [](const RankSnapshot& r) { return r.figures.step_seconds; }, out);
   PerRank(
-      ranks, "flopscope_rank_step_flops", MetricType::kGauge,
+      ranks, "flopscope_rank_step_flops", MetricType::Gauge,
       "FLOPs hardware-counted in the rank's latest counted step, every precision.",
       [](const RankSnapshot& r) { return r.figures.step_flops; }, out);
   PerRank(
-      ranks, "flopscope_rank_achieved_flops_per_second", MetricType::kGauge,
+      ranks, "flopscope_rank_achieved_flops_per_second", MetricType::Gauge,
       "FLOPs of the latest counted step over the latest uncounted step's duration.",
       [](const RankSnapshot& r) { return r.figures.achieved_flops_per_s; }, out);
   PerRank(
-      ranks, "flopscope_rank_mfu_ratio", MetricType::kGauge,
+      ranks, "flopscope_rank_mfu_ratio", MetricType::Gauge,
       "Achieved FLOPS over the device's dense peak for the step's dominant precision.",
       [](const RankSnapshot& r) { return r.figures.mfu; }, out);
 }
 
-void WriteIngested(const std::vector<RankSnapshot>& ranks, ExpositionWriter* out) {
-  constexpr char kName[] = "flopscope_rank_records_ingested_total";
-  out->Family(kName, MetricType::kCounter,
-              "Records of the rank committed, by kind: range events, GPU activities (kernels, "
-              "memcpy, memset), counted kernel FLOPs, metadata marks.");
+void WriteIngested(const std::vector<RankSnapshot>& ranks, std::vector<MetricFamily>* out) {
+  MetricFamily& family = out->emplace_back(
+      Family("flopscope_rank_records_ingested_total", MetricType::Counter,
+             "Records of the rank committed, by kind: range events, GPU activities (kernels, "
+             "memcpy, memset), counted kernel FLOPs, metadata marks."));
   for (const RankSnapshot& r : ranks) {
     const RankCounters& c = r.counters;
-    out->Sample(kName, With(r.labels, "kind", "range"), static_cast<double>(c.ranges));
-    out->Sample(kName, With(r.labels, "kind", "activity"), static_cast<double>(c.activities));
-    out->Sample(kName, With(r.labels, "kind", "kernel_flops"), static_cast<double>(c.kernel_flops));
-    out->Sample(kName, With(r.labels, "kind", "metadata"), static_cast<double>(c.metadata));
+    AddSample(&family, With(r.labels, "kind", "range"), static_cast<double>(c.ranges));
+    AddSample(&family, With(r.labels, "kind", "activity"), static_cast<double>(c.activities));
+    AddSample(&family, With(r.labels, "kind", "kernel_flops"), static_cast<double>(c.kernel_flops));
+    AddSample(&family, With(r.labels, "kind", "metadata"), static_cast<double>(c.metadata));
   }
 }
 
-void WriteLosses(const std::vector<RankSnapshot>& ranks, ExpositionWriter* out) {
-  constexpr char kLost[] = "flopscope_rank_records_lost_total";
-  out->Family(kLost, MetricType::kCounter,
-              "Records the rank's processes reported lost, by cause (summed over sessions).");
+void WriteLosses(const std::vector<RankSnapshot>& ranks, std::vector<MetricFamily>* out) {
+  MetricFamily& lost = out->emplace_back(
+      Family("flopscope_rank_records_lost_total", MetricType::Counter,
+             "Records the rank's processes reported lost, by cause (summed over sessions)."));
   for (const RankSnapshot& r : ranks) {
     for (int cause = v1::LossCause_MIN + 1; cause <= v1::LossCause_MAX; ++cause) {
       if (!v1::LossCause_IsValid(cause)) continue;
       const auto found = r.counters.losses.find(cause);
       const uint64_t records = found == r.counters.losses.end() ? 0 : found->second;
-      out->Sample(kLost, With(r.labels, "cause", CauseLabel(cause)), static_cast<double>(records));
+      AddSample(&lost, With(r.labels, "cause", CauseLabel(cause)), static_cast<double>(records));
     }
   }
-  constexpr char kRejected[] = "flopscope_rank_records_rejected_total";
-  out->Family(kRejected, MetricType::kCounter,
-              "Records in batches of the rank the daemon rejected, by the rule they broke.");
+  MetricFamily& rejected = out->emplace_back(
+      Family("flopscope_rank_records_rejected_total", MetricType::Counter,
+             "Records in batches of the rank the daemon rejected, by the rule they broke."));
   for (const RankSnapshot& r : ranks) {
     for (const auto& [rule, records] : r.counters.rejected) {
-      out->Sample(kRejected, With(r.labels, "rule", rule), static_cast<double>(records));
+      AddSample(&rejected, With(r.labels, "rule", rule), static_cast<double>(records));
     }
   }
+}
+
+// A daemon-wide family: one sample without labels.
+void Daemonwide(const char* name, MetricType type, const char* help, double value,
+                std::vector<MetricFamily>* out) {
+  AddSample(&out->emplace_back(Family(name, type, help)), {}, value);
 }
 
 }  // namespace
@@ -229,9 +238,9 @@ void MetricsRegistry::OnJobPruned(uint64_t bytes) {
   bytes_pruned_ += bytes;
 }
 
-std::string MetricsRegistry::Render() const {
+std::vector<MetricFamily> MetricsRegistry::Collect() const {
   const std::vector<RankSnapshot> ranks = TakeSnapshots();
-  ExpositionWriter out;
+  std::vector<MetricFamily> out;
   WriteProgress(ranks, &out);
   WriteIngested(ranks, &out);
   WriteLosses(ranks, &out);
@@ -244,22 +253,22 @@ std::string MetricsRegistry::Render() const {
     jobs_pruned = jobs_pruned_;
     bytes_pruned = bytes_pruned_;
   }
-  out.Family("flopscope_daemon_streams_connected", MetricType::kGauge,
-             "Open collector streams, all jobs.");
-  out.Sample("flopscope_daemon_streams_connected", {}, connected);
-  out.Family("flopscope_daemon_ranks_tracked", MetricType::kGauge,
-             "Ranks with series on this endpoint (at most --metrics-max-ranks).");
-  out.Sample("flopscope_daemon_ranks_tracked", {}, static_cast<double>(ranks.size()));
-  out.Family("flopscope_daemon_ranks_evicted_total", MetricType::kCounter,
-             "Ranks whose series were dropped to stay within --metrics-max-ranks.");
-  out.Sample("flopscope_daemon_ranks_evicted_total", {}, static_cast<double>(evicted));
-  out.Family("flopscope_daemon_jobs_pruned_total", MetricType::kCounter,
-             "Whole jobs deleted: flopscope prune and the --max-disk budget.");
-  out.Sample("flopscope_daemon_jobs_pruned_total", {}, static_cast<double>(jobs_pruned));
-  out.Family("flopscope_daemon_pruned_bytes_total", MetricType::kCounter,
-             "Bytes of the files of the jobs deleted.");
-  out.Sample("flopscope_daemon_pruned_bytes_total", {}, static_cast<double>(bytes_pruned));
-  return out.Take();
+  Daemonwide("flopscope_daemon_streams_connected", MetricType::Gauge,
+             "Open collector streams, all jobs.", connected, &out);
+  Daemonwide("flopscope_daemon_ranks_tracked", MetricType::Gauge,
+             "Ranks with series on this endpoint (at most --metrics-max-ranks).",
+             static_cast<double>(ranks.size()), &out);
+  Daemonwide("flopscope_daemon_ranks_evicted_total", MetricType::Counter,
+             "Ranks whose series were dropped to stay within --metrics-max-ranks.",
+             static_cast<double>(evicted), &out);
+  Daemonwide("flopscope_daemon_jobs_pruned_total", MetricType::Counter,
+             "Whole jobs deleted: flopscope prune and the --max-disk budget.",
+             static_cast<double>(jobs_pruned), &out);
+  Daemonwide("flopscope_daemon_pruned_bytes_total", MetricType::Counter,
+             "Bytes of the files of the jobs deleted.", static_cast<double>(bytes_pruned), &out);
+  return out;
 }
+
+std::string MetricsRegistry::Render() const { return Serialize(Collect()); }
 
 }  // namespace flopscope::daemon::metrics

@@ -11,6 +11,9 @@
 // updated, preferably disconnected, is dropped first and counted), so a scrape is bounded
 // whatever the producers send. No per-module series.
 
+#include <prometheus/collectable.h>
+#include <prometheus/metric_family.h>
+
 #include <cstdint>
 #include <map>
 #include <string>
@@ -56,8 +59,9 @@ struct RankSnapshot {
 };
 
 // Thread-safe: every call takes one mutex, held for O(records of the batch) in OnCommitted
-// and for a copy of the figures in Render (the text is formatted outside it).
-class MetricsRegistry {
+// and for a copy of the figures in Collect (the families are built outside it). A
+// prometheus::Collectable: its families are built from the figures when scraped (exposition.h).
+class MetricsRegistry : public prometheus::Collectable {
  public:
   explicit MetricsRegistry(size_t max_ranks = kDefaultMaxRanks);
 
@@ -75,7 +79,9 @@ class MetricsRegistry {
   // daemon/retention/job_pruner.h).
   void OnJobPruned(uint64_t bytes) ABSL_LOCKS_EXCLUDED(mu_);
 
-  // The exposition text (format 0.0.4) of everything tracked.
+  // The families of everything tracked, in the order they are served.
+  std::vector<prometheus::MetricFamily> Collect() const override ABSL_LOCKS_EXCLUDED(mu_);
+  // Their exposition text (format 0.0.4).
   std::string Render() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:

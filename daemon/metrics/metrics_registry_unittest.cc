@@ -3,6 +3,7 @@
 #include "daemon/metrics/metrics_registry.h"
 
 #include <gtest/gtest.h>
+#include <prometheus/check_names.h>
 
 #include <map>
 #include <sstream>
@@ -207,20 +208,27 @@ TEST(MetricsRegistryTest, EveryNameAndLabelNameFollowsTheGrammar) {
   registry.OnCommitted(hello, batch, RankTotals{});
   registry.OnRejected(hello, "ranges", 3);
   size_t checked = 0;
-  for (const auto& [series, value] : Samples(registry.Render())) {
+  const std::string text = registry.Render();
+  for (const auto& [series, value] : Samples(text)) {
     const size_t brace = series.find('{');
-    EXPECT_TRUE(IsValidMetricName(series.substr(0, brace))) << series;
+    EXPECT_TRUE(prometheus::CheckMetricName(series.substr(0, brace))) << series;
     if (brace == std::string::npos) continue;
     // name="value" pairs; values here hold no quote or comma.
     for (size_t at = brace + 1; at < series.size() - 1;) {
       const size_t equals = series.find('=', at);
-      EXPECT_TRUE(IsValidMetricName(series.substr(at, equals - at), /*colon_allowed=*/false))
-          << series;
+      EXPECT_TRUE(prometheus::CheckLabelName(series.substr(at, equals - at))) << series;
       at = series.find('"', equals + 2) + 2;
     }
     ++checked;
   }
   EXPECT_GT(checked, 20u);
+  // Every other line is a family's HELP or TYPE (a HELP text on one line).
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line[0] != '#') continue;
+    EXPECT_TRUE(line.starts_with("# HELP flopscope_") || line.starts_with("# TYPE flopscope_"))
+        << line;
+  }
 }
 
 TEST(MetricsRegistryTest, PrunedJobsAndTheirBytesAreCounted) {
