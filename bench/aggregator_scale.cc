@@ -44,7 +44,7 @@
 
 #include "CLI/CLI.hpp"
 #include "bench/report_bench_jobs.h"
-#include "client/daemon_client.h"
+#include "client/connect/daemon_client.h"
 #include "daemon/base/logger.h"
 #include "daemon/server/daemon_server.h"
 #include "flopscope/v1/collector.grpc.pb.h"

@@ -23,7 +23,7 @@
 #include "absl/status/status.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "client/daemon_client.h"
+#include "client/connect/daemon_client.h"
 
 namespace {
 

@@ -28,8 +28,8 @@
 
 #include "CLI/CLI.hpp"
 #include "bench/report_bench_jobs.h"
-#include "client/daemon_client.h"
-#include "client/ranks_command.h"
+#include "client/commands/ranks_command.h"
+#include "client/connect/daemon_client.h"
 #include "daemon/server/daemon_server.h"
 
 namespace {

@@ -18,7 +18,7 @@
 
 #include "CLI/CLI.hpp"
 #include "bench/report_bench_jobs.h"
-#include "client/daemon_client.h"
+#include "client/connect/daemon_client.h"
 #include "client/trace_export/export_command.h"
 #include "daemon/server/daemon_server.h"
 

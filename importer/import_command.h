@@ -16,7 +16,7 @@ struct ImportOptions {
   std::string job;          // empty: "import-<first file's name>"
   std::optional<int> rank;  // rank of the first file (the next files follow); else the traces'
   std::string socket;       // empty: flopscope::DefaultSocketPath(); a gRPC target also works
-  std::optional<tls::TlsPem> tls;  // mutual TLS to a --server (client/daemon_address.h)
+  std::optional<tls::TlsPem> tls;  // mutual TLS to a --server (client/connect/daemon_address.h)
   bool progress = true;            // draw a progress bar on stderr, when it is a terminal
 };
 

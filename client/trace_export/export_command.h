@@ -8,7 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "client/daemon_client.h"
+#include "client/connect/daemon_client.h"
 
 namespace flopscope::client {
 
@@ -22,7 +22,7 @@ struct ExportOptions {
   std::string format = "perfetto";
   std::string output;
   std::string socket;
-  std::optional<tls::TlsPem> tls;  // mutual TLS to a --server (client/daemon_address.h)
+  std::optional<tls::TlsPem> tls;  // mutual TLS to a --server (client/connect/daemon_address.h)
 };
 
 // What an export wrote.

@@ -1,0 +1,34 @@
+#pragma once
+
+#include <string>
+
+#include "client/model/profile_model.h"
+#include "common/json/json_writer.h"
+
+namespace flopscope::client {
+
+// `flopscope report --format json` adds "profile" to the report document:
+//   "profile": {"scope": "", "world_size": n, "dp_size": n, "mp_size": n, "steps": n,
+//     "batch_size": n|null, "device": ""|null, "precision": "", "flops_source": "",
+//     "counted_ranks": n, "flops_by_precision": [{"precision": "fp32", "flops": x}],
+//     "fp16_convention": "", "counter_windows": [{"rank": n, "first_step": n, "last_step": n,
+//       "metric_set": "", "passes": n, "kernels_counted": n, "ranges_unmatched": n,
+//       "status": ""}],
+//     "summary": {"<figure>": {"value": x|null, "note": ""}},   // params_per_gpu, ..., mfu
+//     "modules": [{"path": "", "class": "", "depth": n, "params": x|null, "macs": x|null,
+//                  "flops": x|null, "flops_announced": bool, "latency_s": x,
+//                  "flops_per_s": x|null, "flops_per_s_note": "",
+//                  "flops_by_precision": [...], "counted_steps": n, "counted_kernels": n}]}
+// per step, per GPU; depth-first. Figures are plain numbers (FLOPs, seconds, FLOP/s; mfu as a
+// fraction); null where unknown; precisions largest first. The summary's bwd_flops_per_gpu note
+// says "measured: ..." or "estimate: ...". (Other keys of the per-step work are in the code.)
+void WriteProfileJson(const Profile& profile, JsonWriter& json);
+
+// `--format csv`: the detailed profile, one row per module, header first:
+//   path,class,depth,params,params_pct,macs,macs_pct,latency_s,latency_pct,flops,flops_per_s,
+//   latency_min_s,latency_max_s,counted_steps,counted_kernels[,flops:<precision>...]
+// with one flops:<precision> column per precision the job counted (largest first). Empty cells
+// where unknown; fields with a comma, quote or newline are quoted (RFC 4180).
+std::string RenderProfileCsv(const Profile& profile);
+
+}  // namespace flopscope::client

@@ -1,0 +1,73 @@
+#include "client/text/loss_cause_names.h"
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+
+namespace flopscope::client {
+
+std::string LossCauseName(int cause) {
+  constexpr absl::string_view kPrefix = "LOSS_CAUSE_";
+  if (!flopscope::v1::LossCause_IsValid(cause)) return absl::StrCat("cause_", cause);
+  std::string name = flopscope::v1::LossCause_Name(static_cast<flopscope::v1::LossCause>(cause));
+  if (absl::StartsWith(name, kPrefix)) name.erase(0, kPrefix.size());
+  return absl::AsciiStrToLower(name);
+}
+
+std::string LossCauseDescription(int cause) {
+  using flopscope::v1::LossCause;
+  switch (cause) {
+    case LossCause::LOSS_CAUSE_BUFFER_FULL:
+      return "the injector's buffer was full";
+    case LossCause::LOSS_CAUSE_DAEMON_UNREACHABLE:
+      return "dropped while the daemon was unreachable (memory queue and spool full)";
+    case LossCause::LOSS_CAUSE_REJECTED:
+      return "rejected by the daemon as invalid";
+    case LossCause::LOSS_CAUSE_UNMATCHED_POP:
+      return "range pops without a push";
+    case LossCause::LOSS_CAUSE_STACK_OVERFLOW:
+      return "ranges nested deeper than the injector's limit";
+    case LossCause::LOSS_CAUSE_TOO_MANY_PATHS:
+      return "range-path table full";
+    case LossCause::LOSS_CAUSE_UNCLOSED_RANGE:
+      return "ranges still open at exit";
+    case LossCause::LOSS_CAUSE_CUPTI_DROPPED:
+      return "dropped by CUPTI";
+    case LossCause::LOSS_CAUSE_EXIT_UNDELIVERED:
+      return "still unsent when the process exited";
+    case LossCause::LOSS_CAUSE_COUNTER_UNMATCHED:
+      return "counter ranges and launches did not pair up";
+    case LossCause::LOSS_CAUSE_NOT_ARRIVED:
+      return "queued by a process whose stream ended without a final batch, never arrived";
+    case LossCause::LOSS_CAUSE_ENDED_WITHOUT_FINAL:
+      return "sessions that ended without a final batch (killed, _exit or exec)";
+    case LossCause::LOSS_CAUSE_KILLED:
+      return "records made but still in the process's buffers when it was killed";
+    case LossCause::LOSS_CAUSE_BACKLOG_FULL:
+      return "dropped while the daemon was connected but behind (memory queue and spool full)";
+    default:
+      return "unknown cause";
+  }
+}
+
+bool CountsSessions(int cause) {
+  return cause == flopscope::v1::LossCause::LOSS_CAUSE_ENDED_WITHOUT_FINAL;
+}
+
+uint64_t SessionsWithoutFinal(
+    const google::protobuf::RepeatedPtrField<flopscope::v1::LossCounter>& losses) {
+  uint64_t sessions = 0;
+  for (const auto& loss : losses) {
+    if (CountsSessions(loss.cause())) sessions += loss.records();
+  }
+  return sessions;
+}
+
+std::string SessionsWithoutFinalNote(uint64_t sessions) {
+  if (sessions == 0) return "";
+  return absl::StrCat(sessions, sessions == 1 ? " session" : " sessions",
+                      " ended without a final batch (killed, _exit or exec?): records recorded "
+                      "after its last delivery are missing");
+}
+
+}  // namespace flopscope::client

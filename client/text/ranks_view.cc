@@ -1,0 +1,193 @@
+#include "client/text/ranks_view.h"
+
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "client/text/deepspeed_format.h"
+#include "client/text/loss_cause_names.h"
+#include "client/text/text_table.h"
+#include "common/json/json_writer.h"
+#include "common/utf8.h"
+
+namespace flopscope::client {
+namespace {
+
+uint64_t LostRecords(const flopscope::v1::RankInfo& rank) {
+  uint64_t lost = 0;
+  for (const auto& loss : rank.losses()) {
+    if (!CountsSessions(loss.cause())) lost += loss.records();
+  }
+  return lost;
+}
+
+std::string Devices(const flopscope::v1::RankInfo& rank) {
+  if (rank.devices().empty()) return "-";
+  std::vector<std::string> names;
+  for (const auto& device : rank.devices()) names.push_back(device.name());
+  return absl::StrJoin(names, ", ");
+}
+
+// "tp 1 pp 0 dp 3", or "-" when the rank announced no layout beyond one GPU.
+std::string Coordinates(const flopscope::v1::RankInfo& rank) {
+  const auto& layout = rank.layout();
+  if (layout.tp_size() <= 1 && layout.pp_size() <= 1 && layout.dp_size() <= 1) return "-";
+  return absl::StrCat("tp ", layout.tp_rank(), " pp ", layout.pp_rank(), " dp ", layout.dp_rank());
+}
+
+std::string Seconds(const std::optional<double>& seconds) {
+  return seconds ? DurationToString(*seconds) : "-";
+}
+
+std::string Mfu(const Figure& mfu) {
+  return mfu.value ? absl::StrFormat("%.1f%%", *mfu.value * 100) : "-";
+}
+
+// "+31.0% vs 1.2 s: encoder/layer.3 +350 ms" for a straggler, "" otherwise.
+std::string SlowCell(const std::optional<Straggler>& straggler) {
+  if (!straggler) return "";
+  std::string cell = absl::StrFormat("+%.1f%% vs %s", straggler->excess_pct,
+                                     DurationToString(straggler->median_step_s));
+  if (!straggler->module.empty()) {
+    absl::StrAppend(&cell, ": ", straggler->module, " +",
+                    DurationToString(straggler->module_excess_s));
+  }
+  return cell;
+}
+
+std::vector<std::string> FigureCells(const RankFigures* figures) {
+  if (figures == nullptr) return {"-", "-", "-", "-", "-", "-", ""};
+  const Profile& profile = figures->profile;
+  const Figure& flops = profile.fwd_bwd_flops_per_s;
+  return {Seconds(StepTimeOf(profile)),
+          Seconds(profile.fwd_latency_s.value),
+          Seconds(profile.bwd_latency_s.value),
+          Seconds(profile.step_latency_s.value),
+          flops.value ? FlopsToString(*flops.value) : "-",
+          Mfu(profile.mfu),
+          SlowCell(figures->straggler)};
+}
+
+void WriteOptional(JsonWriter& json, const char* key, const std::optional<double>& value) {
+  json.Key(key);
+  if (value) {
+    json.Double(*value);
+  } else {
+    json.Null();
+  }
+}
+
+void WriteFiguresJson(const RankFigures& figures, JsonWriter& json) {
+  const Profile& profile = figures.profile;
+  json.Key("steps").Uint(profile.steps);
+  WriteOptional(json, "step_s", StepTimeOf(profile));
+  WriteOptional(json, "fwd_s", profile.fwd_latency_s.value);
+  WriteOptional(json, "bwd_s", profile.bwd_latency_s.value);
+  WriteOptional(json, "opt_s", profile.step_latency_s.value);
+  WriteOptional(json, "flops_per_s", profile.fwd_bwd_flops_per_s.value);
+  WriteOptional(json, "mfu", profile.mfu.value);
+  json.Key("mfu_note").String(profile.mfu.note);
+  json.Key("problem").String(figures.problem);
+  // The file the daemon left alone in this rank's place, when it read the one beside it.
+  json.Key("left_alone").BeginArray();
+  for (const auto& left_alone : profile.left_alone_files) json.String(left_alone.second);
+  json.EndArray();
+  json.Key("straggler");
+  if (!figures.straggler) {
+    json.Null();
+    return;
+  }
+  const Straggler& straggler = *figures.straggler;
+  json.BeginObject();
+  json.Key("step_s").Double(straggler.step_s);
+  json.Key("median_step_s").Double(straggler.median_step_s);
+  json.Key("excess_pct").Double(straggler.excess_pct);
+  json.Key("module").String(straggler.module);
+  json.Key("module_excess_s").Double(straggler.module_excess_s);
+  json.EndObject();
+}
+
+const RankFigures* FiguresAt(const std::vector<RankFigures>& figures, int index) {
+  return static_cast<size_t>(index) < figures.size() ? &figures[index] : nullptr;
+}
+
+}  // namespace
+
+std::string RenderRanksText(const flopscope::v1::ListRanksResponse& ranks,
+                            const std::vector<RankFigures>& figures) {
+  TextTable table({"rank", "host", "pid", "device", "layout", "connected", "step", "fwd", "bwd",
+                   "opt", "FLOPS", "MFU", "kernels", "lost", "slow"});
+  std::set<std::string> gpu_statuses;
+  for (int i = 0; i < ranks.ranks_size(); ++i) {
+    const auto& rank = ranks.ranks(i);
+    std::vector<std::string> row = {
+        absl::StrCat(rank.rank()), rank.host().empty() ? "-" : rank.host(),
+        absl::StrCat(rank.pid()),  Devices(rank),
+        Coordinates(rank),         rank.connected() ? "yes" : "no"};
+    std::vector<std::string> timing = FigureCells(FiguresAt(figures, i));
+    row.insert(row.end(), timing.begin(), timing.end() - 1);
+    row.push_back(absl::StrCat(rank.kernels()));
+    row.push_back(absl::StrCat(LostRecords(rank)));
+    row.push_back(timing.back());
+    table.AddRow(std::move(row));
+    if (rank.kernels() == 0 && !rank.gpu_status().empty()) gpu_statuses.insert(rank.gpu_status());
+  }
+  std::string text = table.Render();
+  for (const std::string& status : gpu_statuses) {
+    absl::StrAppend(&text, "No GPU records: ", PrintableForTerminal(status), "\n");
+  }
+  for (const auto& rank : ranks.ranks()) {
+    if (const uint64_t unfinished = SessionsWithoutFinal(rank.losses()); unfinished > 0) {
+      absl::StrAppend(&text, "Rank ", rank.rank(), ": ", SessionsWithoutFinalNote(unfinished),
+                      "\n");
+    }
+  }
+  for (int i = 0; i < ranks.ranks_size(); ++i) {
+    const RankFigures* rank_figures = FiguresAt(figures, i);
+    if (rank_figures != nullptr && !rank_figures->problem.empty()) {
+      absl::StrAppend(&text, "Rank ", ranks.ranks(i).rank(),
+                      ": no figures: ", PrintableForTerminal(rank_figures->problem), "\n");
+    }
+    if (rank_figures == nullptr) continue;
+    for (const auto& [rank, note] : rank_figures->profile.left_alone_files) {
+      absl::StrAppend(&text, "Rank ", rank, ": ", PrintableForTerminal(note), "\n");
+    }
+  }
+  return text;
+}
+
+std::string RenderRanksJson(const flopscope::v1::ListRanksResponse& ranks,
+                            const std::vector<RankFigures>& figures) {
+  JsonWriter json;
+  json.BeginObject().Key("ranks").BeginArray();
+  for (int i = 0; i < ranks.ranks_size(); ++i) {
+    const auto& rank = ranks.ranks(i);
+    json.BeginObject();
+    json.Key("rank").Int(rank.rank());
+    json.Key("host").String(rank.host());
+    json.Key("pid").Int(rank.pid());
+    json.Key("devices").BeginArray();
+    for (const auto& device : rank.devices()) json.String(device.name());
+    json.EndArray();
+    json.Key("tp_rank").Uint(rank.layout().tp_rank());
+    json.Key("pp_rank").Uint(rank.layout().pp_rank());
+    json.Key("dp_rank").Uint(rank.layout().dp_rank());
+    json.Key("world_size").Int(rank.world_size());
+    json.Key("sessions").Uint(rank.sessions());
+    json.Key("connected").Bool(rank.connected());
+    json.Key("ranges").Uint(rank.range_events());
+    json.Key("kernels").Uint(rank.kernels());
+    json.Key("lost").Uint(LostRecords(rank));
+    json.Key("sessions_without_final").Uint(SessionsWithoutFinal(rank.losses()));
+    json.Key("gpu_status").String(rank.gpu_status());
+    if (const RankFigures* rank_figures = FiguresAt(figures, i)) {
+      WriteFiguresJson(*rank_figures, json);
+    }
+    json.EndObject();
+  }
+  json.EndArray().EndObject();
+  return json.Finish();
+}
+
+}  // namespace flopscope::client
