@@ -1,6 +1,5 @@
 #pragma once
 
-#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,13 +35,5 @@ absl::Status DiffCommand(const DiffOptions& options);
 
 // "mp:3" -> 3; "dp" -> -1; anything else INVALID_ARGUMENT.
 absl::StatusOr<int> ParseGroup(const std::string& group);
-
-// `--steps`: "A:B" (steps A to B), "A:" (A to the last), ":B" (0 to B) or "A" (step A alone);
-// steps are numbered from 0. "" -> nullopt (the whole run); anything else INVALID_ARGUMENT.
-struct StepWindow {
-  int64_t first = 0;
-  std::optional<int64_t> last;
-};
-absl::StatusOr<std::optional<StepWindow>> ParseStepWindow(const std::string& text);
 
 }  // namespace flopscope::client

@@ -40,7 +40,7 @@ struct ReportOptions {
   // The DeepSpeed-style profile (profile_commands.h).
   int depth = -1;     // detailed profile down to this depth; -1: all
   int top = 1;        // aggregated profile: top modules per depth
-  std::string steps;  // "A:B", "A:", ":B" or "A" (profile_commands.h: ParseStepWindow)
+  std::string steps;  // "A:B", "A:", ":B" or "A" (connect/step_window.h: ParseStepWindow)
   std::string group;  // "", "mp:K" or "dp"
   std::optional<double> peak_tflops;  // overrides the peak table
   std::string precision;              // overrides the dominant precision for MFU

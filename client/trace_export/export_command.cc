@@ -4,7 +4,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
-#include "client/commands/profile_commands.h"
+#include "client/connect/step_window.h"
 #include "client/trace_export/chrome_writer.h"
 #include "client/trace_export/perfetto_writer.h"
 #include "client/trace_export/trace_file.h"

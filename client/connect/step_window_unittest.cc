@@ -1,4 +1,4 @@
-#include "client/commands/profile_commands.h"
+#include "client/connect/step_window.h"
 
 #include "gtest/gtest.h"
 
