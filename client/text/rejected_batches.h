@@ -8,9 +8,9 @@
 
 namespace flopscope::client {
 
-// Batches the daemon refused (daemon/batch_validator.h), summed over some ranks: the daemon
-// counts them where it drops them, since the producer cannot. Shown beside the producer's own
-// losses by `flopscope report` (text and JSON).
+// Batches the daemon refused (daemon/validate/batch_validator.h), summed over some ranks: the
+// daemon counts them where it drops them, since the producer cannot. Shown beside the producer's
+// own losses by `flopscope report` (text and JSON).
 struct RejectedBatches {
   struct Counts {
     uint64_t batches = 0;
