@@ -160,8 +160,8 @@ std::string ForwardingMetricsText(Outbox* outbox, const Forwarder& forwarder) {
   return metrics::ForwardingMetricsText(figures, absl::GetCurrentTimeNanos());
 }
 
-CollectorService::CommittedHook OutboxFiller(Outbox* outbox, Forwarder* forwarder, Catalog* catalog,
-                                             uid_t daemon_uid) {
+IngestPath::CommittedHook OutboxFiller(Outbox* outbox, Forwarder* forwarder, Catalog* catalog,
+                                       uid_t daemon_uid) {
   auto failing = std::make_shared<std::atomic<bool>>(false);
   return [=](const v1::SessionHello& hello, const v1::Batch& batch) {
     const auto owner = [&]() -> absl::StatusOr<uint32_t> {

@@ -27,6 +27,7 @@
 #include "daemon/forwarding/outbox.h"
 #include "daemon/forwarding/session_link.h"
 #include "daemon/ingest/collector_service.h"
+#include "daemon/ingest/ingest_path.h"
 #include "daemon/ingest/session_registry.h"
 #include "flopscope/v1/collector.grpc.pb.h"
 
@@ -85,11 +86,11 @@ class Forwarder {
 // empty when the outbox cannot be read (logged).
 std::string ForwardingMetricsText(Outbox* outbox, const Forwarder& forwarder);
 
-// The Collector's hook (CollectorService::SetCommittedHook) of a node daemon: puts each
+// The ingest path's hook (IngestPath::SetCommittedHook) of a node daemon: puts each
 // committed batch in `outbox` (the job's owner read from `catalog` when its session is new
 // there) and wakes `forwarder`. A batch the outbox cannot take is counted there and logged (once
 // per run of failures): it stays on this node only.
-CollectorService::CommittedHook OutboxFiller(Outbox* outbox, Forwarder* forwarder, Catalog* catalog,
-                                             uid_t daemon_uid);
+IngestPath::CommittedHook OutboxFiller(Outbox* outbox, Forwarder* forwarder, Catalog* catalog,
+                                       uid_t daemon_uid);
 
 }  // namespace flopscope::daemon::forwarding

@@ -7,15 +7,12 @@
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
-#include "absl/time/clock.h"
 #include "common/version.h"
 #include "daemon/base/cpu_priority.h"
 #include "daemon/base/grpc_status.h"
 #include "daemon/base/logger.h"
 #include "daemon/store/disk_space.h"
-#include "daemon/validate/batch_validator.h"
 #include "daemon/validate/hello_validator.h"
-#include "daemon/validate/parallel_mark.h"
 
 namespace flopscope::daemon {
 namespace {
@@ -28,11 +25,6 @@ std::string RefusalReason(absl::string_view message) {
     if (c < 0x20 || c > 0x7e) c = '?';
   }
   return reason;
-}
-
-std::string Describe(const v1::SessionHello& hello) {
-  return absl::StrCat("job ", hello.job_id(), " rank ", hello.rank(), " session ",
-                      hello.session_id());
 }
 
 const char* MessageKind(const v1::UpMessage& message) {
@@ -88,9 +80,8 @@ grpc::Status grpc::SerializationTraits<flopscope::daemon::CheckedUpMessage, void
 
 namespace flopscope::daemon {
 
-CollectorService::CollectorService(StoreRegistry* stores, Catalog* catalog,
-                                   SessionRegistry* sessions)
-    : stores_(stores), catalog_(catalog), sessions_(sessions) {
+CollectorService::CollectorService(IngestPath* ingest, Catalog* catalog, SessionRegistry* sessions)
+    : ingest_(ingest), catalog_(catalog), sessions_(sessions) {
   // Method 0 is Stream, the service's only one (collector.proto).
   MarkMethodStreamed(
       0,
@@ -129,9 +120,10 @@ grpc::Status CollectorService::Serve(grpc::ServerContext* context, ServerStream*
     return ToGrpcStatus(connection.status());
   }
   StreamTally tally;
-  absl::Cleanup disconnected = [&] { EndStream(*connection, tally); };
+  // The stream is over: the session's end counts (what the producer announced and did not send).
+  absl::Cleanup disconnected = [&] { ingest_->End(connection->session, tally).IgnoreError(); };
   v1::DownMessage welcome;
-  welcome.mutable_welcome()->set_committed_seq(connection->committed_seq);
+  welcome.mutable_welcome()->set_committed_seq(connection->session.committed_seq);
   welcome.mutable_welcome()->set_daemon_version(kVersion);
   if (!issued_token.empty()) welcome.mutable_welcome()->set_resume_token(issued_token);
   // Written before the stream is listed, so nothing else can be writing yet.
@@ -144,7 +136,6 @@ grpc::Status CollectorService::Serve(grpc::ServerContext* context, ServerStream*
       [stream](const v1::DownMessage& message) { return stream->Write(message); });
   // Runs before `disconnected`; after it nothing writes on `stream`, which dies with this call.
   absl::Cleanup delisted = [&] { sessions_->Unregister(connection->live); };
-  if (connected_hook_) connected_hook_(hello.job_id(), hello.rank());
   if (metrics_ != nullptr) metrics_->OnConnected(hello);
   absl::Cleanup unmetered = [&] {
     if (metrics_ != nullptr) metrics_->OnDisconnected(hello);
@@ -152,24 +143,6 @@ grpc::Status CollectorService::Serve(grpc::ServerContext* context, ServerStream*
   const grpc::Status status = ServeBatches(context, stream, *connection, &tally);
   LogDisconnect(hello, status);
   return status;
-}
-
-void CollectorService::EndStream(const Connection& connection, const StreamTally& tally) {
-  const v1::SessionHello& hello = connection.hello;
-  const absl::Status ended = connection.store->EndStream(connection.sid, tally);
-  if (!ended.ok()) LogWarning("end of ", Describe(hello), " not recorded: ", ended.message());
-  // The totals again: an update refused after some commit (disk full) is caught up here.
-  const int64_t now_ns = absl::GetCurrentTimeNanos();
-  const absl::Status totals = PublishTotals(connection, now_ns);
-  if (!totals.ok()) LogWarning("catalog: ", totals.message());
-  const absl::Status s = catalog_->SessionDisconnected(hello.job_id(), hello.rank(), now_ns);
-  if (!s.ok()) LogWarning("catalog: ", s.message());
-}
-
-absl::Status CollectorService::PublishTotals(const Connection& connection, int64_t now_ns) {
-  absl::MutexLock lock(&totals_mu_);
-  return catalog_->UpdateTotals(connection.hello.job_id(), connection.hello.rank(),
-                                connection.store->Totals(), now_ns);
 }
 
 grpc::Status CollectorService::ReadHello(ServerStream* stream, CheckedUpMessage* first) {
@@ -188,27 +161,21 @@ absl::StatusOr<CollectorService::Connection> CollectorService::Connect(
     std::string* issued_token) {
   // Validated before the job id becomes a directory name or a catalog key.
   if (absl::Status s = ValidateHello(hello); !s.ok()) return s;
-  if (absl::Status s = stores_->CheckSpace(); !s.ok()) return s;  // logged by the caller
-  // After the space check: a refused stream leaves no owner and no token behind.
+  // The disk reserve before the claim: a refused stream leaves no owner and no token behind.
+  if (absl::Status s = ingest_->CheckSpace(); !s.ok()) return s;  // logged by the caller
   if (absl::Status s = access_->ClaimForWrite(caller, hello.job_id()); !s.ok()) return s;
   absl::StatusOr<std::string> issued = access_->CheckResumeToken(hello, token);
   if (!issued.ok()) return issued.status();
   *issued_token = *std::move(issued);
-  absl::StatusOr<std::shared_ptr<RankStore>> store = stores_->Acquire(hello.job_id(), hello.rank());
-  absl::StatusOr<SessionHandle> session =
-      store.ok() ? (*store)->OpenSession(hello) : absl::StatusOr<SessionHandle>(store.status());
+  absl::StatusOr<IngestPath::Session> session = ingest_->Open(hello);
   if (!session.ok()) {
-    LogError("cannot store ", Describe(hello), ": ", session.status().message());
     if (IsDiskFull(session.status())) return DiskFullRefusal(session.status());
     return absl::UnavailableError(
         absl::StrCat("the daemon cannot store this session now: ", session.status().message()));
   }
-  // Listings are a convenience: a catalog failure is logged, never fatal to the data stream.
-  const absl::Status listed = catalog_->SessionConnected(hello, absl::GetCurrentTimeNanos());
-  if (!listed.ok()) LogWarning("catalog: ", listed.message());
-  LogInfo("connected ", Describe(hello), " (host ", hello.host(), " pid ", hello.pid(),
+  LogInfo("connected ", DescribeSession(hello), " (host ", hello.host(), " pid ", hello.pid(),
           "), committed seq ", session->committed_seq);
-  return Connection{hello, *std::move(store), session->sid, session->committed_seq, nullptr};
+  return Connection{hello, *std::move(session), nullptr};
 }
 
 void CollectorService::LogDisconnect(const v1::SessionHello& hello, const grpc::Status& status) {
@@ -220,7 +187,7 @@ void CollectorService::LogDisconnect(const v1::SessionHello& hello, const grpc::
     why =
         absl::StrCat(" (", StatusCodeName(status.error_code()), ": ", status.error_message(), ")");
   }
-  LogInfo("disconnected ", Describe(hello), why);
+  LogInfo("disconnected ", DescribeSession(hello), why);
 }
 
 grpc::Status CollectorService::ServeBatches(grpc::ServerContext* context, ServerStream* stream,
@@ -230,7 +197,8 @@ grpc::Status CollectorService::ServeBatches(grpc::ServerContext* context, Server
   const v1::UpMessage& message = checked.message;
   while (stream->Read(&checked)) {
     if (checked.parse_error) {
-      LogWarning(Describe(connection.hello), ": a message that does not parse ended the stream");
+      LogWarning(DescribeSession(connection.hello),
+                 ": a message that does not parse ended the stream");
       // Counted like a rejected batch (its records, if it held any, cannot be known).
       const absl::Status counted =
           catalog_->AddRejection(connection.hello.job_id(), connection.hello.rank(),
@@ -265,69 +233,33 @@ void CollectorService::DeliverControlReply(const Connection& connection,
                                            const v1::ControlReply& reply) {
   if (sessions_->DeliverReply(*connection.live, reply)) return;
   // Late (its requester gave up) or never asked of this stream: nothing waits for it.
-  LogDebug("dropped control reply ", reply.id(), " from ", Describe(connection.hello),
+  LogDebug("dropped control reply ", reply.id(), " from ", DescribeSession(connection.hello),
            ": no request of that id is waiting on this stream");
-}
-
-void CollectorService::RecordAnnouncedLayout(const Connection& connection, const v1::Batch& batch) {
-  // The latest mark of the batch wins, as it would have had it arrived in a later batch.
-  for (auto it = batch.metadata().rbegin(); it != batch.metadata().rend(); ++it) {
-    if (it->key() != kParallelKey) continue;
-    absl::StatusOr<v1::ParallelLayout> layout = ParseParallelMark(it->value());
-    if (!layout.ok()) {
-      // The mark is stored as metadata either way; only the layout stays as the hello said.
-      LogWarning(Describe(connection.hello), ": ", layout.status().message());
-      return;
-    }
-    const absl::Status set =
-        catalog_->SetAnnouncedLayout(connection.hello.job_id(), connection.hello.rank(), *layout);
-    if (!set.ok()) LogWarning("catalog: ", set.message());
-    return;
-  }
 }
 
 grpc::Status CollectorService::StoreBatch(grpc::ServerContext* context,
                                           const Connection& connection, const v1::Batch& batch,
                                           StreamTally* tally) {
-  CommitOutcome outcome;
-  absl::Status status = stores_->CheckSpace(DiskSpaceGuard::CommitBytesFor(batch.ByteSizeLong()));
-  if (status.ok()) status = connection.store->Commit(connection.sid, batch, &outcome);
-  if (absl::IsInvalidArgument(status)) {
-    LogWarning("rejected ", Describe(connection.hello), ": ", status.message());
-    // Counted here, where the batch is dropped (the producer cannot count it), by rule.
-    const absl::Status counted = catalog_->AddRejection(
-        connection.hello.job_id(), connection.hello.rank(), connection.hello.session_id(),
-        RejectedRule(status), BatchRecordCount(batch));
-    if (!counted.ok()) LogWarning("catalog: ", counted.message());
-    if (metrics_ != nullptr) {
-      metrics_->OnRejected(connection.hello, RejectedRule(status), BatchRecordCount(batch));
-    }
+  absl::StatusOr<CommitOutcome> outcome = ingest_->Commit(connection.session, batch, tally);
+  if (absl::IsInvalidArgument(outcome.status())) {  // logged and counted by the IngestPath
     context->AddTrailingMetadata(kRejectedSeqKey, std::to_string(batch.seq()));
-    return ToGrpcStatus(status);
+    return ToGrpcStatus(outcome.status());
   }
-  if (IsDiskFull(status)) {
+  if (IsDiskFull(outcome.status())) {
     // RESOURCE_EXHAUSTED with the reason: the injector keeps (or spools) the batch and says why.
-    LogError("storing ", Describe(connection.hello), " refused: ", status.message());
+    LogError("storing ", DescribeSession(connection.hello),
+             " refused: ", outcome.status().message());
     context->AddTrailingMetadata(kRefusalReasonKey, kDiskFullReason);
-    return ToGrpcStatus(DiskFullRefusal(status));
+    return ToGrpcStatus(DiskFullRefusal(outcome.status()));
   }
-  if (!status.ok()) {
-    LogError("storing ", Describe(connection.hello), " failed: ", status.message());
+  if (!outcome.ok()) {
+    LogError("storing ", DescribeSession(connection.hello),
+             " failed: ", outcome.status().message());
     // UNAVAILABLE: the injector keeps the batch unacknowledged and resends it later.
-    return grpc::Status(grpc::StatusCode::UNAVAILABLE, std::string(status.message()));
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, std::string(outcome.status().message()));
   }
-  if (!outcome.duplicate) {
-    tally->received += ProducerRecordCount(batch);
-    RecordAnnouncedLayout(connection, batch);
-    const absl::Status listed = PublishTotals(connection, absl::GetCurrentTimeNanos());
-    if (!listed.ok()) LogWarning("catalog: ", listed.message());
-    if (metrics_ != nullptr) {
-      metrics_->OnCommitted(connection.hello, batch, connection.store->Totals());
-    }
-  }
-  if (committed_hook_) committed_hook_(connection.hello, batch);
   v1::DownMessage ack;
-  ack.mutable_ack()->set_committed_seq(outcome.committed_seq);
+  ack.mutable_ack()->set_committed_seq(outcome->committed_seq);
   if (!connection.live->Write(ack)) return ClientGone();
   return grpc::Status::OK;
 }

@@ -85,19 +85,11 @@ v1::SessionHello HelloOf(const MadeSession& made) {
   return hello;
 }
 
-std::string Describe(const v1::SessionHello& hello) {
-  return absl::StrCat("job ", hello.job_id(), " rank ", hello.rank(), " session ",
-                      hello.session_id());
-}
-
 }  // namespace
 
-SpoolCollector::SpoolCollector(std::vector<std::string> patterns, StoreRegistry* stores,
-                               Catalog* catalog, MayWrite may_write)
-    : patterns_(std::move(patterns)),
-      stores_(stores),
-      catalog_(catalog),
-      may_write_(std::move(may_write)) {}
+SpoolCollector::SpoolCollector(std::vector<std::string> patterns, IngestPath* ingest,
+                               MayWrite may_write)
+    : patterns_(std::move(patterns)), ingest_(ingest), may_write_(std::move(may_write)) {}
 
 SpoolCollector::~SpoolCollector() {
   {
@@ -202,15 +194,15 @@ void SpoolCollector::CollectMadeCountsAlone(const std::string& dir, uid_t owner,
     StreamTally tally;
     tally.made_known = true;
     tally.made = made;
-    absl::StatusOr<OrphanTarget> target = OpenOrphanSession(hello, owner);
-    absl::Status status = target.status();
-    if (status.ok()) status = EndOrphanSession(hello, *target, tally);
+    absl::StatusOr<IngestPath::Session> session = OpenOrphanSession(hello, owner);
+    absl::Status status = session.status();
+    if (status.ok()) status = ingest_->End(*session, tally);
     if (!status.ok()) {
       ++outcome->refused;
       NoteRefusal(path, status.message());
       continue;
     }
-    LogInfo("charged ", path, " (", made, " records made, no spool) to ", Describe(hello),
+    LogInfo("charged ", path, " (", made, " records made, no spool) to ", DescribeSession(hello),
             ": what its store lacks is counted as killed");
     unlink(path.c_str());
     ++outcome->made_alone;
@@ -228,36 +220,17 @@ bool SpoolCollector::PrivateTo(const std::string& dir, uid_t owner) {
          (st.st_mode & 022) == 0;
 }
 
-absl::StatusOr<SpoolCollector::OrphanTarget> SpoolCollector::OpenOrphanSession(
-    const v1::SessionHello& hello, uid_t owner) {
+absl::StatusOr<IngestPath::Session> SpoolCollector::OpenOrphanSession(const v1::SessionHello& hello,
+                                                                      uid_t owner) {
   if (absl::Status s = ValidateHello(hello); !s.ok()) return s;
   if (absl::Status s = may_write_(owner, hello.job_id()); !s.ok()) return s;
-  if (absl::Status s = stores_->CheckSpace(); !s.ok()) return s;
-  absl::StatusOr<std::shared_ptr<RankStore>> store = stores_->Acquire(hello.job_id(), hello.rank());
-  if (!store.ok()) return store.status();
-  absl::StatusOr<SessionHandle> session = (*store)->OpenSession(hello);
-  if (!session.ok()) return session.status();
-  catalog_->SessionConnected(hello, absl::GetCurrentTimeNanos()).IgnoreError();  // a listing
-  return OrphanTarget{*std::move(store), *session};
-}
-
-absl::Status SpoolCollector::EndOrphanSession(const v1::SessionHello& hello,
-                                              const OrphanTarget& target,
-                                              const StreamTally& tally) {
-  const int64_t now_ns = absl::GetCurrentTimeNanos();
-  absl::Status status = target.store->EndStream(target.session.sid, tally);
-  catalog_->UpdateTotals(hello.job_id(), hello.rank(), target.store->Totals(), now_ns)
-      .IgnoreError();
-  catalog_->SessionDisconnected(hello.job_id(), hello.rank(), now_ns).IgnoreError();
-  return status;
+  return ingest_->Open(hello);
 }
 
 absl::Status SpoolCollector::Deliver(const SpoolFile& file, uid_t owner, Outcome* outcome) {
   const v1::SessionHello& hello = file.hello().hello();
-  absl::StatusOr<OrphanTarget> target = OpenOrphanSession(hello, owner);
-  if (!target.ok()) return target.status();
-  RankStore& store = *target->store;
-  const int64_t sid = target->session.sid;
+  absl::StatusOr<IngestPath::Session> session = OpenOrphanSession(hello, owner);
+  if (!session.ok()) return session.status();
   StreamTally tally;
   absl::Status status;
   v1::UpMessage message;
@@ -266,34 +239,24 @@ absl::Status SpoolCollector::Deliver(const SpoolFile& file, uid_t owner, Outcome
       status = absl::CancelledError("the daemon is stopping");
       break;
     }
-    if (entry.seq <= target->session.committed_seq) continue;  // the daemon has it
+    if (entry.seq <= session->committed_seq) continue;  // the daemon has it
     if (!file.Read(entry, &message)) {
       status = absl::DataLossError(absl::StrCat("batch seq ", entry.seq, " cannot be read"));
       break;
     }
     if (!message.has_batch()) continue;
-    CommitOutcome committed;
-    status = store.Commit(sid, message.batch(), &committed);
-    if (absl::IsInvalidArgument(status)) {
-      // Counted as a stream's rejection is; the file's later batches are still tried.
-      LogWarning("rejected from the spool of ", Describe(hello), ": ", status.message());
-      catalog_
-          ->AddRejection(hello.job_id(), hello.rank(), hello.session_id(), RejectedRule(status),
-                         BatchRecordCount(message.batch()))
-          .IgnoreError();
-      status = absl::OkStatus();
-      continue;
-    }
+    absl::StatusOr<CommitOutcome> committed = ingest_->Commit(*session, message.batch(), &tally);
+    // A rejected batch is counted as a stream's is; the file's later batches are still tried.
+    if (absl::IsInvalidArgument(committed.status())) continue;
+    status = committed.status();
     if (!status.ok()) break;  // disk full, I/O: the file stays for the next pass
-    if (committed_hook_) committed_hook_(hello, message.batch());
-    if (committed.duplicate) continue;
-    tally.received += ProducerRecordCount(message.batch());
+    if (committed->duplicate) continue;
     ++outcome->batches;
     outcome->records += ProducerRecordCount(message.batch());
   }
   // Only once the whole file is in: a stop or a failure midway would count its rest as killed.
   if (status.ok()) ReadMadeCounts(file.path(), owner, &tally);
-  if (absl::Status s = EndOrphanSession(hello, *target, tally); !s.ok() && status.ok()) status = s;
+  if (absl::Status s = ingest_->End(*session, tally); !s.ok() && status.ok()) status = s;
   return status;
 }
 

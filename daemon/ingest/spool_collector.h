@@ -14,9 +14,8 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "daemon/catalog/catalog.h"
+#include "daemon/ingest/ingest_path.h"
 #include "daemon/store/rank_store.h"
-#include "daemon/store/store_registry.h"
 
 namespace flopscope::transport {
 class SpoolFile;
@@ -27,10 +26,11 @@ namespace flopscope::daemon {
 // Collects orphaned spool files (injector/transport/spool_file.h): the batches a process could
 // not deliver before it ended, which otherwise wait for the same user's next injected process.
 // At start and then periodically, every `*.spool` file in the directories the patterns match
-// whose lock is free (its process is gone) is committed through the same RankStore::Commit as
-// a stream (validated; deduplicated by (session, seq)), the session's end is recorded as a
-// stream's would be (RankStore::EndStream: a file without a final batch leaves the session
-// flagged), and the file is removed. The made-counts file beside it (`<session>.made`,
+// whose lock is free (its process is gone) is ingested through the same IngestPath as a stream's
+// batches (ingest_path.h: validated, deduplicated by (session, seq), the disk reserve checked
+// per batch, the catalog, metrics and forwarder told), the session's end is recorded as a
+// stream's would be (a file without a final batch leaves the session flagged), and the file is
+// removed. The made-counts file beside it (`<session>.made`,
 // common/made_counts_page.h), when its owner left one, says how many records the process made:
 // EndStream counts those neither stored nor counted lost as LOSS_CAUSE_KILLED, and the file is
 // removed with the spool. One without a spool (the process died before its transport made one,
@@ -64,18 +64,14 @@ class SpoolCollector {
   // it.
   static constexpr int64_t kEmptyOrphanAgeS = 60;
 
-  SpoolCollector(std::vector<std::string> patterns, StoreRegistry* stores, Catalog* catalog,
-                 MayWrite may_write);
+  // `ingest` outlives the collector.
+  SpoolCollector(std::vector<std::string> patterns, IngestPath* ingest, MayWrite may_write);
   ~SpoolCollector();  // stops the thread
 
   // One pass over every matching directory.
   Outcome CollectOnce() ABSL_LOCKS_EXCLUDED(mu_);
   // A pass now, then one every `period` on a thread of its own until destruction.
   void Start(absl::Duration period) ABSL_LOCKS_EXCLUDED(mu_);
-  // Told of every batch committed from a spool (`flopscoped --upstream` forwards it: see
-  // CollectorService::SetCommittedHook). Set before Start; may stay null.
-  using CommittedHook = std::function<void(const v1::SessionHello& hello, const v1::Batch& batch)>;
-  void SetCommittedHook(CommittedHook hook) { committed_hook_ = std::move(hook); }
 
  private:
   // Delivers one orphan owned by `owner`; adds to *outcome.
@@ -88,15 +84,9 @@ class SpoolCollector {
   // they name, and removes them; adds to *outcome.
   void CollectMadeCountsAlone(const std::string& dir, uid_t owner, Outcome* outcome)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // Opens the session of an orphan's `hello` in its rank's store, once `owner` may write there.
-  struct OrphanTarget {
-    std::shared_ptr<RankStore> store;
-    SessionHandle session;
-  };
-  absl::StatusOr<OrphanTarget> OpenOrphanSession(const v1::SessionHello& hello, uid_t owner);
-  // Ends it as a stream's end would (EndStream with `tally`) and updates the catalog.
-  absl::Status EndOrphanSession(const v1::SessionHello& hello, const OrphanTarget& target,
-                                const StreamTally& tally);
+  // Opens the session of an orphan's `hello` for ingest, once it is valid and `owner` may write
+  // to its job.
+  absl::StatusOr<IngestPath::Session> OpenOrphanSession(const v1::SessionHello& hello, uid_t owner);
   // Whether `dir` is a directory only `owner` may write.
   static bool PrivateTo(const std::string& dir, uid_t owner);
   void NoteRefusal(const std::string& path, absl::string_view why) ABSL_LOCKS_EXCLUDED(mu_);
@@ -105,9 +95,7 @@ class SpoolCollector {
   void Loop(absl::Duration period) ABSL_LOCKS_EXCLUDED(mu_);
 
   const std::vector<std::string> patterns_;
-  StoreRegistry* const stores_;
-  Catalog* const catalog_;
-  CommittedHook committed_hook_;
+  IngestPath* const ingest_;
   const MayWrite may_write_;
   absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

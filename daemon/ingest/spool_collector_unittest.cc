@@ -68,6 +68,7 @@ class SpoolCollectorTest : public ::testing::Test {
     absl::StatusOr<std::unique_ptr<Catalog>> catalog = Catalog::Open(CatalogPath(data_dir_));
     ASSERT_TRUE(catalog.ok()) << catalog.status();
     catalog_ = *std::move(catalog);
+    ingest_ = std::make_unique<IngestPath>(&stores_, catalog_.get());
   }
 
   fixtures::ScopedTempDir dir_;
@@ -75,6 +76,7 @@ class SpoolCollectorTest : public ::testing::Test {
   const std::string spool_dir_ = dir_.path() + "/spool";
   std::unique_ptr<Catalog> catalog_;
   StoreRegistry stores_{data_dir_};
+  std::unique_ptr<IngestPath> ingest_;
 };
 
 TEST_F(SpoolCollectorTest, AStopBetweenBatchesLeavesTheRestForTheNextStart) {
@@ -82,9 +84,9 @@ TEST_F(SpoolCollectorTest, AStopBetweenBatchesLeavesTheRestForTheNextStart) {
 
   // The daemon stops (the collector is destroyed) while the first batch is being committed.
   absl::Notification first_batch;
-  auto collector = std::make_unique<SpoolCollector>(std::vector<std::string>{spool_dir_}, &stores_,
-                                                    catalog_.get(), AnyoneMayWrite);
-  collector->SetCommittedHook([&](const v1::SessionHello&, const v1::Batch&) {
+  auto collector = std::make_unique<SpoolCollector>(std::vector<std::string>{spool_dir_},
+                                                    ingest_.get(), AnyoneMayWrite);
+  ingest_->SetCommittedHook([&](const v1::SessionHello&, const v1::Batch&) {
     if (first_batch.HasBeenNotified()) return;
     first_batch.Notify();
     absl::SleepFor(absl::Milliseconds(300));  // the destructor marks the stop meanwhile
@@ -95,7 +97,7 @@ TEST_F(SpoolCollectorTest, AStopBetweenBatchesLeavesTheRestForTheNextStart) {
   EXPECT_TRUE(std::filesystem::exists(orphan)) << "the replay ran to the file's end";
 
   // The next start delivers the rest, once.
-  SpoolCollector next({spool_dir_}, &stores_, catalog_.get(), AnyoneMayWrite);
+  SpoolCollector next({spool_dir_}, ingest_.get(), AnyoneMayWrite);
   const SpoolCollector::Outcome outcome = next.CollectOnce();
   EXPECT_EQ(outcome.files, 1u);
   EXPECT_EQ(outcome.batches, static_cast<uint64_t>(kBatches - 1));
@@ -115,7 +117,7 @@ TEST_F(SpoolCollectorTest, AnOldEmptyOrphanIsRemovedNotRefusedAndTheOthersAreDel
                            {time(nullptr) - 2 * SpoolCollector::kEmptyOrphanAgeS, 0}};
   ASSERT_EQ(utimensat(AT_FDCWD, empty.c_str(), old, 0), 0);
 
-  SpoolCollector collector({spool_dir_}, &stores_, catalog_.get(), AnyoneMayWrite);
+  SpoolCollector collector({spool_dir_}, ingest_.get(), AnyoneMayWrite);
   const SpoolCollector::Outcome outcome = collector.CollectOnce();
   EXPECT_EQ(outcome.emptied, 1u);
   EXPECT_EQ(outcome.refused, 0u);
@@ -143,7 +145,7 @@ TEST_F(SpoolCollectorTest, AMadeCountsFileWithoutASpoolIsChargedToTheSessionItNa
     page->Acquire().Add(kMade);
   }  // unlocked: its writer is gone
 
-  SpoolCollector collector({spool_dir_}, &stores_, catalog_.get(), AnyoneMayWrite);
+  SpoolCollector collector({spool_dir_}, ingest_.get(), AnyoneMayWrite);
   const SpoolCollector::Outcome outcome = collector.CollectOnce();
   EXPECT_EQ(outcome.made_alone, 1u);
   EXPECT_EQ(outcome.refused, 0u);
@@ -165,7 +167,7 @@ TEST_F(SpoolCollectorTest, AMadeCountsFileWhoseSessionIsRefusedStays) {
   const std::string made_path = spool_dir_ + "/s-bad" + MadeCountsPage::kSuffix;
   ASSERT_NE(MadeCountsPage::Create(made_path, session, &error), nullptr) << error;
 
-  SpoolCollector collector({spool_dir_}, &stores_, catalog_.get(), AnyoneMayWrite);
+  SpoolCollector collector({spool_dir_}, ingest_.get(), AnyoneMayWrite);
   const SpoolCollector::Outcome outcome = collector.CollectOnce();
   EXPECT_EQ(outcome.made_alone, 0u);
   EXPECT_EQ(outcome.refused, 1u);

@@ -42,16 +42,18 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(const DaemonOp
   daemon->stores_ =
       std::make_unique<StoreRegistry>(options.data_dir, FoldPolicy{options.keep_raw_steps});
   daemon->sessions_ = std::make_unique<SessionRegistry>();
+  daemon->ingest_ = std::make_unique<IngestPath>(daemon->stores_.get(), daemon->catalog_.get());
   daemon->collector_ = std::make_unique<CollectorService>(
-      daemon->stores_.get(), daemon->catalog_.get(), daemon->sessions_.get());
+      daemon->ingest_.get(), daemon->catalog_.get(), daemon->sessions_.get());
   if (!options.metrics_address.empty()) {
     daemon->metrics_ = std::make_unique<metrics::MetricsRegistry>(options.metrics_max_ranks);
+    daemon->ingest_->SetMetrics(daemon->metrics_.get());
     daemon->collector_->SetMetrics(daemon->metrics_.get());
   }
   daemon->query_ = std::make_unique<QueryService>(options.data_dir, daemon->catalog_.get(),
                                                   static_cast<size_t>(options.report_cache_bytes));
   QueryService* query = daemon->query_.get();
-  daemon->collector_->SetConnectedHook(
+  daemon->ingest_->SetConnectedHook(
       [query](const std::string& job_id, int32_t rank) { query->PrepareReader(job_id, rank); });
   daemon->profiling_ =
       std::make_unique<ProfilingService>(daemon->catalog_.get(), daemon->sessions_.get());
@@ -168,8 +170,8 @@ absl::Status DaemonServer::StartForwarding() {
   outbox_ = *std::move(outbox);
   forwarder_ = std::make_unique<forwarding::Forwarder>(
       outbox_.get(), *std::move(channel), sessions_.get(), forwarding::ForwarderOptions{});
-  collector_->SetCommittedHook(forwarding::OutboxFiller(
-      outbox_.get(), forwarder_.get(), catalog_.get(), access_->rules().daemon_uid));
+  ingest_->SetCommittedHook(forwarding::OutboxFiller(outbox_.get(), forwarder_.get(),
+                                                     catalog_.get(), access_->rules().daemon_uid));
   forwarder_->Start();
   LogInfo("forwarding every committed batch to ", options_.upstream);
   return absl::OkStatus();
@@ -215,12 +217,8 @@ void DaemonServer::StartSpoolCollector() {
     owner.gid = static_cast<gid_t>(-1);  // no group: an admin group cannot apply
     return access->ClaimForWrite(owner, job_id);
   };
-  spool_collector_ = std::make_unique<SpoolCollector>(options_.spool_patterns, stores_.get(),
-                                                      catalog_.get(), std::move(may_write));
-  if (outbox_ != nullptr) {
-    spool_collector_->SetCommittedHook(forwarding::OutboxFiller(
-        outbox_.get(), forwarder_.get(), catalog_.get(), access_->rules().daemon_uid));
-  }
+  spool_collector_ = std::make_unique<SpoolCollector>(options_.spool_patterns, ingest_.get(),
+                                                      std::move(may_write));
   spool_collector_->Start(absl::Seconds(options_.spool_period_s));
 }
 

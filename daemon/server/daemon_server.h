@@ -17,6 +17,7 @@
 #include "daemon/forwarding/forwarder.h"
 #include "daemon/forwarding/outbox.h"
 #include "daemon/ingest/collector_service.h"
+#include "daemon/ingest/ingest_path.h"
 #include "daemon/ingest/session_registry.h"
 #include "daemon/ingest/spool_collector.h"
 #include "daemon/metrics/metrics_endpoint.h"
@@ -86,6 +87,8 @@ class DaemonServer {
   std::unique_ptr<SessionRegistry> sessions_;
   std::unique_ptr<metrics::MetricsRegistry> metrics_;  // null without --metrics; before collector_
   std::unique_ptr<metrics::MetricsEndpoint> metrics_endpoint_;
+  // The one path into the stores, of the Collector's streams and of orphaned spools alike.
+  std::unique_ptr<IngestPath> ingest_;
   std::unique_ptr<CollectorService> collector_;
   std::unique_ptr<QueryService> query_;
   // Deletes jobs for Query.PruneJobs and --max-disk; stopped by Shutdown before the stores.
