@@ -31,7 +31,7 @@ AnnotationRole ClassifyAnnotation(absl::string_view name) {
     const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), number);
     if (error == std::errc() && end == digits.data() + digits.size() && number >= 0) {
       result.role = RangeRole::kStep;
-      result.flopscope_name = kStepRangeName;
+      result.flopscope_name = kStepRange;
       result.step_number = number;
     }
     return result;

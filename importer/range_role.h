@@ -3,13 +3,12 @@
 #include <cstdint>
 
 #include "absl/strings/string_view.h"
+#include "common/nvtx_vocabulary.h"
 
 namespace flopscope::importer {
 
 // Steps and phases go in the `flopscope` NVTX domain (DESIGN: Time); every other annotation is a
 // module range in the default domain.
-inline constexpr char kFlopscopeDomain[] = "flopscope";
-inline constexpr char kStepRangeName[] = "step";
 
 enum class RangeRole : uint8_t { kModule, kStep, kPhase };
 

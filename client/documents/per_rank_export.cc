@@ -5,12 +5,13 @@
 #include <algorithm>
 #include <map>
 
+#include "common/nvtx_vocabulary.h"
+
 namespace flopscope::client {
 namespace {
 
 using flopscope::v1::Report;
 
-constexpr char kStepPhase[] = "step";
 constexpr double kNsPerSecond = 1e9;
 
 void OptionalDouble(JsonWriter& json, const std::optional<double>& value) {
@@ -85,7 +86,7 @@ void WriteStepTimes(const Report& report, JsonWriter& json) {
   std::map<int32_t, std::vector<const flopscope::v1::PhaseStepTime*>> by_rank;
   bool truncated = false;
   for (const flopscope::v1::PhaseStats& phase : report.phases()) {
-    if (phase.name() != kStepPhase) continue;
+    if (phase.name() != kStepRange) continue;
     truncated = phase.per_step_truncated();
     for (const auto& time : phase.per_step()) by_rank[time.rank()].push_back(&time);
   }

@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/nvtx_vocabulary.h"
 
 namespace flopscope::client {
 namespace {
@@ -107,11 +108,11 @@ void FillCountedSummary(const Report& report, Profile& profile) {
 
 void MeasurePhaseFlops(const Report& report, Profile& profile) {
   const double ranks = std::max(profile.counted_ranks, 1);
-  if (const PhaseStats* forward = CountedPhase(report, "forward")) {
+  if (const PhaseStats* forward = CountedPhase(report, kForwardPhase)) {
     profile.fwd_flops_per_gpu = {forward->flops() / ranks, kMeasuredForward};
     profile.fwd_macs_per_gpu = {forward->flops() / ranks / 2, "measured flops / 2"};
   }
-  if (const PhaseStats* backward = CountedPhase(report, "backward")) {
+  if (const PhaseStats* backward = CountedPhase(report, kBackwardPhase)) {
     profile.bwd_flops_per_gpu = {backward->flops() / ranks, kMeasuredBackward};
   }
 }

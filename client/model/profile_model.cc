@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client/model/profile_flops.h"
+#include "common/nvtx_vocabulary.h"
 
 namespace flopscope::client {
 namespace {
@@ -147,7 +148,7 @@ StepScope StepScopeOf(const Report& report) {
   StepScope scope;
   if (!report.has_steps()) {
     // A daemon that sends no step window: the `step` phase's uncounted occurrences.
-    const PhaseStats* step = FindPhase(report, "step");
+    const PhaseStats* step = FindPhase(report, kStepRange);
     scope.uncounted_steps = step == nullptr ? 0 : step->calls();
     return scope;
   }
@@ -550,15 +551,15 @@ void FillSummaryFigures(const Report& report, Profile& profile) {
     }
   }
 
-  profile.fwd_latency_s = PhaseLatency(report, "forward");
-  if (FindPhase(report, "forward") == nullptr) {
+  profile.fwd_latency_s = PhaseLatency(report, kForwardPhase);
+  if (FindPhase(report, kForwardPhase) == nullptr) {
     std::optional<double> roots = SumOverRoots(
         profile.modules, [](const ModuleRow& row) { return row.latency_s; }, profile.model_end);
     if (roots) profile.fwd_latency_s = {roots, "top-level modules (no 'forward' phase marked)"};
   }
-  profile.bwd_latency_s = PhaseLatency(report, "backward");
-  profile.step_latency_s = PhaseLatency(report, "optimizer");
-  profile.measured_step_range_s = PhaseLatency(report, "step");
+  profile.bwd_latency_s = PhaseLatency(report, kBackwardPhase);
+  profile.step_latency_s = PhaseLatency(report, kOptimizerPhase);
+  profile.measured_step_range_s = PhaseLatency(report, kStepRange);
   profile.iter_latency_s = profile.measured_step_range_s;
   if (profile.fwd_latency_s.value && profile.bwd_latency_s.value) {
     // DeepSpeed's definition: fwd + bwd + step, whatever the step range measured.
@@ -794,7 +795,7 @@ Profile BuildProfile(const Report& report, const ProfileOptions& options,
   profile.batch_size = announced.batch_size;
   profile.precision = announced.precision;
   profile.step_scope = StepScopeOf(report);
-  const PhaseStats* step = FindPhase(report, "step");
+  const PhaseStats* step = FindPhase(report, kStepRange);
   // Uncounted steps: the daemon keeps counted ones out of the module totals too.
   profile.steps = report.has_steps() ? profile.step_scope.uncounted_steps / profile.ranks
                   : step == nullptr  ? 0
@@ -802,7 +803,7 @@ Profile BuildProfile(const Report& report, const ProfileOptions& options,
   const double divisor = static_cast<double>(profile.ranks) * std::max<uint64_t>(profile.steps, 1);
   const int params_divisor = RanksOfFirstReplica(report);
   const int counted_ranks = CountedRanks(report);
-  profile.passes_marked = FindPhase(report, "forward") != nullptr;
+  profile.passes_marked = FindPhase(report, kForwardPhase) != nullptr;
   for (const ModuleStats& module : report.modules()) {
     profile.modules.push_back(RowFor(module, announced, divisor, params_divisor,
                                      profile.step_scope.window, counted_ranks,

@@ -2,10 +2,11 @@
 #include "client/trace_export/activity_fields.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/nvtx_vocabulary.h"
 
 namespace flopscope::client {
 
-bool IsStepOrPhase(const TraceDefinitions::Path& path) { return path.domain == "flopscope"; }
+bool IsStepOrPhase(const TraceDefinitions::Path& path) { return path.domain == kFlopscopeDomain; }
 
 std::string ProcessName(const v1::TraceChunk& chunk) {
   const v1::TraceSession& session = chunk.session();

@@ -6,14 +6,12 @@
 #include <variant>
 
 #include "client/trace_export/trace_definitions.h"
+#include "common/nvtx_vocabulary.h"
 #include "flopscope/v1/query.pb.h"
 
 namespace flopscope::client {
 
 // What both export formats say about a record, so that they say the same.
-
-// The `step` range of the `flopscope` NVTX domain (reports number steps by it).
-inline constexpr char kStepRangeName[] = "step";
 
 // A range of the `flopscope` domain: a step or a phase, which the injector keeps on a stack of
 // its own, so it gets a track of its own beside the module ranges.

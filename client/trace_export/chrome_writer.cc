@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/trace_export/activity_fields.h"
+#include "common/nvtx_vocabulary.h"
 
 namespace flopscope::client {
 namespace {
@@ -139,7 +140,7 @@ void ChromeWriter::AddRange(const v1::TraceChunk& chunk, const v1::TraceRange& r
     flow.Key("ts").Double(Micros(event.start_ns()));
     EndEvent();
   }
-  if (phase && path->name == kStepRangeName) {
+  if (phase && path->name == kStepRange) {
     AddCounter(chunk.rank(), "step time", "ms", event.start_ns(),
                static_cast<double>(event.end_ns() - event.start_ns()) / 1e6);
   }

@@ -3,6 +3,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/trace_export/activity_fields.h"
+#include "common/nvtx_vocabulary.h"
 
 namespace flopscope::client {
 namespace {
@@ -191,7 +192,7 @@ void PerfettoWriter::AddRange(const v1::TraceChunk& chunk, const v1::TraceRange&
   }
   WritePacket();
   open_ends_[track].push_back(static_cast<uint64_t>(event.end_ns()));
-  if (phase && path->name == kStepRangeName) AddStepTime(chunk.rank(), event);
+  if (phase && path->name == kStepRange) AddStepTime(chunk.rank(), event);
 }
 
 void PerfettoWriter::EndSlice(uint64_t track, uint64_t time_ns) {

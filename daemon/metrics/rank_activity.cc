@@ -3,14 +3,13 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/nvtx_vocabulary.h"
 #include "common/peak_flops.h"
 #include "daemon/store/counted_rollup.h"
 #include "daemon/store/step_index.h"
 
 namespace flopscope::daemon::metrics {
 namespace {
-
-constexpr char kFlopscopeDomain[] = "flopscope";
 
 void AddKernelFlops(const v1::FlopCounters& flops, std::map<std::string, double>* by_precision) {
   if (flops.fp64() > 0) (*by_precision)["fp64"] += flops.fp64();

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "common/nvtx_vocabulary.h"
 #include "common/sqlite/sqlite_db.h"
 #include "daemon/query/range_row_cache.h"
 #include "daemon/report/report_builder.h"

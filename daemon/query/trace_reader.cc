@@ -10,6 +10,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "common/nvtx_vocabulary.h"
 #include "daemon/query/rank_reader.h"
 #include "daemon/report/report_builder.h"
 

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/flop_formulas.h"
 #include "common/metadata_keys.h"
+#include "common/nvtx_vocabulary.h"
 #include "daemon/report/demangle.h"
 #include "daemon/report/estimate_window.h"
 #include "daemon/report/gpu_metadata.h"

@@ -16,8 +16,6 @@
 
 namespace flopscope::daemon {
 
-// NVTX domain of steps, phases and metadata marks (DESIGN: Metadata channel).
-inline constexpr char kFlopscopeDomain[] = "flopscope";
 inline constexpr char kUnattributedPath[] = "<unattributed>";
 
 // Builds a Report from rank snapshots (pure: no I/O, so the tree math is unit-tested).

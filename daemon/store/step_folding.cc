@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
-#include "daemon/report/report_builder.h"
 #include "daemon/store/range_fold_codec.h"
 #include "daemon/store/step_index.h"
 

@@ -6,13 +6,9 @@
 #include <optional>
 #include <vector>
 
-namespace flopscope::daemon {
+#include "common/nvtx_vocabulary.h"
 
-// The range that marks a step, in the `flopscope` NVTX domain (DESIGN: Time).
-inline constexpr char kStepRange[] = "step";
-// The phases of the `flopscope` domain that split a module's time into its passes.
-inline constexpr char kForwardPhase[] = "forward";
-inline constexpr char kBackwardPhase[] = "backward";
+namespace flopscope::daemon {
 
 // The position of the last of `spans` (sorted by start_ns) that starts at or before `time_ns`;
 // -1 when none does. `hint` carries the answer from one call to the next: moments asked for in

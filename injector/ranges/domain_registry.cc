@@ -1,11 +1,8 @@
 #include "injector/ranges/domain_registry.h"
 
+#include "common/nvtx_vocabulary.h"
+
 namespace flopscope::injector {
-namespace {
-
-constexpr std::string_view kFlopscopeDomain = "flopscope";
-
-}  // namespace
 
 DomainRegistry::DomainRegistry() {
   auto default_domain = std::make_unique<Domain>();

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/nvtx_vocabulary.h"
+
 namespace flopscope::injector {
 
 void StepTracker::Opened(std::string_view name, uint64_t path_id, uint64_t instance_id) noexcept {

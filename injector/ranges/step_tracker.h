@@ -38,8 +38,6 @@ class StepListener {
 // launch paths); Current() and ranges_counted() are lock-free.
 class StepTracker {
  public:
-  static constexpr std::string_view kStepRange = "step";
-
   // Set once, before any flopscope range is reported.
   void SetListener(StepListener* listener) { listener_ = listener; }
 
