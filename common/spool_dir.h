@@ -2,7 +2,7 @@
 
 // The spool directory, shared by the injector core (which creates a session's made-counts file
 // there as it starts, common/made_counts_page.h) and the transport (which writes the session's
-// spool file there, injector/transport/spool_file.h): how it is made safe to use, and the name
+// spool file there, common/spool/spool_file.h): how it is made safe to use, and the name
 // a session's files share in it.
 //
 // Dependency-free (the injector links it): no Abseil.

@@ -18,6 +18,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/spool/spool_file.h"
 #include "daemon/server/daemon_server.h"
 #include "daemon/store/data_layout.h"
 #include "daemon/testing/test_batches.h"
@@ -25,12 +26,9 @@
 #include "daemon/testing/test_temp_dir.h"
 #include "daemon/validate/parallel_mark.h"
 #include "flopscope/v1/collector.grpc.pb.h"
-#include "injector/transport/spool_file.h"
 
 namespace flopscope::daemon {
 namespace {
-
-using transport::SpoolFile;
 
 constexpr char kJob[] = "routes";
 constexpr int kRank = 3;

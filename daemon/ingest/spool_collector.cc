@@ -12,18 +12,16 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/made_counts_page.h"
+#include "common/spool/spool_file.h"
 #include "common/version.h"
 #include "daemon/base/cpu_priority.h"
 #include "daemon/base/logger.h"
 #include "daemon/store/rank_store.h"
 #include "daemon/validate/batch_validator.h"
 #include "daemon/validate/hello_validator.h"
-#include "injector/transport/spool_file.h"
 
 namespace flopscope::daemon {
 namespace {
-
-using transport::SpoolFile;
 
 // Directories the patterns match, sorted and without repeats (glob(3) sorts each pattern's).
 std::vector<std::string> MatchingDirectories(const std::vector<std::string>& patterns) {

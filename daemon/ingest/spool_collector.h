@@ -17,13 +17,13 @@
 #include "daemon/ingest/ingest_path.h"
 #include "daemon/store/rank_store.h"
 
-namespace flopscope::transport {
+namespace flopscope {
 class SpoolFile;
 }
 
 namespace flopscope::daemon {
 
-// Collects orphaned spool files (injector/transport/spool_file.h): the batches a process could
+// Collects orphaned spool files (common/spool/spool_file.h): the batches a process could
 // not deliver before it ended, which otherwise wait for the same user's next injected process.
 // At start and then periodically, every `*.spool` file in the directories the patterns match
 // whose lock is free (its process is gone) is ingested through the same IngestPath as a stream's
@@ -75,7 +75,7 @@ class SpoolCollector {
 
  private:
   // Delivers one orphan owned by `owner`; adds to *outcome.
-  absl::Status Deliver(const transport::SpoolFile& file, uid_t owner, Outcome* outcome);
+  absl::Status Deliver(const SpoolFile& file, uid_t owner, Outcome* outcome);
   // The records the spool's process made, from the made-counts file beside it, into *tally
   // (left unknown when there is none, or it is not one `owner` left).
   void ReadMadeCounts(const std::string& spool_path, uid_t owner, StreamTally* tally)

@@ -18,17 +18,15 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "common/made_counts_page.h"
+#include "common/spool/spool_file.h"
 #include "daemon/catalog/catalog.h"
 #include "daemon/store/data_layout.h"
 #include "daemon/store/store_registry.h"
 #include "daemon/testing/test_batches.h"
 #include "daemon/testing/test_temp_dir.h"
-#include "injector/transport/spool_file.h"
 
 namespace flopscope::daemon {
 namespace {
-
-using transport::SpoolFile;
 
 constexpr int kBatches = 3;
 constexpr int kRangesPerBatch = 10;

@@ -12,10 +12,10 @@
 #include <thread>
 
 #include "common/mutex.h"
+#include "common/spool/spool_file.h"
 #include "flopscope/v1/collector.grpc.pb.h"
 #include "injector/transport/batch_encoder.h"
 #include "injector/transport/pending_queue.h"
-#include "injector/transport/spool_file.h"
 #include "injector/transport/transport_abi.h"
 
 namespace flopscope::transport {

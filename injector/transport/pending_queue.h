@@ -6,8 +6,8 @@
 #include <optional>
 #include <vector>
 
+#include "common/spool/spool_file.h"
 #include "flopscope/v1/collector.pb.h"
-#include "injector/transport/spool_file.h"
 
 namespace flopscope::transport {
 

@@ -179,7 +179,7 @@ CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY(start INTEGER NOT NULL, end INTEGER NOT 
 INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES (90, 95, 0, 1, 7, 10, 4096);
 VACUUM;
 SQL
-# ---- spool_file: a session's spool as the transport writes it (injector/transport/spool_file.h):
+# ---- spool_file: a session's spool as the transport writes it (common/spool/spool_file.h):
 # magic, then {u32 length, u64 seq, u64 records, payload} frames, the hello first.
 up() {  # up FILE: a text-format v1::UpMessage on stdin, encoded into FILE
   protoc --proto_path="$ROOT/proto" --encode=flopscope.v1.UpMessage \

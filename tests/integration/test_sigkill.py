@@ -40,7 +40,7 @@ while True:
 """
 
 MAGIC = b"FSSPOOL1"
-FRAME = struct.Struct("<IQQ")  # payload length, seq, records (injector/transport/spool_file.h)
+FRAME = struct.Struct("<IQQ")  # payload length, seq, records (common/spool/spool_file.h)
 
 
 def spooled_frames(path):

@@ -1,4 +1,4 @@
-#include "injector/transport/spool_file.h"
+#include "common/spool/spool_file.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -6,17 +6,32 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "injector/transport/testing/fake_collector.h"
-
-namespace flopscope::transport {
+namespace flopscope {
 namespace {
 
-using testing::TempDir;
+// A fresh directory under the test's temporary directory, removed with everything in it.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = ::testing::TempDir() + "spool-file-test-XXXXXX";
+    if (mkdtemp(pattern.data()) == nullptr) ADD_FAILURE() << "mkdtemp failed for " << pattern;
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
 
 v1::UpMessage Hello(const std::string& session) {
   v1::UpMessage hello;
@@ -300,4 +315,4 @@ TEST_F(SpoolFileTest, AnOldOrphanWithoutARecordIsRemovedAndEverythingElseKept) {
 }
 
 }  // namespace
-}  // namespace flopscope::transport
+}  // namespace flopscope

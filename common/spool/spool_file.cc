@@ -1,4 +1,4 @@
-#include "injector/transport/spool_file.h"
+#include "common/spool/spool_file.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -15,7 +15,7 @@
 
 #include "common/spool_dir.h"
 
-namespace flopscope::transport {
+namespace flopscope {
 namespace {
 
 constexpr char kMagic[8] = {'F', 'S', 'S', 'P', 'O', 'O', 'L', '1'};
@@ -385,4 +385,4 @@ bool SpoolFile::Scan(std::string* error) {
   return true;
 }
 
-}  // namespace flopscope::transport
+}  // namespace flopscope

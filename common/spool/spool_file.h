@@ -9,7 +9,7 @@
 
 #include "flopscope/v1/collector.pb.h"
 
-namespace flopscope::transport {
+namespace flopscope {
 
 // A session's spool: the batches the daemon has not acknowledged yet, on local disk, so that
 // they reach the store later — sent by this process when its connection comes back, or, after
@@ -123,4 +123,4 @@ class SpoolFile {
   bool removed_ = false;
 };
 
-}  // namespace flopscope::transport
+}  // namespace flopscope

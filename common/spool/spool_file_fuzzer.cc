@@ -13,7 +13,7 @@
 #include <memory>
 #include <string>
 
-#include "injector/transport/spool_file.h"
+#include "common/spool/spool_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::string path =
@@ -25,13 +25,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!written) return 0;
   uid_t owner = 0;
   std::string error;
-  std::unique_ptr<flopscope::transport::SpoolFile> file =
-      flopscope::transport::SpoolFile::OpenOrphanOfAnyOwner(path, &owner, &error);
+  std::unique_ptr<flopscope::SpoolFile> file =
+      flopscope::SpoolFile::OpenOrphanOfAnyOwner(path, &owner, &error);
   if (file == nullptr) return 0;
   if (file->empty_bytes() > file->bytes() || file->bytes() > size) std::abort();
   uint64_t previous = 0;
   flopscope::v1::UpMessage message;
-  for (const flopscope::transport::SpoolFile::Entry& entry : file->entries()) {
+  for (const flopscope::SpoolFile::Entry& entry : file->entries()) {
     if (entry.offset + entry.length > size || entry.seq <= previous) std::abort();
     previous = entry.seq;
     file->Read(entry, &message);  // false for a payload that does not parse: fine
