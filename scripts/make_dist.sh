@@ -92,9 +92,10 @@ find "$STAGE/python" -name __pycache__ -prune -exec rm -rf {} +
 
 SHARE="$STAGE/share/flopscope"
 cp -r "$SOURCE_DIR/deploy" "$SHARE/deploy"
-mkdir -p "$SHARE/docs" "$SHARE/tests/gpu" "$SHARE/tests/integration"
+mkdir -p "$SHARE/docs/design" "$SHARE/tests/gpu" "$SHARE/tests/integration"
 cp "$SOURCE_DIR/README.md" "$SHARE/"
 cp "$SOURCE_DIR"/docs/*.md "$SHARE/docs/"
+cp "$SOURCE_DIR"/docs/design/*.md "$SHARE/docs/design/"  # the pages docs/architecture.md links
 cp "$SOURCE_DIR"/tests/gpu/*.{cu,h,py,sh} "$SHARE/tests/gpu/"
 cp "$SOURCE_DIR/tests/integration/harness.py" "$SHARE/tests/integration/"
 cp "$SOURCE_DIR/tests/unittest_runner.py" "$SHARE/tests/"  # the tests/gpu scripts' exit codes

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks the injector's folder order (docs/architecture.md, "Folder order").
+"""Checks each program's folder order (docs/architecture.md, "Rules the build checks").
 
 The injector's production files may include only "down" the chain
 
@@ -12,7 +12,13 @@ counter_windows/ the same plus cupti/cupti_api.h. Only injector/transport/ may i
 protobuf (generated flopscope/v1/ headers included) or Abseil: the injector core is loaded into
 training jobs that may hold other versions of them.
 
-Tests (*_unittest.cc) and test helpers (testing/) are not checked.
+The daemon and the client are layered: each is a list of stage folders, lowest first (LAYERS),
+and a production file in one folder may include only its own folder and the folders before it,
+plus common/ and the generated contract (flopscope/v1/). Neither includes another program's code
+(injector/, importer/, the other of the two), but for the named exceptions in LAYER_EXCEPTIONS.
+A file directly under the program's folder (main.cc) may include any of its folders.
+
+Tests (*_unittest.cc), fuzzers and test helpers (testing/) are not checked.
 
 Usage: check_include_order.py [--root SOURCE_DIR]. Exit 0 when clean; 1 with one line per broken
 rule, "path:line: includes X: rule", otherwise.
@@ -50,6 +56,21 @@ BANNED_OUTSIDE_TRANSPORT = ("absl/", "grpc/", "grpcpp/", "grpc++/", "google/prot
 # Top-level project folders by who may include them.
 PROJECT_FOLDERS = {"common": None, "counters": {"cupti", "counter_windows"}}
 OTHER_PROGRAMS = ("daemon/", "client/", "importer/", "proto/")
+
+# The layered programs: their stage folders, lowest first. A folder not listed here is an error,
+# so that a new folder gets its place in the order when it is made.
+LAYERS = {
+    "daemon": ["base", "validate", "store", "catalog", "report", "access", "retention", "metrics",
+               "query", "ingest", "forwarding", "control", "server"],
+    "client": ["connect", "model", "text", "documents", "run", "trace_export", "commands"],
+}
+# Code of another program a layered program may include: (including file, included header).
+LAYER_EXCEPTIONS = [
+    # `flopscope import` is the importer's command, registered beside the client's own.
+    ("client/main.cc", "importer/import_command.h"),
+]
+# Top-level folders of the programs' own code; common/, proto/ and counters/ are shared.
+PROGRAM_FOLDERS = ("injector", "daemon", "client", "importer")
 
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 
@@ -119,22 +140,55 @@ def check_include(path, quote, header):
     return None
 
 
+def layer_rule(path, quote, header):
+    """The broken rule for one include of layered program file `path`, or None."""
+    if quote != '"':
+        return None
+    program, parts = path.split("/")[0], path.split("/")
+    order = LAYERS[program]
+    top = header.split("/")[0]
+    if top not in PROGRAM_FOLDERS:
+        return None
+    if (path, header) in LAYER_EXCEPTIONS:
+        return None
+    if top != program:
+        return "%s/ may not include another program's code (%s)" % (program, header)
+    dst = header.split("/")[1] if header.count("/") >= 2 else None
+    if dst not in order:
+        return "%s is in no stage folder of %s/ (LAYERS in this checker)" % (header, program)
+    if len(parts) == 2:  # the program's entry (main.cc) sits above every stage
+        return None
+    src = parts[1]
+    if src not in order:
+        return "%s/%s/ is no stage folder of %s/ (add it to LAYERS in this checker)" % (
+            program, src, program)
+    if order.index(dst) <= order.index(src):
+        return None
+    return "%s/%s/ may include only %s (folder order %s)" % (
+        program, src, ", ".join(f + "/" for f in order[:order.index(src) + 1]),
+        " -> ".join(order))
+
+
 def check_file(root, path):
     """Yields "path:line: includes X: rule" for each broken rule in one file."""
+    layered = path.split("/")[0] in LAYERS
     with open(os.path.join(root, path), encoding="utf-8", errors="replace") as f:
         for number, line in enumerate(f, start=1):
             match = INCLUDE_RE.match(line)
             if not match:
                 continue
             quote, header = match.groups()
-            rule = check_include(path, quote, header)
+            if layered:
+                rule = layer_rule(path, quote, header)
+            else:
+                rule = check_include(path, quote, header)
             if rule:
                 shown = '"%s"' % header if quote == '"' else "<%s>" % header
                 yield "%s:%d: includes %s: %s" % (path, number, shown, rule)
 
 
-def injector_files(root):
-    for directory, _, names in os.walk(os.path.join(root, "injector")):
+def production_files(root, program):
+    for directory, _, names in os.walk(os.path.join(root, program)):
         for name in sorted(names):
             path = os.path.relpath(os.path.join(directory, name), root).replace(os.sep, "/")
             if is_production(path):
@@ -147,18 +201,21 @@ def main(argv):
                         help="the source tree (holds injector/)")
     args = parser.parse_args(argv)
     root = os.path.abspath(args.root)
-    if not os.path.isdir(os.path.join(root, "injector")):
-        print("check_include_order: no injector/ under %s" % root, file=sys.stderr)
+    programs = [p for p in ["injector"] + sorted(LAYERS) if os.path.isdir(os.path.join(root, p))]
+    if not programs:
+        print("check_include_order: no injector/ or %s under %s" % (
+            ", ".join(p + "/" for p in sorted(LAYERS)), root), file=sys.stderr)
         return 2
     checked = 0
     problems = []
-    for path in sorted(injector_files(root)):
-        checked += 1
-        problems.extend(check_file(root, path))
+    for program in programs:
+        for path in sorted(production_files(root, program)):
+            checked += 1
+            problems.extend(check_file(root, path))
     for problem in problems:
         print(problem)
     if problems:
-        print("check_include_order: %d include(s) break the injector's folder order "
+        print("check_include_order: %d include(s) break a program's folder order "
               "(docs/architecture.md)" % len(problems))
         return 1
     print("check_include_order: %d production files follow the folder order" % checked)

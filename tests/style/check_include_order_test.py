@@ -97,6 +97,62 @@ class CheckIncludeOrderTest(unittest.TestCase):
         })
         self.assertEqual(code, 0, lines)
 
+    def test_daemon_stages_include_only_earlier_stages(self):
+        code, lines = self.run_on({
+            "daemon/store/rank_store.cc": '#include "daemon/base/logger.h"\n'
+                                          '#include "daemon/validate/batch_validator.h"\n'
+                                          '#include "common/utf8.h"\n'
+                                          '#include "flopscope/v1/records.pb.h"\n',
+            "daemon/server/daemon_server.cc": '#include "daemon/query/query_service.h"\n',
+            "daemon/main.cc": '#include "daemon/server/daemon_server.h"\n',
+            "daemon/ingest/spool_collector.cc": '#include "common/spool/spool_file.h"\n',
+        })
+        self.assertEqual(code, 0, lines)
+
+    def test_a_daemon_back_arrow_names_the_order(self):
+        code, lines = self.run_on({
+            "daemon/store/step_folding.cc": '#include "daemon/report/report_builder.h"\n',
+        })
+        self.assertEqual(code, 1)
+        self.assertIn('daemon/store/step_folding.cc:1: includes "daemon/report/report_builder.h"',
+                      lines[0])
+        self.assertIn("daemon/store/ may include only base/, validate/, store/", lines[0])
+
+    def test_a_program_may_not_include_another_programs_code(self):
+        code, lines = self.run_on({
+            "daemon/report/report_builder.cc": '#include "client/text/text_table.h"\n'
+                                               '#include "injector/session.h"\n',
+        })
+        self.assertEqual(code, 1)
+        self.assertEqual(len([l for l in lines if "another program's code" in l]), 2)
+
+    def test_a_folder_outside_the_order_is_named(self):
+        code, lines = self.run_on({
+            "daemon/misc/helper.cc": '#include "daemon/base/logger.h"\n',
+            "daemon/base/logger.cc": '#include "daemon/loose.h"\n',
+        })
+        self.assertEqual(code, 1)
+        self.assertTrue(any("daemon/misc/ is no stage folder" in l for l in lines), lines)
+        self.assertTrue(any("daemon/loose.h is in no stage folder" in l for l in lines), lines)
+
+    def test_client_stages_follow_their_order(self):
+        code, lines = self.run_on({
+            "client/text/report_text.cc": '#include "client/model/profile_model.h"\n',
+            "client/main.cc": '#include "client/commands/query_commands.h"\n'
+                              '#include "importer/import_command.h"\n',
+            "client/model/profile_model.cc": '#include "client/text/text_table.h"\n',
+        })
+        self.assertEqual(code, 1)
+        self.assertEqual(len([l for l in lines if ": includes " in l]), 1, lines)
+        self.assertIn("client/model/ may include only connect/, model/", lines[0])
+
+    def test_daemon_tests_and_helpers_are_not_checked(self):
+        code, lines = self.run_on({
+            "daemon/base/logger_unittest.cc": '#include "daemon/testing/test_daemon.h"\n',
+            "daemon/testing/test_daemon.h": '#include "daemon/server/daemon_options.h"\n',
+        })
+        self.assertEqual(code, 0, lines)
+
 
 if __name__ == "__main__":
     unittest.main()
