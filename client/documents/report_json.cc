@@ -88,6 +88,7 @@ void WriteRank(const RankInfo& rank, JsonWriter& json) {
   json.Key("losses");
   WriteLosses(rank.losses(), json);
   json.Key("sessions_without_final").Uint(SessionsWithoutFinal(rank.losses()));
+  json.Key("spooled").Uint(rank.spooled_records());
   json.Key("rejected");
   RejectedBatches rejected;
   rejected.Add(rank);
@@ -214,6 +215,7 @@ std::string RenderReportJson(const flopscope::v1::Report& report,
   json.Key("losses");
   WriteLosses(report.losses(), json);
   json.Key("sessions_without_final").Uint(SessionsWithoutFinal(report.losses()));
+  json.Key("spooled").Uint(report.spooled_records());
   json.Key("rejected");
   RejectedBatches rejected;
   for (const RankInfo& rank : report.ranks()) rejected.Add(rank);

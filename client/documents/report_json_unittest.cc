@@ -23,8 +23,9 @@ std::map<std::string, std::string> Parse(const flopscope::v1::Report& report) {
 
 TEST(RenderReportJsonTest, HasExactlyTheContractedTopLevelKeys) {
   PARSE_OR_SKIP(flat, testing::CpuOnlyReport());
-  EXPECT_EQ(flat.at("#"), "10");
+  EXPECT_EQ(flat.at("#"), "11");
   EXPECT_EQ(flat.at("schema_version"), absl::StrCat(kReportSchemaVersion));
+  EXPECT_EQ(flat.at("spooled"), "0");  // nothing waits in a spool
   EXPECT_EQ(flat.at("job"), "\"demo-job\"");
   EXPECT_EQ(flat.at("ranks#"), "2");
   EXPECT_EQ(flat.at("modules#"), "4");
@@ -132,8 +133,9 @@ TEST(RenderReportJsonTest, KernelFiguresDevicesAndTopKernels) {
 
 TEST(RenderReportJsonTest, RanksPhasesAndLosses) {
   PARSE_OR_SKIP(flat, testing::CpuOnlyReport());
-  EXPECT_EQ(flat.at("ranks[0]#"), "8");
+  EXPECT_EQ(flat.at("ranks[0]#"), "9");
   EXPECT_EQ(flat.at("ranks[0].sessions_without_final"), "0");
+  EXPECT_EQ(flat.at("ranks[0].spooled"), "0");
   EXPECT_EQ(flat.at("ranks[0].rejected.records"), "0");
   EXPECT_EQ(flat.at("ranks[0].devices#"), "0");
   EXPECT_EQ(flat.at("ranks[0].rank"), "0");
@@ -238,7 +240,7 @@ TEST(RenderReportJsonTest, EmptyReportIsStillTheSameShape) {
   flopscope::v1::Report report;
   report.set_job_id("empty");
   PARSE_OR_SKIP(flat, report);
-  EXPECT_EQ(flat.at("#"), "10");
+  EXPECT_EQ(flat.at("#"), "11");
   EXPECT_EQ(flat.at("modules#"), "0");
   EXPECT_EQ(flat.at("losses#"), "0");
 }

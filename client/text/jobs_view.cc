@@ -21,6 +21,10 @@ std::string RenderJobsText(const flopscope::v1::ListJobsResponse& jobs, absl::Ti
                   absl::StrCat(job.range_events()), absl::StrCat(job.kernels()),
                   absl::StrCat(job.lost_records()), absl::StrCat(job.rejected_records()),
                   FormatTimestamp(job.last_seen_ns(), zone)});
+    if (job.spooled_records() > 0) {
+      absl::StrAppend(&rejected, PrintableForTerminal(job.job_id()), ": ",
+                      SpooledNote(job.spooled_records()), "\n");
+    }
     if (job.sessions_without_final() > 0) {
       absl::StrAppend(&rejected, PrintableForTerminal(job.job_id()), ": ",
                       SessionsWithoutFinalNote(job.sessions_without_final()), "\n");
@@ -49,6 +53,7 @@ std::string RenderJobsJson(const flopscope::v1::ListJobsResponse& jobs) {
     json.Key("rejected_batches").Uint(job.rejected_batches());
     json.Key("rejected_records").Uint(job.rejected_records());
     json.Key("sessions_without_final").Uint(job.sessions_without_final());
+    json.Key("spooled").Uint(job.spooled_records());
     json.Key("first_seen_ns").Int(job.first_seen_ns());
     json.Key("last_seen_ns").Int(job.last_seen_ns());
     json.EndObject();

@@ -26,6 +26,19 @@ flopscope::v1::ListJobsResponse TwoJobs() {
   return jobs;
 }
 
+TEST(RenderJobsTextTest, RecordsWaitingInSpoolsAreSaidApartFromTheLost) {
+  flopscope::v1::ListJobsResponse jobs = TwoJobs();
+  jobs.mutable_jobs(1)->set_lost_records(2);
+  jobs.mutable_jobs(1)->set_spooled_records(685842);
+  const std::string text = RenderJobsText(jobs, absl::UTCTimeZone());
+  EXPECT_NE(text.find("train-20240501-120000: 685842 records wait in spool files the daemon is "
+                      "delivering: not lost"),
+            std::string::npos)
+      << text;
+  const std::string json = RenderJobsJson(jobs);
+  EXPECT_NE(json.find("\"spooled\": 685842"), std::string::npos) << json;
+}
+
 TEST(RenderJobsTextTest, OneAlignedLinePerJob) {
   const std::string text = RenderJobsText(TwoJobs(), absl::UTCTimeZone());
   const std::vector<std::string> lines = absl::StrSplit(text, '\n', absl::SkipEmpty());

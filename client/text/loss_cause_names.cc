@@ -70,4 +70,11 @@ std::string SessionsWithoutFinalNote(uint64_t sessions) {
                       "after its last delivery are missing");
 }
 
+std::string SpooledNote(uint64_t records) {
+  if (records == 0) return "";
+  return absl::StrCat(records, records == 1 ? " record waits" : " records wait",
+                      " in spool files the daemon is delivering: not lost (they arrive within "
+                      "seconds, at most flopscoped's --collect-spools-period-s)");
+}
+
 }  // namespace flopscope::client

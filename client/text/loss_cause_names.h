@@ -23,5 +23,8 @@ uint64_t SessionsWithoutFinal(
 
 // The one-line note views print for them ("" when there are none).
 std::string SessionsWithoutFinalNote(uint64_t sessions);
+// "N records wait in spool files ...": records a process that ended left in its spool, which
+// the daemon delivers soon (Report.spooled_records); "" for none. Never part of what is lost.
+std::string SpooledNote(uint64_t records);
 
 }  // namespace flopscope::client

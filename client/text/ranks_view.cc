@@ -142,6 +142,9 @@ std::string RenderRanksText(const flopscope::v1::ListRanksResponse& ranks,
       absl::StrAppend(&text, "Rank ", rank.rank(), ": ", SessionsWithoutFinalNote(unfinished),
                       "\n");
     }
+    if (rank.spooled_records() > 0) {
+      absl::StrAppend(&text, "Rank ", rank.rank(), ": ", SpooledNote(rank.spooled_records()), "\n");
+    }
   }
   for (int i = 0; i < ranks.ranks_size(); ++i) {
     const RankFigures* rank_figures = FiguresAt(figures, i);

@@ -87,6 +87,9 @@ std::string LossesSection(const Report& report) {
   if (const uint64_t unfinished = SessionsWithoutFinal(report.losses()); unfinished > 0) {
     absl::StrAppend(&text, "Unfinished: ", SessionsWithoutFinalNote(unfinished), "\n");
   }
+  if (report.spooled_records() > 0) {
+    absl::StrAppend(&text, "Waiting: ", SpooledNote(report.spooled_records()), "\n");
+  }
   return text;
 }
 

@@ -121,7 +121,10 @@ grpc::Status CollectorService::Serve(grpc::ServerContext* context, ServerStream*
   }
   StreamTally tally;
   // The stream is over: the session's end counts (what the producer announced and did not send).
-  absl::Cleanup disconnected = [&] { ingest_->End(connection->session, tally).IgnoreError(); };
+  absl::Cleanup disconnected = [&] {
+    ingest_->End(connection->session, tally).IgnoreError();
+    if (ended_hook_) ended_hook_();
+  };
   v1::DownMessage welcome;
   welcome.mutable_welcome()->set_committed_seq(connection->session.committed_seq);
   welcome.mutable_welcome()->set_daemon_version(kVersion);

@@ -73,6 +73,9 @@ class CollectorService final : public v1::Collector::Service {
   void SetMetrics(metrics::MetricsRegistry* metrics) { metrics_ = metrics; }
   // Who may write to which job (required: set before serving).
   void SetAccessControl(const AccessControl* access) { access_ = access; }
+  // Told after each stream's end: a process that ended without its final batch may have left
+  // the rest in its spool (SpoolCollector::Nudge). Set before serving; may stay null.
+  void SetEndedHook(std::function<void()> hook) { ended_hook_ = std::move(hook); }
 
  private:
   using ServerStream = grpc::ServerReaderWriter<v1::DownMessage, CheckedUpMessage>;
@@ -103,6 +106,7 @@ class CollectorService final : public v1::Collector::Service {
   SessionRegistry* sessions_;
   metrics::MetricsRegistry* metrics_ = nullptr;
   const AccessControl* access_ = nullptr;
+  std::function<void()> ended_hook_;
 };
 
 }  // namespace flopscope::daemon

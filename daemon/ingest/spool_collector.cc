@@ -89,12 +89,24 @@ SpoolCollector::SpoolCollector(std::vector<std::string> patterns, IngestPath* in
                                MayWrite may_write)
     : patterns_(std::move(patterns)), ingest_(ingest), may_write_(std::move(may_write)) {}
 
-SpoolCollector::~SpoolCollector() {
+SpoolCollector::~SpoolCollector() { Stop(); }
+
+void SpoolCollector::Stop() {
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
   if (thread_.joinable()) thread_.join();
+}
+
+void SpoolCollector::Nudge() {
+  absl::MutexLock lock(&mu_);
+  nudged_ = true;
+}
+
+SpooledRecords SpoolCollector::WaitingRecords() const {
+  absl::MutexLock lock(&mu_);
+  return waiting_;
 }
 
 void SpoolCollector::Start(absl::Duration period) {
@@ -110,13 +122,36 @@ void SpoolCollector::Loop(absl::Duration period) {
               " batches, ", outcome.records, " records");
     }
     absl::MutexLock lock(&mu_);
+    const auto woken = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || nudged_; };
+    mu_.AwaitWithTimeout(absl::Condition(&woken), period);
+    if (stopping_) return;
+    if (!nudged_) continue;
+    // The ended process lets go of its spool a moment after its stream; a stop ends the wait.
     const auto stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
-    if (mu_.AwaitWithTimeout(absl::Condition(&stop), period)) return;
+    if (mu_.AwaitWithTimeout(absl::Condition(&stop), kNudgeSettle)) return;
+    nudged_ = false;
   }
 }
 
 SpoolCollector::Outcome SpoolCollector::CollectOnce() {
   Outcome outcome;
+  for (const Orphan& orphan : FindOrphans(&outcome)) {
+    const absl::Status delivered = DeliverOrphan(orphan, &outcome);
+    if (absl::IsCancelled(delivered)) return outcome;  // a stop: no more files this pass
+    NoLongerWaiting(orphan);  // delivered, refused or gone: waiting no more
+  }
+  for (const std::string& dir : MatchingDirectories(patterns_)) {
+    struct stat st;
+    if (lstat(dir.c_str(), &st) == 0 && PrivateTo(dir, st.st_uid)) {
+      CollectMadeCountsAlone(dir, st.st_uid, &outcome);
+    }
+  }
+  return outcome;
+}
+
+std::vector<SpoolCollector::Orphan> SpoolCollector::FindOrphans(Outcome* outcome) {
+  std::vector<Orphan> orphans;
+  SpooledRecords waiting;
   for (const std::string& dir : MatchingDirectories(patterns_)) {
     struct stat st;
     const bool dir_private = lstat(dir.c_str(), &st) == 0 && PrivateTo(dir, st.st_uid);
@@ -129,7 +164,7 @@ SpoolCollector::Outcome SpoolCollector::CollectOnce() {
       if (dir_private && SpoolFile::RemoveEmptyOrphan(path, dir_owner, kEmptyOrphanAgeS)) {
         LogInfo("removed ", path, ": an empty spool file its process left before writing into it",
                 " (only an older injector leaves one)");
-        ++outcome.emptied;
+        ++outcome->emptied;
         continue;
       }
       uid_t owner = 0;
@@ -140,26 +175,52 @@ SpoolCollector::Outcome SpoolCollector::CollectOnce() {
         continue;
       }
       if (!PrivateTo(dir, owner)) {
-        ++outcome.refused;
+        ++outcome->refused;
         NoteRefusal(path, absl::StrCat(dir, " is not a directory of uid ", owner,
                                        " that only it may write"));
         continue;
       }
-      if (absl::Status s = Deliver(*file, owner, &outcome); !s.ok()) {
-        if (absl::IsCancelled(s)) return outcome;  // a stop: no more files this pass
-        ++outcome.refused;
-        NoteRefusal(path, s.message());
-        continue;
-      }
-      file->Remove();
-      unlink(MadeCountsPathOf(path).c_str());  // read by Deliver, if there was one
-      ++outcome.files;
-    }
-    if (lstat(dir.c_str(), &st) == 0 && PrivateTo(dir, st.st_uid)) {
-      CollectMadeCountsAlone(dir, st.st_uid, &outcome);
-    }
+      const v1::SessionHello& hello = file->hello().hello();
+      Orphan orphan{dir, path, hello.job_id(), hello.rank(), 0};
+      for (const SpoolFile::Entry& entry : file->entries()) orphan.records += entry.records;
+      waiting[orphan.job_id][orphan.rank] += orphan.records;
+      orphans.push_back(std::move(orphan));
+    }  // the file closes: its lock is free again until DeliverOrphan takes it
   }
-  return outcome;
+  absl::MutexLock lock(&mu_);
+  waiting_ = std::move(waiting);
+  return orphans;
+}
+
+absl::Status SpoolCollector::DeliverOrphan(const Orphan& orphan, Outcome* outcome) {
+  uid_t owner = 0;
+  std::string error;
+  std::unique_ptr<SpoolFile> file = SpoolFile::OpenOrphanOfAnyOwner(orphan.path, &owner, &error);
+  if (file == nullptr || !PrivateTo(orphan.dir, owner)) {
+    // Taken meanwhile (a concurrent pass), or replaced: the next pass looks again.
+    return absl::NotFoundError(error);
+  }
+  if (absl::Status s = Deliver(*file, owner, outcome); !s.ok()) {
+    if (absl::IsCancelled(s)) return s;
+    ++outcome->refused;
+    NoteRefusal(orphan.path, s.message());
+    return s;
+  }
+  file->Remove();
+  unlink(MadeCountsPathOf(orphan.path).c_str());  // read by Deliver, if there was one
+  ++outcome->files;
+  return absl::OkStatus();
+}
+
+void SpoolCollector::NoLongerWaiting(const Orphan& orphan) {
+  absl::MutexLock lock(&mu_);
+  const auto job = waiting_.find(orphan.job_id);
+  if (job == waiting_.end()) return;
+  const auto rank = job->second.find(orphan.rank);
+  if (rank == job->second.end()) return;
+  rank->second -= std::min(rank->second, orphan.records);
+  if (rank->second == 0) job->second.erase(rank);
+  if (job->second.empty()) waiting_.erase(job);
 }
 
 void SpoolCollector::CollectMadeCountsAlone(const std::string& dir, uid_t owner, Outcome* outcome) {

@@ -15,6 +15,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "daemon/ingest/ingest_path.h"
+#include "daemon/query/spooled_records.h"
 #include "daemon/store/rank_store.h"
 
 namespace flopscope {
@@ -38,6 +39,12 @@ namespace flopscope::daemon {
 // hello rebuilt from the file, validated and checked like a spool's): the session is opened,
 // created when the store never saw it, and ended as a spool's would be; then the file is
 // removed. A file that names no session (none was written) is removed, its count logged.
+//
+// Records waiting: a pass first counts, per job and rank, the records of the orphans it is about
+// to deliver, and takes each file's off as it is delivered (WaitingRecords), so that `jobs`,
+// `ranks` and `report` say they wait instead of counting them lost (daemon/query/
+// spooled_records.h). A stream that ends without its final batch usually left a spool: Nudge
+// runs a pass at once (kNudgeSettle later) rather than at the next period.
 //
 // Untrusted input: the file's bytes, and who wrote it. A file counts as written by its owner
 // uid, and only in a directory that uid owns and no one else may write (mode without 022); it
@@ -63,15 +70,27 @@ class SpoolCollector {
   // (SpoolFile::RemoveEmptyOrphan): a live old injector writes its magic within moments of creating
   // it.
   static constexpr int64_t kEmptyOrphanAgeS = 60;
+  // How long a nudged pass waits: a stream ends as its process exits, and the spool's lock goes
+  // with the process a moment later.
+  static constexpr absl::Duration kNudgeSettle = absl::Milliseconds(300);
 
   // `ingest` outlives the collector.
   SpoolCollector(std::vector<std::string> patterns, IngestPath* ingest, MayWrite may_write);
-  ~SpoolCollector();  // stops the thread
+  ~SpoolCollector();  // Stop()
 
   // One pass over every matching directory.
   Outcome CollectOnce() ABSL_LOCKS_EXCLUDED(mu_);
-  // A pass now, then one every `period` on a thread of its own until destruction.
+  // A pass now, then one every `period` (and after each Nudge) on a thread of its own until
+  // Stop.
   void Start(absl::Duration period) ABSL_LOCKS_EXCLUDED(mu_);
+  // Ends the thread, between two batches of a delivery; later Nudges do nothing.
+  void Stop() ABSL_LOCKS_EXCLUDED(mu_);
+  // Asks the thread for a pass soon (a stream ended without its final batch). Cheap; nudges
+  // before the pass starts count once.
+  void Nudge() ABSL_LOCKS_EXCLUDED(mu_);
+  // The records of the orphans the current pass has yet to deliver, or that its last one could
+  // not, per job and rank.
+  SpooledRecords WaitingRecords() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   // Delivers one orphan owned by `owner`; adds to *outcome.
@@ -97,8 +116,24 @@ class SpoolCollector {
   const std::vector<std::string> patterns_;
   IngestPath* const ingest_;
   const MayWrite may_write_;
-  absl::Mutex mu_;
+  // Finds the orphans of a pass and counts their records into waiting_.
+  struct Orphan {
+    std::string dir;
+    std::string path;
+    std::string job_id;
+    int32_t rank = 0;
+    uint64_t records = 0;
+  };
+  std::vector<Orphan> FindOrphans(Outcome* outcome) ABSL_LOCKS_EXCLUDED(mu_);
+  // Delivers one orphan found by FindOrphans (reopened: its lock may have gone meanwhile).
+  // CANCELLED: the daemon is stopping.
+  absl::Status DeliverOrphan(const Orphan& orphan, Outcome* outcome);
+  void NoLongerWaiting(const Orphan& orphan) ABSL_LOCKS_EXCLUDED(mu_);
+
+  mutable absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool nudged_ ABSL_GUARDED_BY(mu_) = false;
+  SpooledRecords waiting_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<std::string> refused_ ABSL_GUARDED_BY(mu_);  // logged once each
   std::thread thread_;
 };

@@ -172,5 +172,33 @@ TEST_F(SpoolCollectorTest, AMadeCountsFileWhoseSessionIsRefusedStays) {
   EXPECT_TRUE(std::filesystem::exists(made_path));
 }
 
+TEST_F(SpoolCollectorTest, AnOrphansRecordsWaitUntilItIsDelivered) {
+  LeaveOrphan(spool_dir_);
+  SpoolCollector collector({spool_dir_}, ingest_.get(), AnyoneMayWrite);
+  SpooledRecords during;  // as the query side sees them while the file is being delivered
+  ingest_->SetCommittedHook([&](const v1::SessionHello&, const v1::Batch&) {
+    if (during.empty()) during = collector.WaitingRecords();
+  });
+  const SpoolCollector::Outcome outcome = collector.CollectOnce();
+  EXPECT_EQ(outcome.files, 1u);
+  ASSERT_EQ(during.count("job"), 1u);
+  EXPECT_EQ(during.at("job").at(0), static_cast<uint64_t>(kBatches * kRangesPerBatch));
+  EXPECT_TRUE(collector.WaitingRecords().empty()) << "delivered: waiting no more";
+}
+
+TEST_F(SpoolCollectorTest, ANudgeDeliversNowRatherThanAtTheNextPeriod) {
+  SpoolCollector collector({spool_dir_}, ingest_.get(), AnyoneMayWrite);
+  collector.Start(absl::Hours(1));   // its first pass finds nothing
+  absl::SleepFor(absl::Seconds(1));  // and is over long before this
+  const std::string orphan = LeaveOrphan(spool_dir_);
+  collector.Nudge();  // a stream ended
+  for (int i = 0; i < 100 && std::filesystem::exists(orphan); ++i) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_FALSE(std::filesystem::exists(orphan)) << "no pass within 5 s of the nudge";
+  collector.Stop();
+  collector.Nudge();  // after a stop: nothing happens
+}
+
 }  // namespace
 }  // namespace flopscope::daemon

@@ -42,7 +42,19 @@ grpc::Status QueryService::ListJobs(grpc::ServerContext* context, const v1::List
   spans.End("catalog");
   if (absl::Status s = access_->FilterReadable(*caller, &*jobs); !s.ok()) return ToGrpcStatus(s);
   spans.End("access");
-  for (v1::JobInfo& job : *jobs) *response->add_jobs() = std::move(job);
+  const SpooledRecords spooled = spooled_ ? spooled_() : SpooledRecords();
+  for (v1::JobInfo& job : *jobs) {
+    if (const auto waiting = spooled.find(job.job_id()); waiting != spooled.end()) {
+      // Rare (a spool waits for the collector's next pass): the ranks' losses say what moves.
+      absl::StatusOr<std::vector<v1::RankInfo>> ranks = catalog_->ListRanks(job.job_id());
+      if (ranks.ok()) {
+        const SpooledTotals totals = MoveSpooledOutOfLosses(waiting->second, &*ranks);
+        job.set_spooled_records(totals.waiting);
+        job.set_lost_records(job.lost_records() - std::min(totals.moved, job.lost_records()));
+      }
+    }
+    *response->add_jobs() = std::move(job);
+  }
   return grpc::Status::OK;
 }
 
@@ -76,6 +88,7 @@ grpc::Status QueryService::GetReport(grpc::ServerContext* context, const v1::Rep
     return ToGrpcStatus(report.status());
   }
   *response = *std::move(report);
+  MoveSpooledOutOfLosses(response);
   return grpc::Status::OK;
 }
 
@@ -91,6 +104,7 @@ grpc::Status QueryService::GetRankReports(grpc::ServerContext* context,
   absl::Status status = ForEachRankReport(
       *request,
       [&](v1::RankReport report) {
+        if (report.has_report()) MoveSpooledOutOfLosses(report.mutable_report());
         // A cancelled call (the client gave up) stops the reading too.
         return !context->IsCancelled() && writer->Write(report);
       },
@@ -108,6 +122,10 @@ absl::StatusOr<std::vector<v1::RankInfo>> QueryService::RanksOf(const std::strin
   absl::StatusOr<std::vector<v1::RankInfo>> ranks = catalog_->ListRanks(job_id);
   if (ranks.ok() && ranks->empty()) {
     return absl::NotFoundError(absl::StrCat("job '", job_id, "' not found"));
+  }
+  const SpooledRecords spooled = spooled_ ? spooled_() : SpooledRecords();
+  if (const auto waiting = spooled.find(job_id); ranks.ok() && waiting != spooled.end()) {
+    MoveSpooledOutOfLosses(waiting->second, &*ranks);
   }
   return ranks;
 }

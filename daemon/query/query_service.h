@@ -14,6 +14,7 @@
 #include "daemon/query/range_row_cache.h"
 #include "daemon/query/rank_reader.h"
 #include "daemon/query/reader_pool.h"
+#include "daemon/query/spooled_records.h"
 #include "daemon/report/report_builder.h"
 #include "daemon/retention/job_pruner.h"
 #include "flopscope/v1/query.grpc.pb.h"
@@ -72,6 +73,9 @@ class QueryService final : public v1::Query::Service {
   // Who may read which job (daemon/access/access_policy.h; required: set before serving). Every RPC
   // checks it first; ListJobs lists only the jobs the caller may read.
   void SetAccessControl(const AccessControl* access) { access_ = access; }
+  // Where the records waiting in spool files are counted (spooled_records.h): listings and
+  // reports say they wait instead of counting them lost. Set before serving; may stay null.
+  void SetSpooledRecords(SpooledRecordsSource source) { spooled_ = std::move(source); }
 
   // Opens a read connection to the rank's file ahead of its first report (ReaderPool::Warm).
   // Best effort: a failure here is the first report's to say.
@@ -120,6 +124,7 @@ class QueryService final : public v1::Query::Service {
   Catalog* catalog_;
   const AccessControl* access_ = nullptr;
   JobPruner* pruner_ = nullptr;
+  SpooledRecordsSource spooled_;
   ReaderPool readers_{ReaderPool::CapacityForFileLimit()};
   RangeRowCache range_rows_;
 };

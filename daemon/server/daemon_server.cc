@@ -65,10 +65,13 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(const DaemonOp
   daemon->profiling_->SetAccessControl(daemon->access_.get());
   if (absl::Status s = daemon->StartForwarding(); !s.ok()) return s;
   daemon->StartPruner();
+  daemon->MakeSpoolCollector();  // before the first stream can end and nudge it
   if (absl::Status s = daemon->Listen(); !s.ok()) return s;
   if (absl::Status s = daemon->StartMetrics(); !s.ok()) return s;
   daemon->StartWarmingReaders();
-  daemon->StartSpoolCollector();
+  if (daemon->spool_collector_ != nullptr) {
+    daemon->spool_collector_->Start(absl::Seconds(options.spool_period_s));
+  }
   LogUnprefixed(LogLevel::kInfo,
                 absl::StrCat("flopscoped ", kVersion, " serving ", daemon->target(),
                              daemon->tcp_target_.empty() ? ""
@@ -207,7 +210,7 @@ void DaemonServer::StartWarmingReaders() {
   });
 }
 
-void DaemonServer::StartSpoolCollector() {
+void DaemonServer::MakeSpoolCollector() {
   if (options_.spool_patterns.empty()) return;
   AccessControl* access = access_.get();
   // A spool file speaks for its owner uid (the file system vouches for it, not the file).
@@ -219,7 +222,9 @@ void DaemonServer::StartSpoolCollector() {
   };
   spool_collector_ = std::make_unique<SpoolCollector>(options_.spool_patterns, ingest_.get(),
                                                       std::move(may_write));
-  spool_collector_->Start(absl::Seconds(options_.spool_period_s));
+  SpoolCollector* collector = spool_collector_.get();  // lives as long as the daemon
+  collector_->SetEndedHook([collector] { collector->Nudge(); });
+  query_->SetSpooledRecords([collector] { return collector->WaitingRecords(); });
 }
 
 void DaemonServer::Shutdown() {
@@ -230,8 +235,9 @@ void DaemonServer::Shutdown() {
   }
   if (server == nullptr) return;
   acceptor_->Stop();  // no new connection is handed to a server shutting down
-  // It writes to the stores and the catalog, closed below.
-  spool_collector_.reset();
+  // It writes to the stores and the catalog, closed below. Stopped, not destroyed: a stream
+  // still ending may nudge it.
+  if (spool_collector_ != nullptr) spool_collector_->Stop();
   // No scrape in flight from here on. Up to 2 s: civetweb's listener polls in 2 s steps.
   metrics_endpoint_.reset();
   stop_warming_.store(true, std::memory_order_relaxed);

@@ -67,8 +67,9 @@ class DaemonServer {
   // Opens the read connections of recently seen rank files in the background
   // (QueryService::WarmRecentJobs); Shutdown stops and joins it before closing anything.
   void StartWarmingReaders();
-  // --collect-spools: a pass now, then one every period.
-  void StartSpoolCollector();
+  // --collect-spools: the collector of orphaned spools, told of every stream's end and asked by
+  // the query side what waits; Start runs its passes (one now, then one every period).
+  void MakeSpoolCollector();
   // --metrics: the endpoint, once the services it reports on are serving.
   absl::Status StartMetrics();
   // --upstream: the outbox, the forwarding thread and the Collector's hook that fills the outbox.
@@ -101,7 +102,8 @@ class DaemonServer {
   std::unique_ptr<forwarding::Outbox> outbox_;
   std::unique_ptr<forwarding::Forwarder> forwarder_;
   // Delivers orphaned spool files (--collect-spools); stopped by Shutdown before the stores.
-  std::unique_ptr<SpoolCollector> spool_collector_;  // stopped by Shutdown before the server
+  // Stopped by Shutdown before the server, destroyed with the daemon (a stream's end nudges it).
+  std::unique_ptr<SpoolCollector> spool_collector_;
   absl::Mutex mu_;
   std::unique_ptr<grpc::Server> server_ ABSL_GUARDED_BY(mu_);  // null once shut down
   std::atomic<bool> stop_warming_{false};
