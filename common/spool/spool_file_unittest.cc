@@ -6,32 +6,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "common/testing/scoped_temp_dir.h"
+
 namespace flopscope {
 namespace {
-
-// A fresh directory under the test's temporary directory, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = ::testing::TempDir() + "spool-file-test-XXXXXX";
-    if (mkdtemp(pattern.data()) == nullptr) ADD_FAILURE() << "mkdtemp failed for " << pattern;
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 v1::UpMessage Hello(const std::string& session) {
   v1::UpMessage hello;
@@ -58,7 +41,7 @@ class SpoolFileTest : public ::testing::Test {
     return file;
   }
 
-  TempDir root_;
+  ScopedTempDir root_;
 };
 
 TEST_F(SpoolFileTest, AnOrphanReadsBackItsBatchesBySeqWithTheLastCopyWinning) {

@@ -1,32 +1,12 @@
 #pragma once
 
-#include <gtest/gtest.h>
-#include <stdlib.h>
+// A fresh directory per test, removed with its contents when the test ends
+// (common/testing/scoped_temp_dir.h), under the name the importer's tests use.
 
-#include <filesystem>
-#include <string>
+#include "common/testing/scoped_temp_dir.h"
 
 namespace flopscope::importer::testing {
 
-// A fresh directory per test, removed with its contents when the test ends.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = ::testing::TempDir() + "flopscope-import-XXXXXX";
-    if (mkdtemp(pattern.data()) == nullptr) ADD_FAILURE() << "mkdtemp failed for " << pattern;
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  std::string File(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using TempDir = ::flopscope::ScopedTempDir;
 
 }  // namespace flopscope::importer::testing
