@@ -88,8 +88,10 @@ class SpoolCollector {
   // Asks the thread for a pass soon (a stream ended without its final batch). Cheap; nudges
   // before the pass starts count once.
   void Nudge() ABSL_LOCKS_EXCLUDED(mu_);
-  // The records of the orphans the current pass has yet to deliver, or that its last one could
-  // not, per job and rank.
+  // The records of the orphans the current pass has yet to deliver, per job and rank: every batch
+  // of each file, so a file a stopped pass half delivered counts whole (the query side never
+  // moves more out of a rank's losses than they hold). Files are read twice a pass, to count and
+  // to deliver: holding them open between would hold a descriptor and a lock per orphan.
   SpooledRecords WaitingRecords() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:

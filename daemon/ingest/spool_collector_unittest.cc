@@ -196,8 +196,13 @@ TEST_F(SpoolCollectorTest, ANudgeDeliversNowRatherThanAtTheNextPeriod) {
     absl::SleepFor(absl::Milliseconds(50));
   }
   EXPECT_FALSE(std::filesystem::exists(orphan)) << "no pass within 5 s of the nudge";
+
+  // Stopped, the collector is still there for a stream's end to nudge, and does nothing.
   collector.Stop();
-  collector.Nudge();  // after a stop: nothing happens
+  const std::string after_stop = LeaveOrphan(spool_dir_);
+  collector.Nudge();
+  absl::SleepFor(SpoolCollector::kNudgeSettle + absl::Milliseconds(500));
+  EXPECT_TRUE(std::filesystem::exists(after_stop)) << "a stopped collector delivered";
 }
 
 }  // namespace
