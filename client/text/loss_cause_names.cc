@@ -45,6 +45,9 @@ std::string LossCauseDescription(int cause) {
       return "records made but still in the process's buffers when it was killed";
     case LossCause::LOSS_CAUSE_BACKLOG_FULL:
       return "dropped while the daemon was connected but behind (memory queue and spool full)";
+    case LossCause::LOSS_CAUSE_FORWARD_DROPPED:
+      return "dropped by the node daemon's forwarding outbox (full while the aggregator was away "
+             "or behind): stored on the node only";
     default:
       return "unknown cause";
   }
