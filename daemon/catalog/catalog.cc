@@ -1,5 +1,7 @@
 #include "daemon/catalog/catalog.h"
 
+#include <algorithm>
+#include <iterator>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -142,7 +144,7 @@ absl::Status Catalog::PrepareStatements() {
        "session_id = excluded.session_id, devices = excluded.devices, hello = excluded.hello, "
        "connected = connected + 1, last_seen_ns = excluded.last_seen_ns"},
       {&disconnect_rank_,
-       "UPDATE ranks SET connected = MAX(connected - 1, 0), last_seen_ns = ?3 "
+       "UPDATE ranks SET connected = MAX(connected - ?4, 0), last_seen_ns = MAX(last_seen_ns, ?3) "
        "WHERE job_id = ?1 AND rank = ?2"},
       {&update_totals_,
        "UPDATE ranks SET sessions = ?3, range_events = ?4, kernels = ?5, lost_records = ?6, "
@@ -237,7 +239,8 @@ absl::Status Catalog::TouchJob(absl::string_view job_id, int64_t now_ns) {
 }
 
 absl::Status Catalog::SessionConnected(const v1::SessionHello& hello, int64_t now_ns) {
-  WriteLock lock(this);  // serializes the connection between all streams
+  WriteLock lock(this);          // serializes the connection between all streams
+  WritePending().IgnoreError();  // ends and totals kept after a failed write first; else kept
   const std::string devices = DeviceNames(hello);
   const std::string serialized = SerializeHelloForStorage(hello);  // never the resume token
   return InTransaction([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -257,49 +260,102 @@ absl::Status Catalog::SessionConnected(const v1::SessionHello& hello, int64_t no
 
 absl::Status Catalog::SessionDisconnected(absl::string_view job_id, int32_t rank, int64_t now_ns) {
   WriteLock lock(this);  // serializes the connection between all streams
-  return InTransaction([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (absl::Status s = TouchJob(job_id, now_ns); !s.ok()) return s;
-    disconnect_rank_->BindText(1, job_id);
-    disconnect_rank_->BindInt(2, rank);
-    disconnect_rank_->BindInt(3, now_ns);
-    return disconnect_rank_->Run();
-  });
+  PendingRank& pending = pending_[{std::string(job_id), rank}];
+  ++pending.disconnects;
+  pending.ended_ns = std::max(pending.ended_ns, now_ns);
+  return WritePending();
 }
 
 absl::Status Catalog::UpdateTotals(absl::string_view job_id, int32_t rank, const RankTotals& totals,
                                    int64_t now_ns) {
+  WriteLock lock(this);  // serializes the connection between all streams
+  PendingRank& pending = pending_[{std::string(job_id), rank}];
+  pending.totals = totals;
+  pending.totals_ns = now_ns;
+  return WritePending();
+}
+
+absl::Status Catalog::WritePending() {
+  if (pending_.empty()) return absl::OkStatus();
+  absl::Status status = InTransaction([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    for (const auto& [key, pending] : pending_) {
+      const auto& [job_id, rank] = key;
+      if (pending.totals.has_value()) {
+        if (absl::Status s = WriteTotals(job_id, rank, *pending.totals, pending.totals_ns);
+            !s.ok()) {
+          return s;
+        }
+      }
+      if (pending.disconnects == 0) continue;
+      if (absl::Status s = TouchJob(job_id, pending.ended_ns); !s.ok()) return s;
+      disconnect_rank_->BindText(1, job_id);
+      disconnect_rank_->BindInt(2, rank);
+      disconnect_rank_->BindInt(3, pending.ended_ns);
+      disconnect_rank_->BindInt(4, pending.disconnects);
+      if (absl::Status s = disconnect_rank_->Run(); !s.ok()) return s;
+    }
+    return absl::OkStatus();
+  });
+  if (status.ok()) pending_.clear();
+  pending_left_.store(!pending_.empty(), std::memory_order_relaxed);
+  if (status.ok()) return status;
+  return absl::Status(status.code(),
+                      absl::StrCat(status.message(), " (", pending_.size(),
+                                   " rank(s)' ends or totals kept: written once the catalog "
+                                   "can be written again)"));
+}
+
+absl::Status Catalog::WriteTotals(absl::string_view job_id, int32_t rank, const RankTotals& totals,
+                                  int64_t now_ns) {
   uint64_t lost = 0;
   for (const auto& [cause, records] : totals.losses) {
     // That one counts sessions, not records.
     if (cause != v1::LOSS_CAUSE_ENDED_WITHOUT_FINAL) lost += records;
   }
+  if (absl::Status s = TouchJob(job_id, now_ns); !s.ok()) return s;
+  SqliteStatement& stmt = *update_totals_;
+  stmt.BindText(1, job_id);
+  stmt.BindInt(2, rank);
+  stmt.BindUint(3, totals.sessions);
+  stmt.BindUint(4, totals.range_events);
+  stmt.BindUint(5, totals.kernels);
+  stmt.BindUint(6, lost);
+  stmt.BindInt(7, now_ns);
+  if (absl::Status s = stmt.Run(); !s.ok()) return s;
+  clear_losses_->BindText(1, job_id);
+  clear_losses_->BindInt(2, rank);
+  if (absl::Status s = clear_losses_->Run(); !s.ok()) return s;
+  for (const auto& [cause, records] : totals.losses) {
+    insert_loss_->BindText(1, job_id);
+    insert_loss_->BindInt(2, rank);
+    insert_loss_->BindInt(3, cause);
+    insert_loss_->BindUint(4, records);
+    if (absl::Status s = insert_loss_->Run(); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Catalog::RetryPendingWrites() {
+  if (!pending_left_.load(std::memory_order_relaxed)) return absl::OkStatus();
   WriteLock lock(this);  // serializes the connection between all streams
-  return InTransaction([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (absl::Status s = TouchJob(job_id, now_ns); !s.ok()) return s;
-    SqliteStatement& stmt = *update_totals_;
-    stmt.BindText(1, job_id);
-    stmt.BindInt(2, rank);
-    stmt.BindUint(3, totals.sessions);
-    stmt.BindUint(4, totals.range_events);
-    stmt.BindUint(5, totals.kernels);
-    stmt.BindUint(6, lost);
-    stmt.BindInt(7, now_ns);
-    if (absl::Status s = stmt.Run(); !s.ok()) return s;
-    clear_losses_->BindText(1, job_id);
-    clear_losses_->BindInt(2, rank);
-    if (absl::Status s = clear_losses_->Run(); !s.ok()) return s;
-    for (const auto& [cause, records] : totals.losses) {
-      insert_loss_->BindText(1, job_id);
-      insert_loss_->BindInt(2, rank);
-      insert_loss_->BindInt(3, cause);
-      insert_loss_->BindUint(4, records);
-      if (absl::Status s = insert_loss_->Run(); !s.ok()) return s;
-    }
-    return absl::OkStatus();
-  });
+  return WritePending();
+}
+
+void Catalog::RetryPendingIfFree() {
+  if (!pending_left_.load(std::memory_order_relaxed)) return;
+  if (!mu_.TryLock()) return;    // a writer holds it, and makes the pending writes itself
+  WritePending().IgnoreError();  // still full: kept for the next try
+  mu_.Unlock();
+  CheckpointIfDue();
+}
+
+size_t Catalog::pending_writes() {
+  absl::MutexLock lock(&mu_);  // guards pending_
+  return pending_.size();
 }
 
 absl::StatusOr<std::vector<v1::JobInfo>> Catalog::ListJobs() {
+  RetryPendingIfFree();             // before `read_mu_` (order: `mu_` first)
   absl::MutexLock lock(&read_mu_);  // the queries' connection: never waits for a commit
   std::vector<v1::JobInfo> jobs;
   while (true) {
@@ -323,6 +379,7 @@ absl::StatusOr<std::vector<v1::JobInfo>> Catalog::ListJobs() {
 }
 
 absl::StatusOr<std::vector<v1::RankInfo>> Catalog::ListRanks(absl::string_view job_id) {
+  RetryPendingIfFree();             // before `read_mu_` (order: `mu_` first)
   absl::MutexLock lock(&read_mu_);  // the queries' connection: never waits for a commit
   std::vector<v1::RankInfo> ranks;
   // Ranks, losses and rejections from one snapshot: a commit between them cannot show a rank's
@@ -472,7 +529,7 @@ absl::Status Catalog::DeleteJob(absl::string_view job_id) {
       "DELETE FROM rank_rejections WHERE job_id = ?", "DELETE FROM session_tokens WHERE job_id = ?",
       "DELETE FROM job_owners WHERE job_id = ?",      "DELETE FROM jobs WHERE job_id = ?"};
   WriteLock lock(this);  // serializes the connection between all streams
-  return InTransaction([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  const absl::Status deleted = InTransaction([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     for (const char* sql : kDeletes) {
       absl::StatusOr<std::unique_ptr<SqliteStatement>> stmt = db_->Prepare(sql);
       if (!stmt.ok()) return stmt.status();
@@ -481,6 +538,13 @@ absl::Status Catalog::DeleteJob(absl::string_view job_id) {
     }
     return absl::OkStatus();
   });
+  if (!deleted.ok()) return deleted;
+  // Writes kept for the job would list it again (TouchJob): they go with it.
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    it = it->first.first == job_id ? pending_.erase(it) : std::next(it);
+  }
+  pending_left_.store(!pending_.empty(), std::memory_order_relaxed);
+  return deleted;
 }
 
 }  // namespace flopscope::daemon

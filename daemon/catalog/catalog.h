@@ -5,9 +5,11 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/btree_map.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -35,6 +37,15 @@ namespace flopscope::daemon {
 // frames; one that finds a checkpoint running goes on without it. Crash safety is SQLite WAL's
 // as before: a checkpoint copies committed frames into the file, whichever connection runs it.
 // Order: `mu_` before `read_mu_`; `checkpoint_mu_` alone (none is taken with another today).
+//
+// Writes that must not be lost to a full disk (campaign row 6b: a session's end whose COMMIT met
+// "database or disk is full" left its rank `connected` until a restart, so neither `prune` nor
+// the disk budget would touch the job): a session's end and a rank's totals are kept in memory
+// (`pending_`) until a transaction holding them commits. Every later end, totals or connect
+// makes them first,
+// and so does a listing (ListJobs, ListRanks: what `jobs`, `prune` and the budget's pass read)
+// when `mu_` is free at that moment (TryLock: a query still never waits for a commit), and
+// RetryPendingWrites. So once space returns, the first of these heals the catalog.
 class Catalog {
  public:
   // WAL frames (pages) after which the next writer checkpoints: many tiny commits (one per
@@ -51,10 +62,12 @@ class Catalog {
   // and it counts one more open stream.
   absl::Status SessionConnected(const v1::SessionHello& hello, int64_t now_ns)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // That stream ended (finished, cancelled or rejected).
+  // That stream ended (finished, cancelled or rejected). A failure (a full disk) keeps the end,
+  // which a later write makes (see the class comment); the status says so.
   absl::Status SessionDisconnected(absl::string_view job_id, int32_t rank, int64_t now_ns)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // After a commit: the rank file's totals, replacing the previous ones.
+  // After a commit: the rank file's totals, replacing the previous ones. Kept on failure as a
+  // session's end is.
   absl::Status UpdateTotals(absl::string_view job_id, int32_t rank, const RankTotals& totals,
                             int64_t now_ns) ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -94,6 +107,12 @@ class Catalog {
   // loss, rejection, owner and session-token rows, in one transaction. A job not held is no error.
   absl::Status DeleteJob(absl::string_view job_id) ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Makes the ends and totals kept after a failed write (see the class comment), waiting for
+  // `mu_`; the periodic pass (JobPruner) calls it. OK when none is kept.
+  absl::Status RetryPendingWrites() ABSL_LOCKS_EXCLUDED(mu_);
+  // Ranks with an end or totals kept, not yet written.
+  size_t pending_writes() ABSL_LOCKS_EXCLUDED(mu_);
+
   // Checkpoints run so far, each outside `mu_` (see the class comment).
   uint64_t checkpoints() const { return checkpoints_.load(std::memory_order_relaxed); }
 
@@ -114,6 +133,12 @@ class Catalog {
   absl::Status InTransaction(Body body) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status TouchJob(absl::string_view job_id, int64_t now_ns)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Writes `pending_` in one transaction; emptied when it commits, kept when it fails.
+  absl::Status WritePending() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status WriteTotals(absl::string_view job_id, int32_t rank, const RankTotals& totals,
+                           int64_t now_ns) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // WritePending from a listing, only when `mu_` is free this instant.
+  void RetryPendingIfFree() ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status PrepareReadStatements() ABSL_EXCLUSIVE_LOCKS_REQUIRED(read_mu_);
   // Runs `body` in one read transaction of the queries' connection (one snapshot for all its
   // statements).
@@ -145,6 +170,15 @@ class Catalog {
   std::unique_ptr<SqliteStatement> job_owner_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<SqliteStatement> keep_token_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<SqliteStatement> token_of_ ABSL_GUARDED_BY(mu_);
+  // A rank's writes not made yet (see the class comment): ends count, totals replace.
+  struct PendingRank {
+    int64_t disconnects = 0;
+    int64_t ended_ns = 0;
+    std::optional<RankTotals> totals;
+    int64_t totals_ns = 0;
+  };
+  absl::btree_map<std::pair<std::string, int32_t>, PendingRank> pending_ ABSL_GUARDED_BY(mu_);
+  std::atomic<bool> pending_left_{false};  // !pending_.empty(), read without `mu_`
 
   // The queries' connection (listings, owners): see the class comment.
   absl::Mutex read_mu_ ABSL_ACQUIRED_AFTER(mu_);

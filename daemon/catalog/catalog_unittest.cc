@@ -1,10 +1,14 @@
 #include "daemon/catalog/catalog.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -13,6 +17,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/sqlite/sqlite_db.h"
+#include "daemon/store/disk_space.h"
 #include "daemon/testing/test_batches.h"
 #include "daemon/testing/test_temp_dir.h"
 
@@ -321,6 +326,133 @@ TEST_F(CatalogTest, CommitsSurviveACrash) {
     const int expected = kCommits - ((kCommits - r) % 8 + 8) % 8;
     EXPECT_EQ(rank.kernels(), static_cast<uint64_t>(expected)) << "rank " << r;
   }
+}
+
+// A file system of `size` bytes of its own (tmpfs), mounted for one test: needs root
+// (CAP_SYS_ADMIN); ok() is false otherwise.
+class ScopedTmpfs {
+ public:
+  ScopedTmpfs(const std::string& where, const std::string& size) : where_(where) {
+    std::filesystem::create_directories(where_);
+    mounted_ = mount("tmpfs", where_.c_str(), "tmpfs", 0, ("size=" + size).c_str()) == 0;
+  }
+  ~ScopedTmpfs() {
+    if (mounted_) umount2(where_.c_str(), MNT_DETACH);
+  }
+  bool ok() const { return mounted_; }
+
+  // Takes every free block with a file; returns its path.
+  std::string Fill() const {
+    const std::string filler = where_ + "/filler";
+    const int fd = open(filler.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    const std::string block(4096, 'x');
+    while (fd >= 0 && write(fd, block.data(), block.size()) > 0) {
+    }
+    while (fd >= 0 && write(fd, block.data(), 1) > 0) {  // the last partial page
+    }
+    if (fd >= 0) close(fd);
+    return filler;
+  }
+
+ private:
+  const std::string where_;
+  bool mounted_ = false;
+};
+
+// Writes to `catalog` until its WAL file grows: from then on each commit needs new blocks (a
+// reader's snapshot, held by the caller, keeps the WAL from restarting at its beginning).
+void WriteUntilTheWalGrows(Catalog& catalog, const std::string& path, const std::string& job) {
+  const std::string wal = path + "-wal";
+  const uintmax_t before = std::filesystem::file_size(wal);
+  v1::ParallelLayout layout;
+  for (int i = 1; i < 10000 && std::filesystem::file_size(wal) == before; ++i) {
+    layout.set_dp_size(i);
+    ASSERT_TRUE(catalog.SetAnnouncedLayout(job, 0, layout).ok());
+  }
+  ASSERT_GT(std::filesystem::file_size(wal), before);
+}
+
+// Campaign row 6b: a disk filled to zero by another program while a job runs. The ends of its
+// sessions cannot be written (the WAL must grow: a reader's snapshot keeps the checkpoint from
+// restarting it, as a long listing does); once space returns, the first listing shows the job
+// ended, at the time each session ended, with no restart.
+TEST_F(CatalogTest, EndsAFullDiskRefusedAreWrittenWhenSpaceReturns) {
+  ScopedTmpfs disk(dir_.File("small"), "1m");
+  if (!disk.ok()) GTEST_SKIP() << "cannot mount a tmpfs (needs root): " << std::strerror(errno);
+  absl::StatusOr<std::unique_ptr<Catalog>> catalog =
+      Catalog::Open(dir_.File("small/catalog.sqlite"));
+  ASSERT_TRUE(catalog.ok()) << catalog.status();
+  for (int rank = 0; rank < 3; ++rank) {
+    ASSERT_TRUE((*catalog)->SessionConnected(fixtures::Hello("late3", rank, "s"), 1000).ok());
+  }
+  absl::StatusOr<std::unique_ptr<SqliteDb>> reader =
+      SqliteDb::OpenExisting(dir_.File("small/catalog.sqlite"));
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  ASSERT_TRUE((*reader)->Exec("BEGIN; SELECT COUNT(*) FROM ranks;").ok());
+  WriteUntilTheWalGrows(**catalog, dir_.File("small/catalog.sqlite"), "late3");
+  const std::string filler = disk.Fill();
+
+  for (int rank = 0; rank < 3; ++rank) {
+    const absl::Status ended = (*catalog)->SessionDisconnected("late3", rank, 2000 + rank);
+    EXPECT_TRUE(IsDiskFull(ended)) << ended;
+  }
+  EXPECT_EQ((*catalog)->pending_writes(), 3u);
+  absl::StatusOr<std::vector<v1::JobInfo>> jobs = (*catalog)->ListJobs();  // still full
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 1u);
+  EXPECT_EQ((*jobs)[0].connected_sessions(), 3u);
+
+  ASSERT_EQ(unlink(filler.c_str()), 0);
+  jobs = (*catalog)->ListJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 1u);
+  EXPECT_EQ((*jobs)[0].connected_sessions(), 0u);
+  EXPECT_EQ((*jobs)[0].last_seen_ns(), 2002);
+  EXPECT_EQ((*catalog)->pending_writes(), 0u);
+  absl::StatusOr<std::vector<v1::RankInfo>> ranks = (*catalog)->ListRanks("late3");
+  ASSERT_TRUE(ranks.ok()) << ranks.status();
+  for (const v1::RankInfo& rank : *ranks) {
+    EXPECT_FALSE(rank.connected()) << rank.rank();
+    EXPECT_EQ(rank.last_seen_ns(), 2000 + rank.rank());
+  }
+  ASSERT_TRUE((*reader)->Exec("COMMIT;").ok());
+}
+
+// The ends and totals kept count and replace as written ones do, and a deleted job's go with it.
+TEST_F(CatalogTest, KeptWritesAreMadeByTheNextWriteAndForgottenWithTheirJob) {
+  ScopedTmpfs disk(dir_.File("small"), "1m");
+  if (!disk.ok()) GTEST_SKIP() << "cannot mount a tmpfs (needs root): " << std::strerror(errno);
+  absl::StatusOr<std::unique_ptr<Catalog>> catalog =
+      Catalog::Open(dir_.File("small/catalog.sqlite"));
+  ASSERT_TRUE(catalog.ok()) << catalog.status();
+  for (const char* job : {"kept", "gone"}) {
+    ASSERT_TRUE((*catalog)->SessionConnected(fixtures::Hello(job, 0, "a"), 1000).ok());
+    ASSERT_TRUE((*catalog)->SessionConnected(fixtures::Hello(job, 0, "b"), 1000).ok());
+  }
+  absl::StatusOr<std::unique_ptr<SqliteDb>> reader =
+      SqliteDb::OpenExisting(dir_.File("small/catalog.sqlite"));
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  ASSERT_TRUE((*reader)->Exec("BEGIN; SELECT COUNT(*) FROM ranks;").ok());
+  WriteUntilTheWalGrows(**catalog, dir_.File("small/catalog.sqlite"), "kept");
+  const std::string filler = disk.Fill();
+  RankTotals totals;
+  totals.sessions = 2;
+  totals.range_events = 40;
+  EXPECT_FALSE((*catalog)->UpdateTotals("kept", 0, totals, 1500).ok());
+  EXPECT_FALSE((*catalog)->SessionDisconnected("kept", 0, 2000).ok());
+  EXPECT_FALSE((*catalog)->SessionDisconnected("gone", 0, 2000).ok());
+  EXPECT_FALSE((*catalog)->RetryPendingWrites().ok());
+  ASSERT_EQ(unlink(filler.c_str()), 0);
+  ASSERT_TRUE((*catalog)->DeleteJob("gone").ok());
+  EXPECT_EQ((*catalog)->pending_writes(), 1u);                         // "gone"'s end went with it
+  ASSERT_TRUE((*catalog)->SessionDisconnected("kept", 0, 3000).ok());  // makes the kept one too
+  absl::StatusOr<std::vector<v1::JobInfo>> jobs = (*catalog)->ListJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 1u);
+  EXPECT_EQ((*jobs)[0].job_id(), "kept");
+  EXPECT_EQ((*jobs)[0].connected_sessions(), 0u);  // both of its streams ended
+  EXPECT_EQ((*jobs)[0].range_events(), 40u);
+  ASSERT_TRUE((*reader)->Exec("COMMIT;").ok());
 }
 
 }  // namespace
