@@ -12,17 +12,15 @@ namespace flopscope::daemon {
 namespace {
 
 constexpr size_t kMaxIdle = 4096;
-// Descriptors left to everything else: streams, the catalog, the writers' rank files.
-constexpr rlim_t kReservedFiles = 512;
-constexpr rlim_t kFilesPerConnection = 3;  // database, WAL, and a share of the WAL index
 
 }  // namespace
 
 size_t ReaderPool::CapacityForFileLimit() {
   rlimit limit{};
   if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return kMaxIdle;
-  if (limit.rlim_cur <= kReservedFiles) return 0;
-  return std::min<size_t>(kMaxIdle, (limit.rlim_cur - kReservedFiles) / kFilesPerConnection);
+  if (limit.rlim_cur <= kReservedDescriptors) return 0;
+  const rlim_t for_readers = (limit.rlim_cur - kReservedDescriptors) / 2;  // half: see the header
+  return std::min<size_t>(kMaxIdle, for_readers / kDescriptorsPerIdleConnection);
 }
 
 absl::StatusOr<std::unique_ptr<SqliteDb>> ReaderPool::Take(const std::string& path) {

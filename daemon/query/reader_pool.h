@@ -27,10 +27,21 @@ namespace flopscope::daemon {
 // time (taken out of the list), and opened and closed outside the lock.
 class ReaderPool {
  public:
+  // Descriptors one idle connection holds once ingest's writer has closed its file: the
+  // database, its WAL, the WAL index (-shm) and the writer's own database descriptor, which
+  // SQLite's unix VFS keeps open until the last connection to the file lets go of its lock (a
+  // WAL-mode connection holds a shared lock while open). Campaign row 5c' found 4 where 3 had
+  // been counted; reader_pool_unittest.cc measures it.
+  static constexpr size_t kDescriptorsPerIdleConnection = 4;
+  // Descriptors left to everything else whatever the limit: streams, the catalog, the outbox.
+  static constexpr size_t kReservedDescriptors = 512;
+
   explicit ReaderPool(size_t capacity) : capacity_(capacity) {}
 
-  // How many idle connections the process can afford: a share of its open-file limit (each
-  // connection holds the database and its WAL open), at most 4096.
+  // How many idle connections the process can afford: half of its open-file limit above
+  // kReservedDescriptors, at kDescriptorsPerIdleConnection each, at most 4096. The other half
+  // stays for ingest: each open session's writer holds 3 (database, WAL, -shm) and its stream a
+  // socket, so a full pool never makes a new session fail to open its file.
   static size_t CapacityForFileLimit();
 
   // An idle connection to `path`, else a new one (RankReader::Open).

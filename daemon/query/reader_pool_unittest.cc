@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
+#include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "daemon/query/rank_reader.h"
 #include "daemon/store/rank_store.h"
@@ -29,6 +31,21 @@ class ReaderPoolTest : public ::testing::Test {
       fixtures::AddPath(batch, seq * 100 + i, 0, "module" + std::to_string(seq * 100 + i));
     }
     ASSERT_TRUE((*store)->Commit(session->sid, batch).ok());
+  }
+
+  // A rank file's writer with one committed batch, left open (as ingest holds it).
+  std::unique_ptr<RankStore> Writer(const std::string& name) {
+    absl::StatusOr<std::unique_ptr<RankStore>> store = RankStore::Open(dir_.File(name));
+    EXPECT_TRUE(store.ok()) << store.status();
+    if (!store.ok()) return nullptr;
+    absl::StatusOr<SessionHandle> session =
+        (*store)->OpenSession(fixtures::Hello("pool-job", 0, "session"));
+    EXPECT_TRUE(session.ok()) << session.status();
+    v1::Batch batch;
+    batch.set_seq(1);
+    fixtures::AddPath(batch, 1, 0, "module");
+    EXPECT_TRUE(session.ok() && (*store)->Commit(session->sid, batch).ok());
+    return *std::move(store);
   }
 
   size_t PathsThrough(ReaderPool& pool, const std::string& name, SqliteDb** used = nullptr) {
@@ -109,12 +126,79 @@ TEST_F(ReaderPoolTest, AMissingFileIsNotFoundAndNothingIsKept) {
   EXPECT_EQ(pool.idle(), 0u);
 }
 
+// The descriptors this process holds now.
+size_t OpenDescriptors() {
+  size_t count = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    ++count;
+  }
+  return count;
+}
+
+// What campaign row 5c' measured: a connection warmed while ingest's writer holds the file (the
+// query side warms one per connected rank) keeps, once the writer closed, the descriptors the
+// capacity counts, not fewer.
+TEST_F(ReaderPoolTest, AnIdleConnectionHoldsNoMoreDescriptorsThanItsCapacityCounts) {
+  constexpr int kFiles = 8;
+  ReaderPool pool(kFiles);
+  const size_t before = OpenDescriptors();
+  std::vector<std::unique_ptr<RankStore>> writers;
+  for (int i = 0; i < kFiles; ++i) {
+    writers.push_back(Writer("rank-" + std::to_string(i) + ".sqlite"));
+    ASSERT_NE(writers.back(), nullptr);
+    ASSERT_TRUE(pool.Warm(dir_.File("rank-" + std::to_string(i) + ".sqlite")).ok());
+  }
+  const size_t live = OpenDescriptors() - before;
+  writers.clear();  // the sessions end; the pool keeps its connections
+  const size_t idle = OpenDescriptors() - before;
+  EXPECT_EQ(pool.idle(), static_cast<size_t>(kFiles));
+  EXPECT_GT(live, idle);  // the writers' WAL and database descriptors were let go
+  EXPECT_LE(idle, kFiles * ReaderPool::kDescriptorsPerIdleConnection);
+}
+
+// Campaign row 5c' in one process: under an open-file limit at which the old count (3 per
+// connection) let the pool alone outgrow the limit, the pool fills to its capacity, each
+// connection warmed beside a writer as ingest does, and then new sessions beside it
+// pool holds still open their writers and their readers (32 of them: the time a file takes).
+TEST_F(ReaderPoolTest, AFullPoolLeavesIngestRoomUnderTheOpenFileLimit) {
+  constexpr rlim_t kLimit = 2560;
+  rlimit saved{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
+  if (saved.rlim_max != RLIM_INFINITY && saved.rlim_max < kLimit) GTEST_SKIP() << "hard limit low";
+  rlimit low = saved;
+  low.rlim_cur = kLimit;
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+  const size_t capacity = ReaderPool::CapacityForFileLimit();
+  ReaderPool pool(capacity);
+  // Copies of one rank file, each opened by a writer while the pool warms its connection.
+  Writer("template.sqlite").reset();
+  for (size_t i = 0; i < capacity && !HasFailure(); ++i) {
+    const std::string name = "old-" + std::to_string(i) + ".sqlite";
+    std::filesystem::copy_file(dir_.File("template.sqlite"), dir_.File(name));
+    absl::StatusOr<std::unique_ptr<RankStore>> writer = RankStore::Open(dir_.File(name));
+    ASSERT_TRUE(writer.ok()) << "file " << i << ": " << writer.status();
+    ASSERT_TRUE(pool.Warm(dir_.File(name)).ok()) << "file " << i;
+  }
+  EXPECT_EQ(pool.idle(), capacity);
+  std::vector<std::unique_ptr<RankStore>> sessions;
+  for (size_t i = 0; i < 32 && !HasFailure(); ++i) {
+    const std::string name = "new-" + std::to_string(i) + ".sqlite";
+    sessions.push_back(Writer(name));
+    ASSERT_NE(sessions.back(), nullptr) << "session " << i << " of " << capacity;
+    ASSERT_TRUE(pool.Warm(dir_.File(name)).ok()) << "session " << i;
+  }
+  EXPECT_LE(OpenDescriptors(), static_cast<size_t>(kLimit));
+  sessions.clear();
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &saved), 0);
+}
+
 TEST(ReaderPoolCapacityTest, FollowsTheOpenFileLimit) {
   rlimit saved{};
   ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
   if (saved.rlim_max != RLIM_INFINITY && saved.rlim_max < 600) GTEST_SKIP() << "hard limit too low";
   rlimit low = saved;
-  low.rlim_cur = 512 + 3 * 10;
+  low.rlim_cur =
+      ReaderPool::kReservedDescriptors + 2 * ReaderPool::kDescriptorsPerIdleConnection * 10;
   ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
   const size_t ten = ReaderPool::CapacityForFileLimit();
   low.rlim_cur = 256;
