@@ -22,6 +22,9 @@ IngestPath::IngestPath(StoreRegistry* stores, Catalog* catalog)
 
 absl::StatusOr<IngestPath::Session> IngestPath::Open(const v1::SessionHello& hello) {
   if (absl::Status s = stores_->CheckSpace(); !s.ok()) return s;
+  if (admit_hook_) {
+    if (absl::Status s = admit_hook_(hello); !s.ok()) return s;
+  }
   absl::StatusOr<std::shared_ptr<RankStore>> store = stores_->Acquire(hello.job_id(), hello.rank());
   absl::StatusOr<SessionHandle> opened =
       store.ok() ? (*store)->OpenSession(hello) : absl::StatusOr<SessionHandle>(store.status());
@@ -40,6 +43,7 @@ absl::StatusOr<CommitOutcome> IngestPath::Commit(const Session& session, const v
                                                  StreamTally* tally) {
   CommitOutcome outcome;
   absl::Status status = stores_->CheckSpace(DiskSpaceGuard::CommitBytesFor(batch.ByteSizeLong()));
+  if (status.ok() && admit_hook_) status = admit_hook_(*session.hello);
   if (status.ok()) status = session.store->Commit(session.sid, batch, &outcome);
   if (absl::IsInvalidArgument(status)) {
     CountRejection(session, batch, status);

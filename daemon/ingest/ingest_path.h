@@ -54,6 +54,12 @@ class IngestPath {
   // ingesting; may stay null.
   using CommittedHook = std::function<void(const v1::SessionHello& hello, const v1::Batch& batch)>;
   void SetCommittedHook(CommittedHook hook) { committed_hook_ = std::move(hook); }
+  // Asked before a session opens and before each batch, after the disk reserve: a non-OK status
+  // refuses it as a full disk does (`flopscoped --max-disk`, `--max-disk-per-user`: the owner's
+  // share or quota, JobPruner::CheckWriter; RESOURCE_EXHAUSTED). Set before ingesting; may stay
+  // null.
+  using AdmitHook = std::function<absl::Status(const v1::SessionHello& hello)>;
+  void SetAdmitHook(AdmitHook hook) { admit_hook_ = std::move(hook); }
 
   // The disk reserve (StoreRegistry::CheckSpace), for a route that checks it before work of its
   // own; Open and Commit check it again.
@@ -97,6 +103,7 @@ class IngestPath {
   Catalog* const catalog_;
   ConnectedHook connected_hook_;
   CommittedHook committed_hook_;
+  AdmitHook admit_hook_;
   metrics::MetricsRegistry* metrics_ = nullptr;
   absl::Mutex totals_mu_;  // see PublishTotals
 };

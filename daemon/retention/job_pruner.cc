@@ -10,9 +10,11 @@
 #include <system_error>
 #include <utility>
 
+#include "absl/algorithm/container.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/job_id.h"
 #include "common/utf8.h"
 #include "daemon/base/cpu_priority.h"
@@ -68,6 +70,10 @@ JobPruner::~JobPruner() {
 absl::StatusOr<std::vector<JobOnDisk>> JobPruner::Jobs() {
   absl::StatusOr<std::vector<v1::JobInfo>> jobs = catalog_->ListJobs();
   if (!jobs.ok()) return jobs.status();
+  // Jobs listed before owners were recorded belong to the daemon's own uid (catalog.h).
+  absl::StatusOr<absl::flat_hash_map<std::string, uint32_t>> owners =
+      catalog_->JobOwners(geteuid());
+  if (!owners.ok()) return owners.status();
   const absl::flat_hash_set<std::string> open = stores_->OpenJobs();
   std::vector<JobOnDisk> out;
   out.reserve(jobs->size());
@@ -79,6 +85,7 @@ absl::StatusOr<std::vector<JobOnDisk>> JobPruner::Jobs() {
     job.usage.last_seen_ns = info.last_seen_ns();
     job.usage.bytes = *bytes;
     job.usage.running = info.connected_sessions() > 0 || open.contains(info.job_id());
+    if (auto it = owners->find(info.job_id()); it != owners->end()) job.usage.owner = it->second;
     job.info = std::move(info);
   }
   return out;
@@ -157,8 +164,13 @@ size_t JobPruner::RecoverInterrupted() {
   return finished;
 }
 
-BudgetPass JobPruner::EnforceBudget(uint64_t max_bytes) {
+BudgetPass JobPruner::EnforceBudget(const BudgetPolicy& policy) {
   BudgetPass pass;
+  // Ends a full disk kept from the catalog (catalog.h): a job that ended must not count as
+  // running here.
+  if (absl::Status s = catalog_->RetryPendingWrites(); !s.ok()) {
+    LogWarning("disk budget: ", s.message());
+  }
   absl::StatusOr<std::vector<JobOnDisk>> jobs = Jobs();
   if (!jobs.ok()) {
     LogWarning("disk budget: cannot measure the jobs: ", jobs.status().message());
@@ -170,8 +182,10 @@ BudgetPass JobPruner::EnforceBudget(uint64_t max_bytes) {
     pass.bytes_before += job.usage.bytes;
   }
   pass.bytes_after = pass.bytes_before;
-  const std::string why = absl::StrCat("over --max-disk ", max_bytes, " bytes");
-  for (const std::string& job_id : PlanPrune(usage, max_bytes)) {
+  const PrunePlan plan = PlanPrune(usage, policy, absl::GetCurrentTimeNanos());
+  const std::string why =
+      absl::StrCat("over --max-disk ", policy.max_bytes, " bytes, the largest share first");
+  for (const std::string& job_id : plan.doomed) {
     absl::StatusOr<uint64_t> freed = Prune(job_id, why);
     if (!freed.ok()) {  // it started meanwhile, or the disk refused: the next pass tries again
       LogWarning("disk budget: job '", PrintableForTerminal(job_id),
@@ -181,34 +195,67 @@ BudgetPass JobPruner::EnforceBudget(uint64_t max_bytes) {
     pass.pruned.push_back(job_id);
     pass.bytes_after -= std::min(pass.bytes_after, *freed);
   }
-  if (pass.bytes_after <= max_bytes) return pass;
-  size_t finished_left = 0;
-  for (const JobUsage& job : usage) {
-    const bool pruned =
-        std::find(pass.pruned.begin(), pass.pruned.end(), job.job_id) != pass.pruned.end();
-    if (!job.running && !pruned) ++finished_left;
-  }
-  pass.only_running_left = finished_left == 0;
-  if (pass.only_running_left) {
-    LogWarning("disk budget: the jobs take ", pass.bytes_after, " bytes, over --max-disk ",
-               max_bytes,
-               ", and every job left is running: nothing of theirs is deleted (their "
-               "old steps are folded: --keep-raw-steps)");
-  } else {
-    LogWarning("disk budget: the jobs take ", pass.bytes_after, " bytes, over --max-disk ",
-               max_bytes, "; ", finished_left, " finished job(s) could not be pruned (above)");
-  }
+  Refuse(plan);
+  for (const auto& [uid, reason] : plan.refused) pass.refused.push_back(uid);
+  std::sort(pass.refused.begin(), pass.refused.end());
+  if (policy.max_bytes == 0 || pass.bytes_after <= policy.max_bytes) return pass;
+  pass.only_running_left = std::all_of(usage.begin(), usage.end(), [&](const JobUsage& job) {
+    return job.running || absl::c_linear_search(pass.pruned, job.job_id);
+  });
+  LogOver(pass, policy, usage);
   return pass;
 }
 
-void JobPruner::Start(uint64_t max_bytes, absl::Duration period) {
-  thread_ = std::thread([this, max_bytes, period] { Loop(max_bytes, period); });
+void JobPruner::LogOver(const BudgetPass& pass, const BudgetPolicy& policy,
+                        const std::vector<JobUsage>& usage) {
+  if (pass.only_running_left) {
+    LogWarning("disk budget: the jobs take ", pass.bytes_after, " bytes, over --max-disk ",
+               policy.max_bytes,
+               ", and every job left is running: nothing of theirs is deleted (their "
+               "old steps are folded: --keep-raw-steps)");
+    return;
+  }
+  const size_t kept =
+      static_cast<size_t>(std::count_if(usage.begin(), usage.end(), [&](const JobUsage& job) {
+        return !job.running && !absl::c_linear_search(pass.pruned, job.job_id);
+      }));
+  LogWarning("disk budget: the jobs take ", pass.bytes_after, " bytes, over --max-disk ",
+             policy.max_bytes, "; ", kept,
+             " finished job(s) kept: within their owner's share, ended less than "
+             "--prune-grace-s ago, or not pruned (above)");
 }
 
-void JobPruner::Loop(uint64_t max_bytes, absl::Duration period) {
+void JobPruner::Refuse(const PrunePlan& plan) {
+  refused_.Set(plan.refused);
+  absl::flat_hash_map<uint32_t, std::string> before;
+  {
+    absl::MutexLock lock(&mu_);  // guards refused_logged_; logged after it is let go
+    before = std::exchange(refused_logged_, plan.refused);
+  }
+  for (const auto& [uid, reason] : plan.refused) {
+    if (!before.contains(uid))
+      LogWarning("disk budget: refusing new records of uid ", uid, ": ", reason);
+  }
+  for (const auto& [uid, reason] : before) {
+    if (!plan.refused.contains(uid)) LogInfo("disk budget: uid ", uid, " is stored again");
+  }
+}
+
+absl::Status JobPruner::CheckWriter(absl::string_view job_id) {
+  if (refused_.empty()) return absl::OkStatus();
+  absl::StatusOr<std::optional<uint32_t>> owner = catalog_->JobOwner(job_id, geteuid());
+  if (!owner.ok() || !owner->has_value()) return absl::OkStatus();  // no owner: nobody's share
+  return refused_.Check(**owner);
+}
+
+void JobPruner::Start(const BudgetPolicy& policy, absl::Duration period) {
+  thread_ = std::thread([this, policy, period] { Loop(policy, period); });
+}
+
+void JobPruner::Loop(BudgetPolicy policy, absl::Duration period) {
   const ScopedThreadNice behind_queries(kBackgroundNice);  // cpu_priority.h
   while (true) {
-    EnforceBudget(max_bytes);
+    EnforceBudget(policy);
     absl::MutexLock lock(&mu_);
     const auto stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
     if (mu_.AwaitWithTimeout(absl::Condition(&stop), period)) return;

@@ -1,8 +1,9 @@
 #pragma once
 
 // Deletes whole jobs from the data directory: `flopscope prune` (Query.PruneJobs) and the disk
-// budget (`flopscoped --max-disk`: a periodic pass that deletes the jobs PlanPrune chooses,
-// disk_budget.h). A running job is never deleted.
+// budget (`flopscoped --max-disk`, `--max-disk-per-user`: a periodic pass that deletes the jobs
+// PlanPrune chooses by each user's share, and refuses the users it names, disk_budget.h). A
+// running job is never deleted.
 //
 // One prune, in this order, so that a crash at any step leaves a state the next start finishes
 // (RecoverInterrupted, run before the daemon serves):
@@ -37,6 +38,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -60,6 +62,7 @@ struct BudgetPass {
   uint64_t bytes_after = 0;   // ... and when it ended
   std::vector<std::string> pruned;
   bool only_running_left = false;  // still over the budget, and every job left is running
+  std::vector<uint32_t> refused;   // the users refused until a later pass (PrunePlan::refused)
 };
 
 class JobPruner {
@@ -72,8 +75,8 @@ class JobPruner {
   JobPruner(std::string data_dir, Catalog* catalog, StoreRegistry* stores, DropReaders drop);
   ~JobPruner();  // stops the pass thread
 
-  // Every job of the catalog with its bytes on disk and whether it runs (a store open, or a
-  // stream the catalog counts as connected).
+  // Every job of the catalog with its owner, its bytes on disk and whether it runs (a store
+  // open, or a stream the catalog counts as connected).
   absl::StatusOr<std::vector<JobOnDisk>> Jobs() ABSL_LOCKS_EXCLUDED(mu_);
 
   // Deletes `job_id` (steps 1-5 above); `why` ends its log line ("flopscope prune by uid 1000",
@@ -86,11 +89,17 @@ class JobPruner {
   // Call before serving.
   size_t RecoverInterrupted() ABSL_LOCKS_EXCLUDED(mu_);
 
-  // One pass of the budget: measures every job, deletes the oldest finished ones until the rest
-  // fit in `max_bytes`. Logs each deletion, and once when only running jobs are left over it.
-  BudgetPass EnforceBudget(uint64_t max_bytes) ABSL_LOCKS_EXCLUDED(mu_);
+  // One pass of the budget: measures every job, deletes what PlanPrune chooses and refuses the
+  // users it names from now until a pass finds them back under. Logs each deletion, and each
+  // user refused or let back in.
+  BudgetPass EnforceBudget(const BudgetPolicy& policy) ABSL_LOCKS_EXCLUDED(mu_);
   // A pass now, then one every `period` on a thread of its own until destruction.
-  void Start(uint64_t max_bytes, absl::Duration period) ABSL_LOCKS_EXCLUDED(mu_);
+  void Start(const BudgetPolicy& policy, absl::Duration period) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // For the ingest side, before a session opens and before each batch: RESOURCE_EXHAUSTED
+  // ("daemon disk full for uid U: why") when the last pass refused the owner of `job_id`; OK
+  // otherwise. One catalog read while some user is refused, nothing else.
+  absl::Status CheckWriter(absl::string_view job_id);
 
   void SetPrunedHook(PrunedHook hook) { pruned_hook_ = std::move(hook); }  // before Start
   uint64_t jobs_pruned() ABSL_LOCKS_EXCLUDED(mu_);
@@ -100,7 +109,12 @@ class JobPruner {
   // Steps 2-5 once the fence is up.
   absl::Status DeleteFenced(const std::string& job_id);
   void Count(uint64_t bytes) ABSL_LOCKS_EXCLUDED(mu_);
-  void Loop(uint64_t max_bytes, absl::Duration period) ABSL_LOCKS_EXCLUDED(mu_);
+  void Loop(BudgetPolicy policy, absl::Duration period) ABSL_LOCKS_EXCLUDED(mu_);
+  // Logs the pass's end over the budget.
+  static void LogOver(const BudgetPass& pass, const BudgetPolicy& policy,
+                      const std::vector<JobUsage>& usage);
+  // Makes `refused` the users refused, logging who comes and goes.
+  void Refuse(const PrunePlan& plan) ABSL_LOCKS_EXCLUDED(mu_);
 
   const std::string data_dir_;
   Catalog* const catalog_;
@@ -111,6 +125,8 @@ class JobPruner {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t jobs_pruned_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t bytes_pruned_ ABSL_GUARDED_BY(mu_) = 0;
+  RefusedUsers refused_;  // thread-safe itself
+  absl::flat_hash_map<uint32_t, std::string> refused_logged_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
 };
 

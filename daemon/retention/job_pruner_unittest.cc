@@ -166,7 +166,7 @@ TEST_F(JobPrunerTest, TheBudgetPassDeletesTheOldestFinishedJobsUntilTheRestFit) 
   const uint64_t total = Bytes("a") + Bytes("b") + Bytes("c") + Bytes("d");
   // Room for everything but b and one byte: b (oldest finished) and c go, a (running) stays.
   const uint64_t budget = total - Bytes("b") - 1;
-  const BudgetPass pass = pruner_->EnforceBudget(budget);
+  const BudgetPass pass = pruner_->EnforceBudget(BudgetPolicy{budget});
   EXPECT_EQ(pass.bytes_before, total);
   EXPECT_THAT(pass.pruned, ElementsAre("b", "c"));
   EXPECT_EQ(pass.bytes_after, Bytes("a") + Bytes("d"));
@@ -174,15 +174,48 @@ TEST_F(JobPrunerTest, TheBudgetPassDeletesTheOldestFinishedJobsUntilTheRestFit) 
   EXPECT_THAT(Listed(), UnorderedElementsAre("a", "d"));
   EXPECT_TRUE(OnDisk("a") && OnDisk("d") && !OnDisk("b") && !OnDisk("c"));
   // Now only the running job would be left to delete: nothing goes, and the pass says so.
-  const BudgetPass tight = pruner_->EnforceBudget(Bytes("a") / 2);
+  const BudgetPass tight = pruner_->EnforceBudget(BudgetPolicy{Bytes("a") / 2});
   EXPECT_THAT(tight.pruned, ElementsAre("d"));
   EXPECT_TRUE(tight.only_running_left);
   EXPECT_TRUE(OnDisk("a"));
 }
 
+// Campaign row 5d with the catalog's owners: mallory's flood takes mallory's own finished jobs,
+// never alice's job that has just ended; mallory's running job alone over its share refuses
+// mallory's records, and alice's still go in.
+TEST_F(JobPrunerTest, AFloodDeletesTheFloodersJobsAndRefusesItsRunningOne) {
+  const int64_t now = absl::GetCurrentTimeNanos();
+  AddJob("alice-old", 1, now - 10 * kHourNs, kAlice);
+  AddJob("alice-new", 1, now - 1'000'000'000, kAlice);  // ended a second ago
+  AddJob("flood-1", 1, now - 2 * kHourNs, kMallory, 300000);
+  AddJob("flood-2", 1, now - kHourNs, kMallory, 300000);
+  AddJob("flood-live", 1, now - kHourNs, kMallory, 600000);
+  absl::StatusOr<std::shared_ptr<RankStore>> held = stores_->Acquire("flood-live", 0);
+  ASSERT_TRUE(held.ok());
+  BudgetPolicy policy;
+  policy.max_bytes = Bytes("flood-live") + Bytes("alice-old");  // under mallory's running job
+  policy.grace_ns = kHourNs / 60;
+  const BudgetPass pass = pruner_->EnforceBudget(policy);
+  EXPECT_THAT(pass.pruned, UnorderedElementsAre("flood-1", "flood-2"));
+  EXPECT_TRUE(OnDisk("alice-old") && OnDisk("alice-new") && OnDisk("flood-live"));
+  EXPECT_THAT(pass.refused, ElementsAre(kMallory));
+  const absl::Status refused = pruner_->CheckWriter("flood-live");
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(refused.message(), HasSubstr("daemon disk full for uid 1001"));
+  EXPECT_TRUE(pruner_->CheckWriter("alice-new").ok());
+  held->reset();  // the flood ends, its grace passes: the next pass takes it, mallory is let in
+  ASSERT_TRUE(stores_->OpenJobs().empty());
+  policy.grace_ns = 0;
+  const BudgetPass later = pruner_->EnforceBudget(policy);
+  EXPECT_THAT(later.pruned, ElementsAre("flood-live"));
+  EXPECT_THAT(later.refused, IsEmpty());
+  EXPECT_TRUE(pruner_->CheckWriter("flood-live").ok());
+  EXPECT_TRUE(OnDisk("alice-old") && OnDisk("alice-new"));
+}
+
 TEST_F(JobPrunerTest, StartPassesNowAndThenEveryPeriodUntilDestroyed) {
   AddJob("first", 1, 1000);
-  pruner_->Start(/*max_bytes=*/1, absl::Milliseconds(20));
+  pruner_->Start(BudgetPolicy{/*max_bytes=*/1}, absl::Milliseconds(20));
   const auto pruned = [this](uint64_t jobs) {
     for (int i = 0; i < 500 && pruner_->jobs_pruned() < jobs; ++i) {
       absl::SleepFor(absl::Milliseconds(10));

@@ -165,6 +165,13 @@ void AddDaemonFlags(CLI::App& app, DaemonOptions* options, std::string* log_leve
                  "keep the jobs' files under SIZE (e.g. 20G, 500M; units K, M, G, T of 1024) by "
                  "deleting the least recently seen finished jobs, whole; running jobs are never "
                  "deleted (default: no budget)");
+  app.add_option("--max-disk-per-user", options->max_disk_per_user,
+                 "refuse new records of a user whose jobs take this much (e.g. 5G), rather "
+                 "than delete anyone's data; checked every --disk-check-period-s");
+  app.add_option("--prune-grace-s", options->prune_grace_s,
+                 "--max-disk never deletes a job that ended less than this many seconds ago "
+                 "(default 300)")
+      ->check(CLI::Range(0.0, 86400.0 * 365));
   app.add_option("--disk-check-period-s", options->disk_check_period_s,
                  "seconds between two checks of --max-disk")
       ->check(CLI::Range(0.05, 86400.0));
@@ -204,6 +211,12 @@ absl::Status ResolveDaemonOptions(const std::string& log_level, DaemonOptions* o
     absl::StatusOr<uint64_t> max_disk = ParseDiskSize(options->max_disk);
     if (!max_disk.ok()) return max_disk.status();
     options->max_disk_bytes = *max_disk;
+  }
+  if (!options->max_disk_per_user.empty()) {
+    absl::StatusOr<uint64_t> quota =
+        ParseDiskSize(options->max_disk_per_user, "--max-disk-per-user");
+    if (!quota.ok()) return quota.status();
+    options->max_disk_per_user_bytes = *quota;
   }
   if (options->insecure_loopback_tcp && options->tcp_address.empty()) {
     return absl::InvalidArgumentError("--insecure-loopback-tcp needs --tcp HOST:PORT");

@@ -62,6 +62,12 @@ struct DaemonOptions {
   std::string max_disk;
   uint64_t max_disk_bytes = 0;
   double disk_check_period_s = 60;
+  // --max-disk-per-user SIZE: a user whose jobs take this much is refused new records (nothing
+  // deleted); parsed into max_disk_per_user_bytes; 0: no quota. --prune-grace-s: a job that
+  // ended less than this ago is never deleted by the budget (daemon/retention/disk_budget.h).
+  std::string max_disk_per_user;
+  uint64_t max_disk_per_user_bytes = 0;
+  double prune_grace_s = 300;
   // --upstream: the aggregator this node daemon forwards every committed batch to, "unix:/path"
   // or HOST:PORT over mutual TLS with the --tls-* files; empty: none (docs/architecture.md,
   // "Forwarding"). --outbox-max-mb: batches waiting for it before new ones stay here only.

@@ -192,11 +192,18 @@ void DaemonServer::StartPruner() {
   // Before serving: no report can meet a half-pruned job.
   pruner_->RecoverInterrupted();
   query_->SetPruner(pruner_.get());
-  if (options_.max_disk_bytes == 0) return;
-  LogInfo("disk budget: the jobs' files are kept under ", options_.max_disk_bytes,
-          " bytes (--max-disk ", options_.max_disk, "), checked every ",
-          options_.disk_check_period_s, " s");
-  pruner_->Start(options_.max_disk_bytes, absl::Seconds(options_.disk_check_period_s));
+  if (options_.max_disk_bytes == 0 && options_.max_disk_per_user_bytes == 0) return;
+  BudgetPolicy policy{options_.max_disk_bytes, options_.max_disk_per_user_bytes,
+                      absl::ToInt64Nanoseconds(absl::Seconds(options_.prune_grace_s))};
+  LogInfo("disk budget: the jobs' files are kept under ", policy.max_bytes,
+          " bytes by each user's share (--max-disk; 0: none), a user's under ",
+          policy.max_bytes_per_user, " (--max-disk-per-user; 0: none), no job deleted within ",
+          options_.prune_grace_s, " s of its end, checked every ", options_.disk_check_period_s,
+          " s");
+  JobPruner* pruner = pruner_.get();
+  ingest_->SetAdmitHook(
+      [pruner](const v1::SessionHello& hello) { return pruner->CheckWriter(hello.job_id()); });
+  pruner_->Start(policy, absl::Seconds(options_.disk_check_period_s));
 }
 
 void DaemonServer::StartWarmingReaders() {

@@ -5,10 +5,17 @@ comes from the sizes of the job directories measured here."""
 
 import json
 import os
+import pwd
 import re
+import shutil
+import subprocess
 import time
+import unittest
 
-from harness import DaemonTestCase, client, report, run_job, start_job, test_program, tool
+from harness import (DaemonTestCase, client, rank_env, report, run_job, start_job, test_program,
+                     tool)
+
+FLOODER = "flopscope-it-flood"  # a second user, created and removed by ShareTest
 
 # Small and quick, with enough range events (a few hundred KB a job) that a job is much larger
 # than what a read connection adds beside it (READER_FILES_SLACK).
@@ -20,7 +27,8 @@ JOB_COMMAND = [tool("transformer_nvtx"), "--steps", "100", "--layers", "6", "--h
 READER_FILES_SLACK = 32768 + 4096
 
 
-class DiskBudgetTest(DaemonTestCase):
+class BudgetTestCase(DaemonTestCase):
+    """What the budget's tests share: sizes, listings, waiting (no tests of its own)."""
 
     def jobs_dir(self):
         return self.daemon.data_dir / "jobs"
@@ -78,6 +86,13 @@ class DiskBudgetTest(DaemonTestCase):
                            self.daemon.log())
         return [int(b) for b in found]
 
+    def pruned_in_log(self):
+        return re.findall(r"pruned job '([^']+)'", self.daemon.log())
+
+
+
+class DiskBudgetTest(BudgetTestCase):
+
     def test_budget_deletes_the_oldest_finished_jobs_and_never_a_running_one(self):
         jobs = ("j1", "j2", "j3", "j4")
         self.daemon.start()
@@ -89,7 +104,8 @@ class DiskBudgetTest(DaemonTestCase):
         # first) and keeps the newest two.
         budget = sizes["j4"] + sizes["j3"] + sizes["j2"] // 2
         self.assertGreater(sizes["j2"] // 2, 2 * READER_FILES_SLACK, "jobs too small to tell")
-        self.daemon.start(extra_args=["--max-disk", str(budget), "--disk-check-period-s", "0.2"])
+        self.daemon.start(extra_args=["--max-disk", str(budget), "--disk-check-period-s", "0.2",
+                                      "--prune-grace-s", "0"])
         self.wait_for(lambda: self.on_disk() == {"j3", "j4"}, "j1 and j2 pruned")
         time.sleep(0.6)  # three more passes: nothing else goes once the rest fit
         self.assertEqual(self.on_disk(), {"j3", "j4"})
@@ -105,7 +121,8 @@ class DiskBudgetTest(DaemonTestCase):
 
         # Over a budget nothing finished can meet, with a job running: every finished job goes,
         # the running one never, and each pass says so.
-        self.daemon.start(extra_args=["--max-disk", "1", "--disk-check-period-s", "0.2"])
+        self.daemon.start(extra_args=["--max-disk", "1", "--disk-check-period-s", "0.2",
+                                      "--prune-grace-s", "0"])
         go, live = self.start_running("live")
         self.wait_for(lambda: self.on_disk() == {"live"}, "every finished job pruned")
         self.wait_for(lambda: "every job left is running" in self.daemon.log(),
@@ -125,9 +142,6 @@ class DiskBudgetTest(DaemonTestCase):
         self.assertEqual(self.on_disk(), {"live"})
         self.assertEqual(report(self.daemon.socket, "live")["job"], "live")
         self.assertFalse([p for p in self.jobs_dir().iterdir() if p.name.startswith(".")])
-
-    def pruned_in_log(self):
-        return re.findall(r"pruned job '([^']+)'", self.daemon.log())
 
     def test_prune_by_name_by_age_and_dry_run(self):
         self.daemon.start()
@@ -182,3 +196,87 @@ class DiskBudgetTest(DaemonTestCase):
         self.assertEqual(set(self.listed()), {"live"})
         go.touch()
         live.communicate(timeout=60)
+
+
+@unittest.skipUnless(os.geteuid() == 0 and shutil.which("useradd") and shutil.which("runuser"),
+                     "needs root with useradd and runuser: the test creates a throw-away user")
+class ShareTest(BudgetTestCase):
+    """Campaign row 5d (issue 34): one user's flood never deletes another user's job; the budget
+    takes the flooder's own oldest jobs, and a quota refuses the flooder's new records rather than
+    delete anything. On a small tmpfs of its own, as a node's data disk."""
+
+    @classmethod
+    def setUpClass(cls):
+        subprocess.run(["userdel", FLOODER], capture_output=True)  # left by an aborted run
+        subprocess.run(["useradd", "-M", "-N", "-s", "/usr/sbin/nologin", FLOODER], check=True,
+                       capture_output=True)
+        cls.addClassCleanup(subprocess.run, ["userdel", FLOODER], capture_output=True)
+
+    def setUp(self):
+        super().setUp()
+        os.chmod(self.root, 0o755)  # the flooder reaches the socket (0666) through it
+        disk = self.root / "disk"
+        disk.mkdir()
+        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(disk)],
+                                 capture_output=True, text=True)
+        if mounted.returncode != 0:
+            self.skipTest(f"cannot mount a tmpfs: {mounted.stderr.strip()}")
+        self.disk = disk
+        self.daemon.data_dir = disk / "data"
+
+    def tearDown(self):
+        self.daemon.stop()  # before the unmount; DaemonTestCase checks its exit code
+        if getattr(self, "disk", None) is not None:
+            subprocess.run(["umount", "-l", str(self.disk)], capture_output=True)
+        super().tearDown()
+
+    def run_as_flooder(self, job):
+        spool = self.root / "spool-flood"
+        spool.mkdir(mode=0o700, exist_ok=True)
+        shutil.chown(spool, FLOODER)
+        env = {"FLOPSCOPE_SPOOL_DIR": str(spool), "FLOPSCOPE_EXIT_TIMEOUT_MS": "1000",
+               **rank_env(0, 1)}
+        command = ["runuser", "-u", FLOODER, "--", "env", *[f"{k}={v}" for k, v in env.items()],
+                   tool("flopscope"), "run", "--job", job, "--socket", str(self.daemon.socket),
+                   "--", *JOB_COMMAND]
+        return subprocess.run(command, capture_output=True, text=True, timeout=120)
+
+    def test_a_flood_deletes_only_the_flooders_jobs_and_a_quota_refuses_it(self):
+        self.daemon.start()
+        self.run_finished("alice")  # root's job, the oldest of all: least-recently-seen's first
+        floods = [f"flood-{i}" for i in range(4)]
+        for job in floods:
+            result = self.run_as_flooder(job)
+            self.assertEqual(result.returncode, 0, result.stderr)
+        self.daemon.stop()
+        sizes = {job: self.size(job) for job in ["alice", *floods]}
+        flood = max(sizes[job] for job in floods)
+        self.assertGreater(flood, 4 * READER_FILES_SLACK, "jobs too small to tell")
+        # Room for alice's job and two of the flood: two users hold data, shares of half the
+        # budget; only the flooder is over its share.
+        budget = sizes["alice"] + 2 * flood + flood // 2
+        self.daemon.start(extra_args=["--max-disk", str(budget), "--disk-check-period-s", "0.2",
+                                      "--prune-grace-s", "0"])
+        self.wait_for(lambda: self.on_disk() == {"alice", "flood-2", "flood-3"},
+                      "the two oldest flood jobs pruned")
+        time.sleep(0.6)  # three more passes: nothing else goes once the rest fit
+        self.assertEqual(self.on_disk(), {"alice", "flood-2", "flood-3"})
+        self.assertEqual(self.pruned_in_log(), ["flood-0", "flood-1"])
+        self.daemon.stop()
+
+        # A quota under what the flooder holds (two jobs), over alice's one: the flooder's next
+        # job is refused, nothing is deleted, and alice's next job is stored as before.
+        uid = pwd.getpwnam(FLOODER).pw_uid
+        self.daemon.start(extra_args=["--max-disk-per-user", str(flood + flood // 2),
+                                      "--disk-check-period-s", "0.2"])
+        self.wait_for(lambda: f"refusing new records of uid {uid}" in self.daemon.log(),
+                      "the flooder refused")
+        refused = self.run_as_flooder("flood-4")
+        self.assertIn("the daemon refused them: daemon disk full", refused.stderr)
+        self.assertRegex(self.daemon.log(), rf"daemon disk full for uid {uid}: .*--max-disk-per-user")
+        self.assertNotIn("flood-4", {job for job, info in self.listed().items()
+                                     if info.get("ranges", 0) > 0})
+        self.run_finished("alice-2")
+        self.assertGreater(self.listed()["alice-2"]["ranges"], 0)
+        self.assertTrue({"alice", "flood-2", "flood-3", "alice-2"} <= self.on_disk())
+        self.assertNotIn("pruned job", self.daemon.log())
