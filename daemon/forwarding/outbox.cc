@@ -4,9 +4,12 @@
 
 #include <algorithm>
 
+#include "absl/cleanup/cleanup.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "daemon/base/resume_token.h"
+#include "daemon/store/rank_store.h"
 #include "schema/schema_sql.h"
 
 namespace flopscope::daemon::forwarding {
@@ -30,6 +33,58 @@ absl::Status AddPutTime(SqliteDb& db) {
     if (absl::Status s = db.Exec(add.c_str()); !s.ok()) return s;
   }
   return db.Exec("CREATE INDEX IF NOT EXISTS outbox_batches_put ON outbox_batches(put_ns)");
+}
+
+// A file made before dropped batches left a stub gets the column (no stub waits in it).
+absl::Status AddStubSeq(SqliteDb& db) {
+  absl::StatusOr<absl::flat_hash_set<std::string>> columns = db.ColumnNames("outbox_sessions");
+  if (!columns.ok()) return columns.status();
+  if (columns->contains("stub_seq")) return absl::OkStatus();
+  return db.Exec("ALTER TABLE outbox_sessions ADD COLUMN stub_seq INTEGER NOT NULL DEFAULT 0");
+}
+
+// What stays of a dropped batch: its seq, its final flag and its loss counters, no records.
+v1::Batch StubOf(const v1::Batch& batch) {
+  v1::Batch stub;
+  stub.set_seq(batch.seq());
+  stub.set_final(batch.final());
+  *stub.mutable_losses() = batch.losses();
+  return stub;
+}
+
+// `later`'s stub merged with an earlier one of the same session: the higher seq, final if either
+// was, each cause's counter at its maximum (they are cumulative).
+void MergeStub(const v1::Batch& earlier, v1::Batch* later) {
+  later->set_seq(std::max(later->seq(), earlier.seq()));
+  later->set_final(later->final() || earlier.final());
+  absl::flat_hash_map<int, uint64_t> records;
+  for (const v1::LossCounter& loss : earlier.losses()) {
+    records[loss.cause()] = std::max(records[loss.cause()], loss.records());
+  }
+  for (const v1::LossCounter& loss : later->losses()) {
+    records[loss.cause()] = std::max(records[loss.cause()], loss.records());
+  }
+  later->clear_losses();
+  for (const auto& [cause, count] : records) {
+    v1::LossCounter* loss = later->add_losses();
+    loss->set_cause(static_cast<v1::LossCause>(cause));
+    loss->set_records(count);
+  }
+}
+
+// The session's dropped records as `batch`'s FORWARD_DROPPED counter, added to one it carries
+// from a node daemon below this one.
+void AttachDropped(uint64_t dropped, v1::Batch* batch) {
+  if (dropped == 0) return;
+  for (v1::LossCounter& loss : *batch->mutable_losses()) {
+    if (loss.cause() == v1::LOSS_CAUSE_FORWARD_DROPPED) {
+      loss.set_records(loss.records() + dropped);
+      return;
+    }
+  }
+  v1::LossCounter* loss = batch->add_losses();
+  loss->set_cause(v1::LOSS_CAUSE_FORWARD_DROPPED);
+  loss->set_records(dropped);
 }
 
 OutboxSession SessionFromRow(const SqliteStatement& row, absl::Status* problem) {
@@ -60,6 +115,7 @@ absl::StatusOr<std::unique_ptr<Outbox>> Outbox::Open(const std::string& path, in
                         absl::StrCat("forwarding outbox ", path, ": ", db.status().message()));
   }
   if (absl::Status s = AddPutTime(**db); !s.ok()) return s;
+  if (absl::Status s = AddStubSeq(**db); !s.ok()) return s;
   std::unique_ptr<Outbox> outbox(new Outbox(*std::move(db), max_bytes));
   absl::MutexLock lock(&outbox->mu_);
   if (absl::Status s = outbox->Prepare(); !s.ok()) return s;
@@ -99,6 +155,14 @@ absl::Status Outbox::Prepare() {
        "DELETE FROM outbox_batches WHERE session = ? AND seq = ? RETURNING length(batch)"},
       {&count_dropped_,
        "UPDATE outbox_sessions SET dropped_batches = dropped_batches + 1 WHERE id = ?"},
+      {&is_waiting_, "SELECT 1 FROM outbox_batches WHERE session = ? AND seq = ?"},
+      {&was_dropped_, "SELECT 1 FROM outbox_dropped WHERE session = ? AND seq = ?"},
+      {&insert_dropped_,
+       "INSERT OR IGNORE INTO outbox_dropped(session, seq, records) VALUES (?, ?, ?)"},
+      {&dropped_records_, "SELECT COALESCE(SUM(records), 0) FROM outbox_dropped WHERE session = ?"},
+      {&stub_seq_, "SELECT stub_seq FROM outbox_sessions WHERE id = ?"},
+      {&take_batch_, "DELETE FROM outbox_batches WHERE session = ? AND seq = ? RETURNING batch"},
+      {&set_stub_seq_, "UPDATE outbox_sessions SET stub_seq = ? WHERE id = ?"},
   });
 }
 
@@ -143,9 +207,17 @@ absl::Status Outbox::Put(const v1::SessionHello& hello, const v1::Batch& batch,
   absl::StatusOr<int64_t> session = SessionFor(hello, owner);
   if (!session.ok()) return session.status();
   if (batch.seq() <= watermarks_[*session]) return absl::OkStatus();  // forwarded already
+  // Dropped before (a producer's resend after this node lost its Ack): counted already, and the
+  // stub may hold its seq.
+  absl::StatusOr<bool> dropped = Holds(*was_dropped_, *session, batch.seq());
+  if (!dropped.ok()) return dropped.status();
+  if (*dropped) return absl::OkStatus();
   const std::string bytes = batch.SerializeAsString();
   if (pending_bytes_ + static_cast<int64_t>(bytes.size()) > max_bytes_) {
-    if (absl::Status s = CountDropped(*session); !s.ok()) return s;
+    absl::StatusOr<bool> waiting = Holds(*is_waiting_, *session, batch.seq());
+    if (!waiting.ok()) return waiting.status();
+    if (*waiting) return absl::OkStatus();  // a resend of a batch that waits already
+    if (absl::Status s = Drop(*session, batch); !s.ok()) return s;
     return absl::ResourceExhaustedError(absl::StrCat(
         "forwarding outbox full (", pending_bytes_, " bytes waiting, at most ", max_bytes_,
         "): batch ", batch.seq(), " of ", hello.job_id(), " rank ", hello.rank(),
@@ -163,6 +235,74 @@ absl::Status Outbox::Put(const v1::SessionHello& hello, const v1::Batch& batch,
 absl::Status Outbox::CountDropped(int64_t session) {
   count_dropped_->BindInt(1, session);
   return count_dropped_->Run();
+}
+
+absl::StatusOr<bool> Outbox::Holds(SqliteStatement& query, int64_t session, uint64_t seq) {
+  query.BindInt(1, session);
+  query.BindUint(2, seq);
+  absl::StatusOr<bool> row = query.Step();
+  query.Reset();
+  return row;
+}
+
+absl::Status Outbox::Drop(int64_t session, const v1::Batch& batch) {
+  if (absl::Status s = db_->Exec("BEGIN IMMEDIATE"); !s.ok()) return s;
+  absl::Cleanup rollback = [db = db_.get()] { db->Exec("ROLLBACK").IgnoreError(); };
+  insert_dropped_->BindInt(1, session);
+  insert_dropped_->BindUint(2, batch.seq());
+  insert_dropped_->BindUint(3, ProducerRecordCount(batch));
+  if (absl::Status s = insert_dropped_->Run(); !s.ok()) return s;
+  if (absl::Status s = CountDropped(session); !s.ok()) return s;
+  int64_t bytes_delta = 0;
+  if (absl::Status s = KeepStub(session, batch, &bytes_delta); !s.ok()) return s;
+  if (absl::Status s = db_->Exec("COMMIT"); !s.ok()) return s;
+  std::move(rollback).Cancel();
+  pending_bytes_ += bytes_delta;
+  return absl::OkStatus();
+}
+
+absl::Status Outbox::KeepStub(int64_t session, const v1::Batch& batch, int64_t* bytes_delta) {
+  v1::Batch stub = StubOf(batch);
+  stub_seq_->BindInt(1, session);
+  absl::StatusOr<bool> row = stub_seq_->Step();
+  if (!row.ok()) return row.status();
+  const uint64_t earlier_seq = *row ? stub_seq_->ColumnUint(0) : 0;
+  stub_seq_->Reset();
+  if (earlier_seq != 0) {
+    // Still waiting (not sent and acknowledged yet): merged into the new one, which replaces it.
+    take_batch_->BindInt(1, session);
+    take_batch_->BindUint(2, earlier_seq);
+    absl::StatusOr<bool> taken = take_batch_->Step();
+    if (!taken.ok()) return taken.status();
+    if (*taken) {
+      const absl::string_view bytes = take_batch_->ColumnText(0);
+      v1::Batch earlier;
+      if (earlier.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+        MergeStub(earlier, &stub);
+      }
+      *bytes_delta -= static_cast<int64_t>(bytes.size());
+      take_batch_->Reset();
+    }
+  }
+  const std::string bytes = stub.SerializeAsString();
+  insert_batch_->BindInt(1, session);
+  insert_batch_->BindUint(2, stub.seq());
+  insert_batch_->BindInt(3, absl::GetCurrentTimeNanos());
+  insert_batch_->BindBlob(4, bytes);
+  if (absl::Status s = insert_batch_->Run(); !s.ok()) return s;
+  if (sqlite3_changes(db_->handle()) > 0) *bytes_delta += static_cast<int64_t>(bytes.size());
+  set_stub_seq_->BindUint(1, stub.seq());
+  set_stub_seq_->BindInt(2, session);
+  return set_stub_seq_->Run();
+}
+
+absl::StatusOr<uint64_t> Outbox::DroppedRecords(int64_t session) {
+  dropped_records_->BindInt(1, session);
+  absl::StatusOr<bool> row = dropped_records_->Step();
+  if (!row.ok()) return row.status();
+  const uint64_t records = *row ? dropped_records_->ColumnUint(0) : 0;
+  dropped_records_->Reset();
+  return records;
 }
 
 absl::StatusOr<std::vector<OutboxSession>> Outbox::SessionsWithWork() {
@@ -199,6 +339,8 @@ absl::StatusOr<std::optional<OutboxSession>> Outbox::Find(absl::string_view job_
 absl::StatusOr<std::vector<v1::Batch>> Outbox::Pending(int64_t session, uint64_t after_seq,
                                                        size_t max_batches) {
   absl::MutexLock lock(&mu_);
+  absl::StatusOr<uint64_t> dropped = DroppedRecords(session);
+  if (!dropped.ok()) return dropped.status();
   pending_->BindInt(1, session);
   pending_->BindUint(2, after_seq);
   pending_->BindInt(3, static_cast<int64_t>(max_batches));
@@ -214,6 +356,7 @@ absl::StatusOr<std::vector<v1::Batch>> Outbox::Pending(int64_t session, uint64_t
       return absl::DataLossError(
           absl::StrCat("forwarding outbox: a batch of session row ", session, " does not parse"));
     }
+    AttachDropped(*dropped, &batch);
   }
   return batches;
 }
@@ -258,11 +401,13 @@ absl::StatusOr<OutboxTotals> Outbox::Totals() {
   absl::Status s = db_->ForEachRow(
       "SELECT (SELECT COUNT(*) FROM outbox_batches), "
       "(SELECT COALESCE(SUM(dropped_batches), 0) FROM outbox_sessions), "
-      "(SELECT MIN(put_ns) FROM outbox_batches)",
+      "(SELECT MIN(put_ns) FROM outbox_batches), "
+      "(SELECT COALESCE(SUM(records), 0) FROM outbox_dropped)",
       [&](const SqliteStatement& row) {
         totals.pending_batches = row.ColumnInt(0);
         totals.dropped_batches = row.ColumnInt(1);
         if (totals.pending_batches > 0) totals.oldest_put_ns = row.ColumnInt(2);
+        totals.dropped_records = row.ColumnInt(3);
         return absl::OkStatus();
       });
   if (!s.ok()) return s;

@@ -46,6 +46,15 @@ std::vector<uint64_t> PendingSeqs(Outbox& outbox, int64_t session, uint64_t afte
   return seqs;
 }
 
+// What a batch handed out weighs in the outbox: without the counter Pending adds.
+int64_t StoredSize(v1::Batch batch) {
+  auto* losses = batch.mutable_losses();
+  for (auto it = losses->begin(); it != losses->end();) {
+    it = it->cause() == v1::LOSS_CAUSE_FORWARD_DROPPED ? losses->erase(it) : it + 1;
+  }
+  return static_cast<int64_t>(batch.ByteSizeLong());
+}
+
 OutboxSession OnlySession(Outbox& outbox) {
   absl::StatusOr<std::vector<OutboxSession>> sessions = outbox.SessionsWithWork();
   EXPECT_TRUE(sessions.ok()) << sessions.status();
@@ -123,26 +132,102 @@ TEST(OutboxTest, AReopenResumesWithWatermarkTokenAndWaitingBatches) {
             static_cast<int64_t>(BatchOf(3).ByteSizeLong() + BatchOf(4).ByteSizeLong()));
 }
 
+// A batch of `records` range events (records as a producer counts them), `payload_bytes` big.
+v1::Batch BatchWith(uint64_t seq, int records, size_t payload_bytes = 100) {
+  v1::Batch batch = BatchOf(seq, payload_bytes);
+  for (int i = 0; i < records; ++i) fixtures::AddRange(batch, 1, i, i + 1);
+  return batch;
+}
+
+// The batch's LOSS_CAUSE_FORWARD_DROPPED counter (0 when it carries none).
+uint64_t ForwardDropped(const v1::Batch& batch) {
+  for (const v1::LossCounter& loss : batch.losses()) {
+    if (loss.cause() == v1::LOSS_CAUSE_FORWARD_DROPPED) return loss.records();
+  }
+  return 0;
+}
+
 TEST(OutboxTest, AFullOutboxDropsAndCountsUntilAnAckMakesRoom) {
   ScopedTempDir dir;
-  const int64_t one = static_cast<int64_t>(BatchOf(1).ByteSizeLong());
-  auto outbox = Outbox::Open(OutboxPath(dir.path()), 2 * one);
+  const int64_t one = static_cast<int64_t>(BatchWith(1, 5).ByteSizeLong());
+  // Room for two batches and a dropped one's stub.
+  auto outbox = Outbox::Open(OutboxPath(dir.path()), 2 * one + 64);
   ASSERT_TRUE(outbox.ok()) << outbox.status();
   const v1::SessionHello hello = Hello("job", 0, "s0");
   int asked = 0;
-  ASSERT_TRUE((*outbox)->Put(hello, BatchOf(1), Owner(&asked)).ok());
-  ASSERT_TRUE((*outbox)->Put(hello, BatchOf(2), Owner(&asked)).ok());
-  const absl::Status full = (*outbox)->Put(hello, BatchOf(3), Owner(&asked));
+  ASSERT_TRUE((*outbox)->Put(hello, BatchWith(1, 5), Owner(&asked)).ok());
+  ASSERT_TRUE((*outbox)->Put(hello, BatchWith(2, 5), Owner(&asked)).ok());
+  const absl::Status full = (*outbox)->Put(hello, BatchWith(3, 5), Owner(&asked));
   EXPECT_TRUE(absl::IsResourceExhausted(full)) << full;
   EXPECT_NE(full.message().find("--outbox-max-mb"), absl::string_view::npos) << full;
+  // A resend of one that waits is no drop.
+  EXPECT_TRUE((*outbox)->Put(hello, BatchWith(2, 5), Owner(&asked)).ok());
   const int64_t id = OnlySession(**outbox).id;
   ASSERT_TRUE((*outbox)->Acknowledge(id, 1).ok());
-  ASSERT_TRUE((*outbox)->Put(hello, BatchOf(4), Owner(&asked)).ok());
-  EXPECT_EQ(PendingSeqs(**outbox, id), (std::vector<uint64_t>{2, 4}));
+  ASSERT_TRUE((*outbox)->Put(hello, BatchWith(4, 5), Owner(&asked)).ok());
+  // Batch 3's stub waits in its place: no records, and every batch handed out carries the
+  // session's dropped records.
+  absl::StatusOr<std::vector<v1::Batch>> pending = (*outbox)->Pending(id, 0, 10);
+  ASSERT_TRUE(pending.ok()) << pending.status();
+  ASSERT_EQ(pending->size(), 3u);
+  EXPECT_EQ((*pending)[0].seq(), 2u);
+  EXPECT_EQ((*pending)[0].ranges_size(), 5);
+  EXPECT_EQ((*pending)[1].seq(), 3u);
+  EXPECT_EQ((*pending)[1].ranges_size(), 0);
+  EXPECT_EQ((*pending)[2].seq(), 4u);
+  for (const v1::Batch& batch : *pending) EXPECT_EQ(ForwardDropped(batch), 5u) << batch.seq();
   absl::StatusOr<OutboxTotals> totals = (*outbox)->Totals();
   ASSERT_TRUE(totals.ok());
   EXPECT_EQ(totals->dropped_batches, 1);
-  EXPECT_EQ(totals->pending_bytes, 2 * one);
+  EXPECT_EQ(totals->dropped_records, 5);
+  EXPECT_EQ(totals->pending_bytes,
+            StoredSize((*pending)[0]) + StoredSize((*pending)[1]) + StoredSize((*pending)[2]));
+}
+
+TEST(OutboxTest, ADroppedFinalBatchStillReachesTheAggregatorAsAStubWithTheCount) {
+  ScopedTempDir dir;
+  // Room for the first batch only (range instance ids, so sizes, vary by a byte or two).
+  const int64_t one = static_cast<int64_t>(BatchWith(1, 3).ByteSizeLong()) + 8;
+  auto outbox = Outbox::Open(OutboxPath(dir.path()), one);
+  ASSERT_TRUE(outbox.ok()) << outbox.status();
+  const v1::SessionHello hello = Hello("job", 2, "s2");
+  int asked = 0;
+  ASSERT_TRUE((*outbox)->Put(hello, BatchWith(1, 3), Owner(&asked)).ok());
+  v1::Batch second = BatchWith(2, 7);
+  fixtures::AddLoss(second, v1::LOSS_CAUSE_BUFFER_FULL, 4);  // the producer's own count
+  EXPECT_TRUE(absl::IsResourceExhausted((*outbox)->Put(hello, second, Owner(&asked))));
+  v1::Batch last = BatchWith(3, 11);
+  last.set_final(true);
+  EXPECT_TRUE(absl::IsResourceExhausted((*outbox)->Put(hello, last, Owner(&asked))));
+  // The producer resends the final batch (its node crashed before the Ack): counted once.
+  EXPECT_TRUE((*outbox)->Put(hello, last, Owner(&asked)).ok());
+  const int64_t id = OnlySession(**outbox).id;
+  // Batch 1 went up before the drops: the aggregator learns of them from the one stub, which
+  // is the final batch's seq, final, and keeps the producer's counters of both.
+  ASSERT_TRUE((*outbox)->Acknowledge(id, 1).ok());
+  absl::StatusOr<std::vector<v1::Batch>> pending = (*outbox)->Pending(id, 1, 10);
+  ASSERT_TRUE(pending.ok()) << pending.status();
+  ASSERT_EQ(pending->size(), 1u);
+  const v1::Batch& stub = (*pending)[0];
+  EXPECT_EQ(stub.seq(), 3u);
+  EXPECT_TRUE(stub.final());
+  EXPECT_EQ(stub.ranges_size(), 0);
+  EXPECT_EQ(ForwardDropped(stub), 7u + 11u);
+  ASSERT_EQ(stub.losses_size(), 2);
+  // The count survives a reopen, and a later resend of a dropped batch stays out.
+  outbox->reset();
+  outbox = Outbox::Open(OutboxPath(dir.path()), one);
+  ASSERT_TRUE(outbox.ok()) << outbox.status();
+  EXPECT_TRUE((*outbox)->Put(hello, second, Owner(&asked)).ok());
+  EXPECT_EQ(PendingSeqs(**outbox, id), (std::vector<uint64_t>{3}));
+  pending = (*outbox)->Pending(id, 0, 10);
+  ASSERT_TRUE(pending.ok());
+  EXPECT_EQ(ForwardDropped((*pending)[0]), 18u);
+  EXPECT_EQ((*outbox)->Totals()->dropped_records, 18);
+  // Once the aggregator has it, nothing waits.
+  ASSERT_TRUE((*outbox)->Acknowledge(id, 3).ok());
+  EXPECT_TRUE((*outbox)->SessionsWithWork()->empty());
+  EXPECT_EQ((*outbox)->Totals()->pending_bytes, 0);
 }
 
 TEST(OutboxTest, ABatchRefusedUpstreamIsDroppedAndCounted) {

@@ -119,6 +119,11 @@ grpc::Status CollectorService::Serve(grpc::ServerContext* context, ServerStream*
                                      : RefusalReason(connection.status().message()));
     return ToGrpcStatus(connection.status());
   }
+  // A node daemon's forwarded stream (IdentifyWriter vouched for its claim) may carry the
+  // records its outbox dropped (LOSS_CAUSE_FORWARD_DROPPED); no producer may.
+  if (context->client_metadata().count(kForwardedOwnerKey) > 0) {
+    connection->session.origin = BatchOrigin::kNodeDaemon;
+  }
   StreamTally tally;
   // The stream is over: the session's end counts (what the producer announced and did not send).
   absl::Cleanup disconnected = [&] {

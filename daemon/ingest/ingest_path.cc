@@ -20,7 +20,8 @@ std::string DescribeSession(const v1::SessionHello& hello) {
 IngestPath::IngestPath(StoreRegistry* stores, Catalog* catalog)
     : stores_(stores), catalog_(catalog) {}
 
-absl::StatusOr<IngestPath::Session> IngestPath::Open(const v1::SessionHello& hello) {
+absl::StatusOr<IngestPath::Session> IngestPath::Open(const v1::SessionHello& hello,
+                                                     BatchOrigin origin) {
   if (absl::Status s = stores_->CheckSpace(); !s.ok()) return s;
   if (admit_hook_) {
     if (absl::Status s = admit_hook_(hello); !s.ok()) return s;
@@ -36,7 +37,7 @@ absl::StatusOr<IngestPath::Session> IngestPath::Open(const v1::SessionHello& hel
   const absl::Status listed = catalog_->SessionConnected(hello, absl::GetCurrentTimeNanos());
   if (!listed.ok()) LogWarning("catalog: ", listed.message());
   if (connected_hook_) connected_hook_(hello.job_id(), hello.rank());
-  return Session{&hello, *std::move(store), opened->sid, opened->committed_seq};
+  return Session{&hello, *std::move(store), opened->sid, opened->committed_seq, origin};
 }
 
 absl::StatusOr<CommitOutcome> IngestPath::Commit(const Session& session, const v1::Batch& batch,
@@ -44,7 +45,7 @@ absl::StatusOr<CommitOutcome> IngestPath::Commit(const Session& session, const v
   CommitOutcome outcome;
   absl::Status status = stores_->CheckSpace(DiskSpaceGuard::CommitBytesFor(batch.ByteSizeLong()));
   if (status.ok() && admit_hook_) status = admit_hook_(*session.hello);
-  if (status.ok()) status = session.store->Commit(session.sid, batch, &outcome);
+  if (status.ok()) status = session.store->Commit(session.sid, batch, &outcome, session.origin);
   if (absl::IsInvalidArgument(status)) {
     CountRejection(session, batch, status);
     return status;

@@ -71,11 +71,16 @@ class IngestPath {
     std::shared_ptr<RankStore> store;  // held for the session's life, shared with its rank's
     int64_t sid = 0;
     uint64_t committed_seq = 0;  // the highest seq the store holds: a resend below is a duplicate
+    // A node daemon's forwarded stream (its batches may carry LOSS_CAUSE_FORWARD_DROPPED), or a
+    // producer's stream or spool file.
+    BatchOrigin origin = BatchOrigin::kProducer;
   };
 
-  // Opens `hello`'s session, validated and allowed by the caller. A full disk is
-  // IsDiskFull(status); any other failure is logged and returned as it came.
-  absl::StatusOr<Session> Open(const v1::SessionHello& hello);
+  // Opens `hello`'s session, validated and allowed by the caller. `origin`: kNodeDaemon only for
+  // a stream the caller knows a node daemon forwards (its writer was vouched for as one). A full
+  // disk is IsDiskFull(status); any other failure is logged and returned as it came.
+  absl::StatusOr<Session> Open(const v1::SessionHello& hello,
+                               BatchOrigin origin = BatchOrigin::kProducer);
 
   // Commits one batch of `session`, adding a new one's records to `tally`. INVALID_ARGUMENT: the
   // batch was rejected (logged, counted; nothing of it stored); a full disk is

@@ -247,7 +247,8 @@ std::vector<uint64_t> RangeIds(const v1::Batch& batch) {
 
 }  // namespace
 
-absl::Status RankStore::Commit(int64_t sid, const v1::Batch& batch, CommitOutcome* outcome) {
+absl::Status RankStore::Commit(int64_t sid, const v1::Batch& batch, CommitOutcome* outcome,
+                               BatchOrigin origin) {
   absl::MutexLock lock(&mu_);  // one writer per file; also guards sessions_ and totals_
   auto it = sessions_.find(sid);
   if (it == sessions_.end()) {
@@ -260,7 +261,7 @@ absl::Status RankStore::Commit(int64_t sid, const v1::Batch& batch, CommitOutcom
     return absl::OkStatus();
   }
   SessionDefinitions added;
-  BatchValidator validator(session.definitions, absl::Now(), session.start_time_ns);
+  BatchValidator validator(session.definitions, absl::Now(), session.start_time_ns, origin);
   if (absl::Status s = validator.Validate(batch, &added); !s.ok()) return s;
   if (absl::Status s = RefuseStoredIds(batch, session.instance_ids); !s.ok()) return s;
   // The ids go in ahead of the commit (a copy would cost the whole set per batch, and a

@@ -14,6 +14,7 @@
 #include "daemon/store/instance_id_set.h"
 #include "daemon/store/rank_totals.h"
 #include "daemon/store/step_folding.h"
+#include "daemon/validate/batch_validator.h"
 #include "daemon/validate/session_definitions.h"
 #include "flopscope/v1/records.pb.h"
 
@@ -75,9 +76,10 @@ class RankStore {
 
   // Validates and commits `batch` for session `sid`. INVALID_ARGUMENT with the validator's
   // message for a bad batch (nothing stored); other codes for storage failures (nothing stored).
-  // `outcome` (optional) says what to acknowledge.
-  absl::Status Commit(int64_t sid, const v1::Batch& batch, CommitOutcome* outcome = nullptr)
-      ABSL_LOCKS_EXCLUDED(mu_);
+  // `outcome` (optional) says what to acknowledge. `origin`: who sent it (BatchValidator's
+  // rule on the loss causes only a node daemon may carry).
+  absl::Status Commit(int64_t sid, const v1::Batch& batch, CommitOutcome* outcome = nullptr,
+                      BatchOrigin origin = BatchOrigin::kProducer) ABSL_LOCKS_EXCLUDED(mu_);
 
   // A stream of session `sid` ended. With the session's final batch committed, nothing is
   // missing: its end counts are cleared. Without one, the session is flagged

@@ -43,10 +43,11 @@ std::string RejectedRule(const absl::Status& status) {
 }
 
 BatchValidator::BatchValidator(const SessionDefinitions& known, absl::Time now,
-                               int64_t session_start_ns)
+                               int64_t session_start_ns, BatchOrigin origin)
     : known_(known),
       latest_ns_(absl::ToUnixNanos(now + absl::Hours(24))),
-      session_start_ns_(session_start_ns) {}
+      session_start_ns_(session_start_ns),
+      origin_(origin) {}
 
 absl::Status BatchValidator::Validate(const v1::Batch& batch, SessionDefinitions* added) {
   seq_ = batch.seq();
@@ -369,6 +370,13 @@ absl::Status BatchValidator::CheckLosses(const v1::Batch& batch) const {
       return Reject("losses", i,
                     absl::StrCat("cause ", batch.losses(i).cause(),
                                  " is counted by the daemon only, never sent by a producer"));
+    }
+    // A node daemon's count of what its outbox dropped: a producer cannot vouch for it.
+    if (batch.losses(i).cause() == v1::LOSS_CAUSE_FORWARD_DROPPED &&
+        origin_ != BatchOrigin::kNodeDaemon) {
+      return Reject("losses", i,
+                    absl::StrCat("cause ", batch.losses(i).cause(),
+                                 " is counted by a node daemon only, never sent by a producer"));
     }
     if (batch.losses(i).records() >= kMaxLossRecords) {
       return Reject(

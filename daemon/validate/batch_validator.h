@@ -54,6 +54,13 @@ size_t BatchRecordCount(const v1::Batch& batch);
 // a status the validator did not write. Carried as a status payload, not parsed from the text.
 std::string RejectedRule(const absl::Status& status);
 
+// Who sent a batch, for the loss causes only a node daemon may carry.
+enum class BatchOrigin {
+  kProducer,    // a process's stream or its spool file: anything it says is its own claim
+  kNodeDaemon,  // a node daemon's forwarded stream (flopscoped --upstream): may carry
+                // LOSS_CAUSE_FORWARD_DROPPED, the records its outbox dropped
+};
+
 // Checks one batch against what its session already defined, before anything is stored. Pure:
 // no I/O and no clock (the caller passes `now`), so every rule is unit-tested directly.
 //
@@ -73,7 +80,9 @@ std::string RejectedRule(const absl::Status& status);
 // finite). Windows: steps both
 // -1 (no step marks) or 0 <= first <= last with at most kMaxWindowSteps steps, a plausible
 // [start_ns, end_ns], texts like names (may be empty), passes <= kMaxReplayPasses, counts below
-// kMaxWindowCount. Losses: a known cause, records below kMaxLossRecords. The `counted` flags of
+// kMaxWindowCount. Losses: a known cause, records below kMaxLossRecords, never a cause the daemon
+// counts itself (NOT_ARRIVED, ENDED_WITHOUT_FINAL, KILLED), and FORWARD_DROPPED only from a node
+// daemon (BatchOrigin::kNodeDaemon). The `counted` flags of
 // range events and kernels need no check: either value is valid, and storage keeps flagged records
 // out of the rollups.
 //
@@ -83,7 +92,9 @@ class BatchValidator {
  public:
   // `session_start_ns`: the session's SessionHello.start_time_ns; 0 (none given) bounds range
   // starts by 2000-01-01 only.
-  BatchValidator(const SessionDefinitions& known, absl::Time now, int64_t session_start_ns = 0);
+  // `origin`: who sent the batch (a producer unless the caller knows the stream is forwarded).
+  BatchValidator(const SessionDefinitions& known, absl::Time now, int64_t session_start_ns = 0,
+                 BatchOrigin origin = BatchOrigin::kProducer);
 
   // On success, `added` holds what the batch defines anew (to merge into the session once the
   // batch is committed); definitions that repeat known ones with identical content are not in it.
@@ -115,6 +126,7 @@ class BatchValidator {
   const SessionDefinitions& known_;
   const int64_t latest_ns_;
   const int64_t session_start_ns_;  // 0: none given
+  const BatchOrigin origin_;
   uint64_t seq_ = 0;
   SessionDefinitions* added_ = nullptr;
 };

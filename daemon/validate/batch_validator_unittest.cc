@@ -530,6 +530,22 @@ TEST_F(BatchValidatorTest, TheDaemonsOwnLossCausesAreRefusedFromProducers) {
   ExpectRejected({"losses[0]", "counted by the daemon only"});
 }
 
+TEST_F(BatchValidatorTest, ForwardDroppedIsTakenFromANodeDaemonOnly) {
+  // A node daemon's outbox count (issue 34): a producer's stream or spool cannot claim it.
+  fixtures::AddLoss(batch_, v1::LOSS_CAUSE_FORWARD_DROPPED, 40);
+  ExpectRejected({"losses[0]", "cause 15 is counted by a node daemon only"});
+  EXPECT_EQ(RejectedRule(Validate()), "losses");
+  const absl::Status forwarded =
+      BatchValidator(known_, absl::Now(), session_start_ns_, BatchOrigin::kNodeDaemon)
+          .Validate(batch_, &added_);
+  EXPECT_TRUE(forwarded.ok()) << forwarded;
+  // The daemon's own end counts stay refused from a node daemon too: the aggregator counts them.
+  fixtures::AddLoss(batch_, v1::LOSS_CAUSE_KILLED, 5);
+  EXPECT_FALSE(BatchValidator(known_, absl::Now(), session_start_ns_, BatchOrigin::kNodeDaemon)
+                   .Validate(batch_, &added_)
+                   .ok());
+}
+
 TEST_F(BatchValidatorTest, LossRecordsStayClearOfWrapAround) {
   fixtures::AddLoss(batch_, v1::LOSS_CAUSE_BUFFER_FULL, kMaxLossRecords - 1);
   EXPECT_TRUE(Validate().ok());

@@ -72,7 +72,8 @@ enum fs_loss_cause {
   FS_LOSS_ENDED_WITHOUT_FINAL = 12, /* counted by the daemon only (sessions, not records) */
   FS_LOSS_KILLED = 13,              /* counted by the daemon only: in thread buffers at a kill */
   FS_LOSS_BACKLOG_FULL = 14,        /* counted by the transport: no room while connected */
-  FS_LOSS_CAUSE_MAX = 14 /* the highest cause; a new one raises it (and the ABI version) */
+  FS_LOSS_FORWARD_DROPPED = 15,     /* counted by a node daemon's outbox only: never sent here */
+  FS_LOSS_CAUSE_MAX = 15 /* the highest cause; a new one raises it (and the ABI version) */
 };
 
 /* fs_control.kind: which of flopscope.v1.Control's commands the daemon sent. */

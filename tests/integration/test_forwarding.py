@@ -368,3 +368,69 @@ class UpstreamDrainTest(DaemonTestCase):
         self.assertGreaterEqual(time.monotonic() - started, 1)
         self.assertRegex(self.node.log(), r"\d+ batches still wait for unix:.*--upstream-drain-s")
         self.assertGreater(waiting_in_outbox(self.node), 0)
+
+
+class OutboxDropsTest(DaemonTestCase):
+    """Row 7c of the reliability campaign (issue 34): batches a node's full outbox drops while
+    the aggregator is stopped are counted where the job is read, by cause, and the session whose
+    final batch the node dropped is not said to have ended without one."""
+
+    def setUp(self):
+        super().setUp()
+        (self.root / "aggregator").mkdir()
+        (self.root / "node").mkdir()
+        self.aggregator = Daemon(self.root / "aggregator")
+        self.node = Daemon(self.root / "node")
+
+    def tearDown(self):
+        try:
+            if self.aggregator.process is not None and self.aggregator.process.poll() is None:
+                self.aggregator.process.send_signal(signal.SIGCONT)
+            self.node.stop()
+            self.aggregator.stop()
+        finally:
+            super().tearDown()
+
+    CALLS = 40000  # two range events each: some MB of batches, far more than the 1 MB outbox
+
+    def test_batches_a_full_outbox_drops_are_lost_by_cause_at_the_aggregator(self):
+        self.aggregator.start()
+        self.node.start(extra_args=["--upstream", f"unix:{self.aggregator.socket}",
+                                    "--outbox-max-mb", "1", "--metrics", "127.0.0.1:0"])
+        self.aggregator.process.send_signal(signal.SIGSTOP)
+        try:
+            done = run_job(self.node.socket, JOB,
+                           [test_program("nvtx_phases"), "--before", str(self.CALLS)],
+                           env=private_spool(self, rank_env(0, 1)))
+            self.assertEqual(done.returncode, 0, done.stderr)
+            dropped = forward_metrics(self.node)["flopscope_forward_dropped_batches_total"]
+            self.assertGreater(dropped, 0, self.node.log())
+        finally:
+            self.aggregator.process.send_signal(signal.SIGCONT)
+        deadline = time.monotonic() + 45
+        while waiting_in_outbox(self.node) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.assertEqual(waiting_in_outbox(self.node), 0, self.node.log())
+        here = stored(self.node.rank_file(JOB, 0))[0]
+        self.assertEqual(here, 2 * self.CALLS)  # the node keeps every record
+        there = stored(self.aggregator.rank_file(JOB, 0))[0]
+        self.assertLess(there, here)
+        # The aggregator counts what it lacks, as the node's drops, for this rank; its listing
+        # catches up with the stub's commit within a moment.
+        deadline = time.monotonic() + 10
+        while True:
+            listed = {j["job"]: j for j in json.loads(client(
+                ["jobs", "--socket", str(self.aggregator.socket), "--format", "json"]).stdout)["jobs"]}
+            if listed[JOB]["lost"] == here - there or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        self.assertEqual(listed[JOB]["lost"], here - there, self.aggregator.log())
+        rank = json.loads(client(["ranks", JOB, "--socket", str(self.aggregator.socket),
+                                  "--format", "json"]).stdout)["ranks"][0]
+        self.assertEqual((rank["lost"], rank["sessions_without_final"]), (here - there, 0))
+        whole = report(self.aggregator.socket, JOB)
+        self.assertEqual(whole["losses"], {"forward_dropped": here - there})
+        self.assertEqual(whole["sessions_without_final"], 0)
+        text = client(["report", JOB, "--socket", str(self.aggregator.socket)]).stdout
+        self.assertIn("forwarding outbox", text)
+        self.assertNotIn("killed, _exit or exec", text)
