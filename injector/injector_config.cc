@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "common/endpoint.h"
+#include "common/spool_dir.h"
 
 namespace flopscope::injector {
 namespace {
@@ -48,6 +49,14 @@ InjectorConfig ConfigFromEnvironment(const EnvLookup& env) {
                               "': expected auto or realtime, using auto");
   }
   return config;
+}
+
+void ResolveSpoolDirectory(InjectorConfig* config, const std::string& fallback_root) {
+  if (!config->dump_path.empty() || config->spool_bytes == 0) return;
+  SpoolDirectoryChoice choice = ChooseSpoolDirectory(config->spool_dir, fallback_root);
+  if (!choice.warning.empty()) config->warnings.push_back(std::move(choice.warning));
+  config->spool_dir = std::move(choice.dir);
+  config->spool_off_reason = std::move(choice.error);
 }
 
 uint64_t ReadBoundedEnv(const EnvLookup& env, const char* name, uint64_t min, uint64_t max,

@@ -27,13 +27,23 @@ struct InjectorConfig {
   // The spool for batches the daemon has not acknowledged (docs/architecture.md, "Spool and
   // memory budget"): FLOPSCOPE_SPOOL_MB bounds the session's file (0: no spool, default 1024);
   // FLOPSCOPE_SPOOL_DIR, else $XDG_RUNTIME_DIR/flopscope-spool, else
-  // /var/tmp/flopscope-spool-<uid>. The transport refuses a directory that is not ours and 0700.
+  // /var/tmp/flopscope-spool-<uid>. A directory that is not ours and 0700 is refused and
+  // ResolveSpoolDirectory falls back to a private one.
   uint64_t spool_bytes = 1024ull << 20;
   std::string spool_dir;
+  // Why there is no spool although FLOPSCOPE_SPOOL_MB asks for one (ResolveSpoolDirectory): for
+  // the exit line, which names the cause. Empty otherwise.
+  std::string spool_off_reason;
   std::vector<std::string> warnings;
 };
 
 InjectorConfig ConfigFromEnvironment(const EnvLookup& env);
+
+// Checks the spool directory as the session starts, when batches go to a daemon through a spool:
+// a directory another user made first, or that is open to others, is refused with a warning
+// naming it and its owner, and a private fallback of ours is used instead
+// (common/spool_dir.h, ChooseSpoolDirectory). `fallback_root` is /var/tmp but in tests.
+void ResolveSpoolDirectory(InjectorConfig* config, const std::string& fallback_root = "/var/tmp");
 
 // Reads the integer environment variable `name` in [min, max]; returns `fallback` when it is unset,
 // and also (with a line in `warnings`) when it is malformed or out of range.

@@ -275,6 +275,8 @@ TEST_F(NvtxToolTest, UnreachableDaemonIsReportedInOneLine) {
   const std::string line = "flopscope: 5 records not delivered to unix:" + dir_.path() +
                            "/nobody.sock: 5 unacknowledged: the daemon was not reachable";
   EXPECT_TRUE(Contains(run_.err, line)) << run_.err;
+  // The spool's part names its real cause (issue 34: it said "full or off" whatever it was).
+  EXPECT_TRUE(Contains(run_.err, "and there was no spool: FLOPSCOPE_SPOOL_MB=0")) << run_.err;
 }
 
 TEST_F(NvtxToolTest, UnreachableDaemonSpoolsEverythingForLater) {

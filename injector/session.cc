@@ -149,6 +149,7 @@ Session* Session::StartOnce(StartReason reason) noexcept {
     if (disabled_.load(std::memory_order_acquire)) return nullptr;
     t_starting = true;
     InjectorConfig config = ConfigFromEnvironment(RealEnv);
+    ResolveSpoolDirectory(&config);  // before the made-counts file and the transport use it
     SessionIdentity identity = IdentityFromEnvironment(RealEnv, CollectHostFacts());
     for (const std::string& warning : config.warnings) Warn(warning);
     for (const std::string& warning : identity.warnings) Warn(warning);
@@ -256,6 +257,8 @@ std::unique_ptr<BatchSink> Session::MakeSink() const {
   limits.max_pending_bytes = PendingShare(config_.buffer_bytes);
   if (config_.spool_bytes > 0) limits.spool_dir = config_.spool_dir;
   limits.max_spool_bytes = config_.spool_bytes;
+  limits.spool_off_reason =
+      config_.spool_bytes == 0 ? "FLOPSCOPE_SPOOL_MB=0" : config_.spool_off_reason;
   return std::make_unique<TransportSink>(library, config_.target, identity_, gpu_status_,
                                          std::move(limits));
 }

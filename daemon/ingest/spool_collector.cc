@@ -1,6 +1,8 @@
 #include "daemon/ingest/spool_collector.h"
 
+#include <fcntl.h>
 #include <glob.h>
+#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,7 +11,9 @@
 #include <memory>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "common/made_counts_page.h"
 #include "common/spool/spool_file.h"
@@ -174,10 +178,11 @@ std::vector<SpoolCollector::Orphan> SpoolCollector::FindOrphans(Outcome* outcome
         if (!error.empty()) NoteRefusal(path, error);  // else its process still lives
         continue;
       }
-      if (!PrivateTo(dir, owner)) {
+      std::string problem = DirectoryProblem(dir, owner);
+      if (problem.empty()) problem = PredatesOwner(path, owner);
+      if (!problem.empty()) {
         ++outcome->refused;
-        NoteRefusal(path, absl::StrCat(dir, " is not a directory of uid ", owner,
-                                       " that only it may write"));
+        NoteRefusal(path, problem);
         continue;
       }
       const v1::SessionHello& hello = file->hello().hello();
@@ -274,9 +279,72 @@ bool SpoolCollector::Stopping() {
 }
 
 bool SpoolCollector::PrivateTo(const std::string& dir, uid_t owner) {
+  return DirectoryProblem(dir, owner).empty();
+}
+
+std::string SpoolCollector::DirectoryProblem(const std::string& dir, uid_t owner) {
   struct stat st;
-  return lstat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == owner &&
-         (st.st_mode & 022) == 0;
+  if (lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != owner ||
+      (st.st_mode & 022) != 0) {
+    return absl::StrCat(dir, " is not a directory of uid ", owner, " that only it may write");
+  }
+  // Hazard: anyone may create /var/tmp/flopscope-spool-<uid> for another uid; what is in it is
+  // the creator's, never the named user's.
+  if (const std::optional<uid_t> named = UidNamedBy(dir); named.has_value() && *named != owner) {
+    return absl::StrCat(dir, " names uid ", *named, " but belongs to uid ", owner);
+  }
+  // A uid without a user: its files would go to whoever is given that uid next.
+  if (!HomeOf(owner).has_value()) {
+    return absl::StrCat("uid ", owner, ", the owner of ", dir,
+                        ", has no passwd entry (a deleted user?): its spools are left alone");
+  }
+  return "";
+}
+
+std::optional<uid_t> SpoolCollector::UidNamedBy(const std::string& dir) {
+  constexpr absl::string_view kPrefix = "flopscope-spool-";
+  absl::string_view path(dir);
+  while (absl::ConsumeSuffix(&path, "/")) {
+  }
+  const size_t slash = path.rfind('/');
+  absl::string_view base = slash == absl::string_view::npos ? path : path.substr(slash + 1);
+  absl::string_view digits;
+  if (absl::ConsumePrefix(&base, kPrefix)) {
+    digits = base.substr(0, base.find('-'));  // flopscope-spool-<uid>[-<fallback suffix>]
+  } else if (base == "flopscope-spool" && slash != absl::string_view::npos) {
+    absl::string_view parent = path.substr(0, slash);  // $XDG_RUNTIME_DIR: /run/user/<uid>
+    if (!absl::ConsumePrefix(&parent, "/run/user/")) return std::nullopt;
+    digits = parent;
+  } else {
+    return std::nullopt;
+  }
+  uint32_t uid = 0;
+  if (!absl::SimpleAtoi(digits, &uid)) return std::nullopt;
+  return static_cast<uid_t>(uid);
+}
+
+std::optional<std::string> SpoolCollector::HomeOf(uid_t uid) {
+  struct passwd entry;
+  struct passwd* found = nullptr;
+  std::vector<char> buffer(16384);
+  if (getpwuid_r(uid, &entry, buffer.data(), buffer.size(), &found) != 0 || found == nullptr) {
+    return std::nullopt;
+  }
+  return std::string(found->pw_dir != nullptr ? found->pw_dir : "");
+}
+
+std::string SpoolCollector::PredatesOwner(const std::string& path, uid_t owner) {
+  const std::optional<std::string> home = HomeOf(owner);
+  if (!home.has_value() || home->empty()) return "";
+  struct statx made;
+  struct stat file;
+  if (statx(AT_FDCWD, home->c_str(), 0, STATX_BTIME, &made) != 0 ||
+      (made.stx_mask & STATX_BTIME) == 0 || lstat(path.c_str(), &file) != 0) {
+    return "";  // no birth time known: nothing to compare
+  }
+  if (file.st_mtim.tv_sec >= made.stx_btime.tv_sec) return "";
+  return absl::StrCat("last written before uid ", owner, "'s home ", *home,
+                      " was made: left by an earlier user of that uid? (left alone)");
 }
 
 absl::StatusOr<IngestPath::Session> SpoolCollector::OpenOrphanSession(const v1::SessionHello& hello,

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -47,9 +48,13 @@ namespace flopscope::daemon {
 // runs a pass at once (kNudgeSettle later) rather than at the next period.
 //
 // Untrusted input: the file's bytes, and who wrote it. A file counts as written by its owner
-// uid, and only in a directory that uid owns and no one else may write (mode without 022); it
-// is taken only for a job that uid may write (`may_write`, the access model's check). A file
-// refused is left where it is and named in the log once.
+// uid, and only in a directory that uid owns and no one else may write (mode without 022), whose
+// name, when it names a uid (/var/tmp/flopscope-spool-<uid>[-*], /run/user/<uid>/...), names that
+// one: anyone may create another uid's directory first. The uid must have a passwd entry (a
+// deleted user's files are never handed to the next owner of its uid), and a spool file last
+// written before its owner's home directory was made is an earlier user's (DirectoryProblem,
+// PredatesOwner). It is taken only for a job that uid may write (`may_write`, the access model's
+// check). A file refused is left where it is and named in the log once.
 //
 // Thread-safe: CollectOnce may run on the collector's thread and in tests at the same time
 // (the files' locks keep them apart).
@@ -94,6 +99,22 @@ class SpoolCollector {
   // to deliver: holding them open between would hold a descriptor and a lock per orphan.
   SpooledRecords WaitingRecords() const ABSL_LOCKS_EXCLUDED(mu_);
 
+  // The ownership rules, public for their tests.
+  // Why `dir` is no spool directory of `owner`'s, or "": it must be a directory `owner` owns that
+  // no one else may write; the uid its name gives (UidNamedBy) must be `owner`; and `owner` must
+  // be a user (a passwd entry), not the uid of a deleted one.
+  static std::string DirectoryProblem(const std::string& dir, uid_t owner);
+  // The uid a spool directory's path names: /var/tmp/flopscope-spool-<uid>, the injector's
+  // fallback /var/tmp/flopscope-spool-<uid>-<suffix>, /run/user/<uid>/flopscope-spool; nullopt
+  // for any other (a --collect-spools directory of its own).
+  static std::optional<uid_t> UidNamedBy(const std::string& dir);
+  // The home directory of `uid`'s passwd entry, nullopt without one.
+  static std::optional<std::string> HomeOf(uid_t uid);
+  // Why the spool file `path` of `owner` is not delivered as theirs, or "": last written before
+  // the owner's home directory was made (its birth time, where the filesystem keeps one), it was
+  // left by an earlier user of a reused uid.
+  static std::string PredatesOwner(const std::string& path, uid_t owner);
+
  private:
   // Delivers one orphan owned by `owner`; adds to *outcome.
   absl::Status Deliver(const SpoolFile& file, uid_t owner, Outcome* outcome);
@@ -108,7 +129,7 @@ class SpoolCollector {
   // Opens the session of an orphan's `hello` for ingest, once it is valid and `owner` may write
   // to its job.
   absl::StatusOr<IngestPath::Session> OpenOrphanSession(const v1::SessionHello& hello, uid_t owner);
-  // Whether `dir` is a directory only `owner` may write.
+  // Whether `dir` is a directory only `owner` may write (DirectoryProblem says nothing).
   static bool PrivateTo(const std::string& dir, uid_t owner);
   void NoteRefusal(const std::string& path, absl::string_view why) ABSL_LOCKS_EXCLUDED(mu_);
   // True once the destructor asked the thread to end: a replay stops between two batches.

@@ -1,13 +1,15 @@
 // The collector of orphaned spools stops between batches when the daemon stops: a stop does not
 // wait for a whole file's replay, and the rest of the file is delivered at the next start. A
 // made-counts file left without a spool is charged, as killed, to the session it names. An old
-// orphan holding no record is removed.
+// orphan holding no record is removed. Spools are delivered only as their real owner's: not from
+// a directory named for another uid, not of a uid without a user, not an earlier user's.
 
 #include "daemon/ingest/spool_collector.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <ctime>
 #include <filesystem>
@@ -15,6 +17,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "common/made_counts_page.h"
@@ -203,6 +206,74 @@ TEST_F(SpoolCollectorTest, ANudgeDeliversNowRatherThanAtTheNextPeriod) {
   collector.Nudge();
   absl::SleepFor(SpoolCollector::kNudgeSettle + absl::Milliseconds(500));
   EXPECT_TRUE(std::filesystem::exists(after_stop)) << "a stopped collector delivered";
+}
+
+TEST(SpoolDirectoryNameTest, TheUidAPathNames) {
+  EXPECT_EQ(SpoolCollector::UidNamedBy("/var/tmp/flopscope-spool-1004"), 1004u);
+  EXPECT_EQ(SpoolCollector::UidNamedBy("/var/tmp/flopscope-spool-1004/"), 1004u);
+  EXPECT_EQ(SpoolCollector::UidNamedBy("/var/tmp/flopscope-spool-1004-Xa9b3c"), 1004u);
+  EXPECT_EQ(SpoolCollector::UidNamedBy("/run/user/1004/flopscope-spool"), 1004u);
+  EXPECT_EQ(SpoolCollector::UidNamedBy("/var/tmp/flopscope-spool-x1"), std::nullopt);
+  EXPECT_EQ(SpoolCollector::UidNamedBy("/scratch/my-spool"), std::nullopt);
+  EXPECT_EQ(SpoolCollector::UidNamedBy("/home/u/flopscope-spool"), std::nullopt);
+}
+
+TEST_F(SpoolCollectorTest, ADirectoryNamedForAnotherUidIsNotDeliveredAsItsOwners) {
+  // Anyone may make /var/tmp/flopscope-spool-<uid> for another uid first: what is in it is the
+  // maker's, whatever the name says.
+  const std::string squatted =
+      dir_.path() + "/flopscope-spool-" + std::to_string(geteuid() + 1);
+  const std::string orphan = LeaveOrphan(squatted);
+  SpoolCollector collector({dir_.path() + "/flopscope-spool-*"}, ingest_.get(), AnyoneMayWrite);
+  SpoolCollector::Outcome outcome = collector.CollectOnce();
+  EXPECT_EQ(outcome.files, 0u);
+  EXPECT_EQ(outcome.refused, 1u);
+  EXPECT_TRUE(std::filesystem::exists(orphan));
+  EXPECT_NE(SpoolCollector::DirectoryProblem(squatted, geteuid()).find(absl::StrCat(
+                "names uid ", geteuid() + 1, " but belongs to uid ", geteuid())),
+            std::string::npos);
+  // The injector's fallback of the same user, named for its owner, is delivered.
+  const std::string fallback =
+      dir_.path() + "/flopscope-spool-" + std::to_string(geteuid()) + "-Ab12Cd";
+  std::filesystem::rename(squatted, fallback);
+  outcome = collector.CollectOnce();
+  EXPECT_EQ(outcome.files, 1u);
+  EXPECT_EQ(outcome.refused, 0u);
+}
+
+TEST_F(SpoolCollectorTest, AUidWithoutAUserIsLeftAlone) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to give a spool to a uid without a user";
+  const std::string orphan = LeaveOrphan(spool_dir_);
+  constexpr uid_t kNobodyEver = 3'999'999;  // no passwd entry on any test host
+  ASSERT_EQ(chown(spool_dir_.c_str(), kNobodyEver, kNobodyEver), 0);
+  ASSERT_EQ(chown(orphan.c_str(), kNobodyEver, kNobodyEver), 0);
+  SpoolCollector collector({spool_dir_}, ingest_.get(), AnyoneMayWrite);
+  const SpoolCollector::Outcome outcome = collector.CollectOnce();
+  EXPECT_EQ(outcome.files, 0u);
+  EXPECT_EQ(outcome.refused, 1u);
+  EXPECT_TRUE(std::filesystem::exists(orphan));
+  EXPECT_NE(SpoolCollector::DirectoryProblem(spool_dir_, kNobodyEver).find("has no passwd entry"),
+            std::string::npos);
+}
+
+TEST_F(SpoolCollectorTest, ASpoolOlderThanItsOwnersHomeIsAnEarlierUsersAndLeftAlone) {
+  const std::optional<std::string> home = SpoolCollector::HomeOf(geteuid());
+  struct statx made;
+  if (!home.has_value() || home->empty() ||
+      statx(AT_FDCWD, home->c_str(), 0, STATX_BTIME, &made) != 0 ||
+      (made.stx_mask & STATX_BTIME) == 0 || made.stx_btime.tv_sec < 1'000'000'000) {
+    GTEST_SKIP() << "the home directory's filesystem keeps no birth time here";
+  }
+  const std::string orphan = LeaveOrphan(spool_dir_);
+  // Last written in 2001, before this user's home was made: a reused uid's predecessor's.
+  const timespec old[2] = {{1'000'000'000, 0}, {1'000'000'000, 0}};
+  ASSERT_EQ(utimensat(AT_FDCWD, orphan.c_str(), old, 0), 0);
+  SpoolCollector collector({spool_dir_}, ingest_.get(), AnyoneMayWrite);
+  const SpoolCollector::Outcome outcome = collector.CollectOnce();
+  EXPECT_EQ(outcome.files, 0u);
+  EXPECT_EQ(outcome.refused, 1u);
+  EXPECT_NE(SpoolCollector::PredatesOwner(orphan, geteuid()).find("earlier user"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -80,6 +80,9 @@ bool TransportSink::Open(std::string* error) {
     return false;
   }
   if (message[0] != '\0') Warn(message);  // working, with a warning (no spool)
+  spool_off_ = limits_.spool_dir.empty() ? limits_.spool_off_reason
+               : std::strncmp(message, "no spool: ", 10) == 0 ? std::string(message + 10)
+                                                               : std::string();
   return true;
 }
 
@@ -123,14 +126,14 @@ DeliveryOutcome TransportSink::Finish(uint32_t exit_timeout_ms) {
     outcome.spool_path += " (the daemon refused them: " + refusal + ")";
   }
   if (outcome.undelivered_records > 0) {
+    // The spool's part, by its real cause: off (and why) or full.
+    const std::string spool = spool_off_.empty() ? "the spool was full (FLOPSCOPE_SPOOL_MB)"
+                                                 : "there was no spool: " + spool_off_;
     const std::string unacked_cause =
-        !refusal.empty() ? "unacknowledged: the daemon refused them (" + refusal +
-                               ") and the spool was full or off"
+        !refusal.empty() ? "unacknowledged: the daemon refused them (" + refusal + ") and " + spool
         : !reachable && after.batches_acked == 0
-            ? "unacknowledged: the daemon was not reachable (is flopscoped running?) and the "
-              "spool was full or off"
-            : "unacknowledged within " + std::to_string(timeout) +
-                  " ms and the spool was full or off";
+            ? "unacknowledged: the daemon was not reachable (is flopscoped running?) and " + spool
+            : "unacknowledged within " + std::to_string(timeout) + " ms and " + spool;
     outcome.reason = ByCause({{after.dropped_unreachable,
                                "dropped while the daemon was away or slow (memory and spool full)"},
                               {after.dropped_rejected, "rejected by the daemon as invalid"},

@@ -29,6 +29,8 @@ class TransportSink : public BatchSink {
     uint64_t max_pending_bytes = 0;
     std::string spool_dir;
     uint64_t max_spool_bytes = 0;
+    // Why spool_dir is empty, for the exit line ("FLOPSCOPE_SPOOL_MB=0", a refused directory).
+    std::string spool_off_reason;
   };
 
   TransportSink(std::string library_path, std::string target, SessionIdentity identity,
@@ -51,6 +53,8 @@ class TransportSink : public BatchSink {
   const SessionIdentity identity_;
   const std::string gpu_status_;
   const Limits limits_;
+  // Why there is no spool (limits_, or the transport's "no spool: ..." at Open); empty: one is on.
+  std::string spool_off_;
   std::unique_ptr<TransportLoader> loader_;
   fs_transport* transport_ = nullptr;
   // Record count of every submitted batch, in order, to tell at exit how many records sit in
