@@ -26,5 +26,25 @@ TEST(JobIdTest, SanitizedIdsAreValid) {
   EXPECT_EQ(SanitizeJobId("slurm.42"), "slurm.42");
 }
 
+TEST(JobIdTest, ApartIdsNameTheirOwner) {
+  EXPECT_EQ(ApartJobId("4242", "alice"), "4242@alice");
+  EXPECT_EQ(JobIdProblem("4242@alice"), "");
+  EXPECT_EQ(OwnerTagOf("4242@alice"), "alice");
+  EXPECT_EQ(OwnerTagOf("4242"), "");
+  const std::string longest = ApartJobId(std::string(kMaxJobIdLength, 'j'), "alice");
+  EXPECT_EQ(longest.size(), kMaxJobIdLength);
+  EXPECT_EQ(JobIdProblem(longest), "");
+  for (const char* bad : {"@alice", "4242@", "a@b@c", "4242@.x", "42/2@alice", "42@a/b"}) {
+    EXPECT_NE(JobIdProblem(bad), "") << bad;
+  }
+}
+
+TEST(JobIdTest, OwnerTagIsTheNameWhenItFits) {
+  EXPECT_EQ(OwnerTag("alice", 1001), "alice");
+  EXPECT_EQ(OwnerTag("", 1001), "uid1001");
+  EXPECT_EQ(OwnerTag("j\xc3\xa9r\xc3\xb4me", 1002), "uid1002");
+  EXPECT_EQ(OwnerTag(std::string(33, 'a'), 7), "uid7");
+}
+
 }  // namespace
 }  // namespace flopscope

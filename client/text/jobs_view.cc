@@ -25,6 +25,11 @@ std::string RenderJobsText(const flopscope::v1::ListJobsResponse& jobs, absl::Ti
       absl::StrAppend(&rejected, PrintableForTerminal(job.job_id()), ": ",
                       SpooledNote(job.spooled_records()), "\n");
     }
+    for (const std::string& apart : job.kept_apart()) {
+      absl::StrAppend(&rejected, PrintableForTerminal(job.job_id()),
+                      ": another user's run named this job id too; it is kept apart as job ",
+                      PrintableForTerminal(apart), " (theirs, not mixed into this one)\n");
+    }
     if (job.sessions_without_final() > 0) {
       absl::StrAppend(&rejected, PrintableForTerminal(job.job_id()), ": ",
                       SessionsWithoutFinalNote(job.sessions_without_final()), "\n");
@@ -54,6 +59,9 @@ std::string RenderJobsJson(const flopscope::v1::ListJobsResponse& jobs) {
     json.Key("rejected_records").Uint(job.rejected_records());
     json.Key("sessions_without_final").Uint(job.sessions_without_final());
     json.Key("spooled").Uint(job.spooled_records());
+    json.Key("kept_apart").BeginArray();
+    for (const std::string& apart : job.kept_apart()) json.String(apart);
+    json.EndArray();
     json.Key("first_seen_ns").Int(job.first_seen_ns());
     json.Key("last_seen_ns").Int(job.last_seen_ns());
     json.EndObject();

@@ -39,6 +39,19 @@ TEST(RenderJobsTextTest, RecordsWaitingInSpoolsAreSaidApartFromTheLost) {
   EXPECT_NE(json.find("\"spooled\": 685842"), std::string::npos) << json;
 }
 
+TEST(RenderJobsTextTest, RunsKeptApartFromTheJobAreNamed) {
+  flopscope::v1::ListJobsResponse jobs = TwoJobs();
+  jobs.mutable_jobs(0)->add_kept_apart("demo@alice");
+  const std::string text = RenderJobsText(jobs, absl::UTCTimeZone());
+  EXPECT_NE(text.find("demo: another user's run named this job id too; it is kept apart as job "
+                      "demo@alice"),
+            std::string::npos)
+      << text;
+  const std::string json = RenderJobsJson(jobs);
+  EXPECT_NE(json.find("\"kept_apart\": [\n        \"demo@alice\"\n      ]"), std::string::npos)
+      << json;
+}
+
 TEST(RenderJobsTextTest, OneAlignedLinePerJob) {
   const std::string text = RenderJobsText(TwoJobs(), absl::UTCTimeZone());
   const std::vector<std::string> lines = absl::StrSplit(text, '\n', absl::SkipEmpty());

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 
@@ -73,6 +74,15 @@ absl::Status NotPem(absl::string_view flag, const std::string& path, absl::strin
                    "test files)"));
 }
 
+// `name` on one line, RFC 2253 style (most specific first, commas between).
+std::string OneLine(const X509_NAME* name) {
+  std::unique_ptr<BIO, decltype(&BIO_free)> bio(BIO_new(BIO_s_mem()), BIO_free);
+  if (bio == nullptr || X509_NAME_print_ex(bio.get(), name, 0, XN_FLAG_RFC2253) < 0) return "";
+  char* data = nullptr;
+  const long size = BIO_get_mem_data(bio.get(), &data);
+  return size > 0 ? std::string(data, static_cast<size_t>(size)) : std::string();
+}
+
 std::string EntryText(const X509_NAME_ENTRY* entry) {
   unsigned char* utf8 = nullptr;
   const int length =
@@ -120,14 +130,22 @@ absl::StatusOr<CertificateSubject> SubjectOfPem(absl::string_view pem) {
   if (cert == nullptr) return absl::InvalidArgumentError("not a PEM certificate");
   const X509_NAME* name = X509_get_subject_name(cert.get());
   CertificateSubject subject;
+  std::vector<std::string> common_names;
   for (int i = 0; i < X509_NAME_entry_count(name); ++i) {
     const X509_NAME_ENTRY* entry = X509_NAME_get_entry(name, i);
     const int nid = OBJ_obj2nid(X509_NAME_ENTRY_get_object(entry));
-    if (nid == NID_commonName) subject.common_name = EntryText(entry);
+    if (nid == NID_commonName) common_names.push_back(EntryText(entry));
     if (nid == NID_organizationalUnitName) {
       subject.organizational_units.push_back(EntryText(entry));
     }
   }
+  subject.one_line = OneLine(name);
+  if (common_names.size() > 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("its subject (", subject.one_line, ") has ", common_names.size(),
+                     " CNs, so it names no one user: a flopscope certificate carries one CN"));
+  }
+  if (!common_names.empty()) subject.common_name = std::move(common_names.front());
   return subject;
 }
 

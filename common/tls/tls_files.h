@@ -36,11 +36,13 @@ absl::StatusOr<TlsPem> LoadTlsFiles(const TlsFilePaths& paths);
 
 // What a certificate's subject says, as the daemon's identity mapping reads it.
 struct CertificateSubject {
-  std::string common_name;                        // CN (the last one when several), UTF-8
+  std::string common_name;                        // the CN, UTF-8
   std::vector<std::string> organizational_units;  // every OU, UTF-8
+  std::string one_line;  // the whole subject as RFC 2253 prints it ("CN=alice,O=lab"), for logs
 };
 
-// The subject of the first certificate in `pem`.
+// The subject of the first certificate in `pem`. A subject with more than one CN is ambiguous
+// (which one is the user?) and is refused: INVALID_ARGUMENT naming the CNs.
 absl::StatusOr<CertificateSubject> SubjectOfPem(absl::string_view pem);
 
 }  // namespace flopscope::tls

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <utility>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -35,7 +36,8 @@ std::string ToPem(const std::function<int(BIO*)>& write) {
 }
 
 // A fresh EC key and a self-signed certificate for it with subject OU=<unit> (when given), CN=cn.
-KeyAndCert MakeSelfSigned(const std::string& cn, const std::string& unit = "") {
+KeyAndCert MakeSelfSigned(const std::string& cn, const std::string& unit = "",
+                          const std::string& second_cn = "") {
   EVP_PKEY* key = EVP_EC_gen("P-256");
   X509* cert = X509_new();
   ASN1_INTEGER_set(X509_get_serialNumber(cert), 1);
@@ -49,6 +51,7 @@ KeyAndCert MakeSelfSigned(const std::string& cn, const std::string& unit = "") {
   };
   if (!unit.empty()) add("OU", unit);
   add("CN", cn);
+  if (!second_cn.empty()) add("CN", second_cn);
   X509_set_issuer_name(cert, name);
   X509_sign(cert, key, EVP_sha256());
   KeyAndCert made{ToPem([key](BIO* bio) {
@@ -125,6 +128,25 @@ TEST(SubjectOfPemTest, ReadsCommonNameAndUnits) {
   EXPECT_TRUE(subject->organizational_units.empty());
 
   EXPECT_FALSE(SubjectOfPem("not a certificate").ok());
+}
+
+TEST(SubjectOfPemTest, GivesTheWholeSubjectForLogs) {
+  absl::StatusOr<CertificateSubject> subject =
+      SubjectOfPem(MakeSelfSigned("node-1", "flopscope-node").cert_pem);
+  ASSERT_TRUE(subject.ok()) << subject.status();
+  EXPECT_EQ(subject->one_line, "CN=node-1,OU=flopscope-node");
+}
+
+// Reliability campaign row 4m: `CN=rel3mal, CN=root` was read as root (the last CN won). A CA
+// that checks only a request's first CN would hand anyone root's access that way.
+TEST(SubjectOfPemTest, RefusesASubjectWithTwoCommonNames) {
+  for (const auto& [first, second] : {std::pair{"mallory", "root"}, std::pair{"root", "mallory"}}) {
+    absl::StatusOr<CertificateSubject> subject =
+        SubjectOfPem(MakeSelfSigned(first, "", second).cert_pem);
+    ASSERT_FALSE(subject.ok()) << first << "," << second << " read as " << subject->common_name;
+    EXPECT_TRUE(absl::IsInvalidArgument(subject.status()));
+    EXPECT_THAT(subject.status().message(), HasSubstr("has 2 CNs"));
+  }
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "daemon/access/peer_identity.h"
+#include "daemon/access/peer_limits.h"
 #include "daemon/catalog/catalog.h"
 #include "flopscope/v1/query.pb.h"
 #include "flopscope/v1/records.pb.h"
@@ -22,9 +23,12 @@ namespace flopscope::daemon {
 // A caller is the uid the kernel reported for its unix-socket connection
 // (daemon/access/unix_acceptor.h); nothing a message says counts. A job belongs to the uid whose
 // stream created it. Only that uid, root, or a member of the admin group (`--admin-group`, default
-// `flopscope`) may write to a job, read it or open counter windows in it. A peer over mutual TLS is
-// who its certificate says (daemon/access/tls_identity.h); one over plain TCP has no identity and
-// may touch no job (health checks only). A session is resumed only with its resume token.
+// `flopscope`) may read a job, prune it or open counter windows in it; only its owner writes to
+// it. A job id is the owner's: another user's run that names it is kept apart as `<id>@<user>`
+// (ClaimForWrite), never refused and never mixed in. A peer over mutual TLS is who its
+// certificate says (daemon/access/tls_identity.h); a node daemon's certificate only forwards, as
+// the owner of each job on its node; one over plain TCP has no identity and may touch no job
+// (health checks only). A session is resumed only with its resume token.
 //
 // Hooking in an RPC: call CheckJobAccess(*context, job_id, Access::kRead) (or kWrite / kProfile)
 // first thing in the handler and return its status when it is not OK; a listing filters with
@@ -43,8 +47,11 @@ struct AccessRules {
 };
 
 // Pure: may `peer` act on a job owned by `owner`? The owner, root, or an admin-group member
-// (primary or supplementary group at connect time).
+// (primary or supplementary group at connect time); never a node daemon's certificate.
 bool MayAccessJob(const PeerIdentity& peer, uid_t owner, const AccessRules& rules);
+
+// The owner tag (common/job_id.h) of `uid` on this host: its user name, else "uid<uid>".
+std::string OwnerTagOfUid(uid_t uid);
 
 // The rules for `admin_group` ("" for none): its gid when the group exists on this host.
 AccessRules MakeAccessRules(const std::string& admin_group);
@@ -52,14 +59,17 @@ AccessRules MakeAccessRules(const std::string& admin_group);
 // Thread-safe: the registry and the catalog are, and the rules never change.
 class AccessControl {
  public:
-  AccessControl(const PeerRegistry* peers, Catalog* catalog, AccessRules rules)
-      : peers_(peers), catalog_(catalog), rules_(std::move(rules)) {}
+  // `limits` (may be null: none) bounds the new jobs a uid may create per minute.
+  AccessControl(const PeerRegistry* peers, Catalog* catalog, AccessRules rules,
+                PeerLimits* limits = nullptr)
+      : peers_(peers), catalog_(catalog), rules_(std::move(rules)), limits_(limits) {}
 
   // The caller of a call, from its connection; PERMISSION_DENIED for a peer with no identity.
   absl::StatusOr<PeerIdentity> Identify(const grpc::ServerContext& context) const;
   // Who a Collector stream writes as: the caller, or for a stream a node daemon (or root)
   // forwards, the job's owner on the node (kForwardedOwnerKey), so that the aggregator's job has
-  // its real owner. Anyone else may name only their own uid there.
+  // its real owner; `forwarded_by` then names the forwarder. Anyone else may name only their
+  // own uid there, and a node daemon's certificate writes nothing but forwarded streams.
   absl::StatusOr<PeerIdentity> IdentifyWriter(const grpc::ServerContext& context) const;
 
   // OK when the caller may do `access` to `job_id`, or the job does not exist (the handler says
@@ -69,9 +79,13 @@ class AccessControl {
   absl::Status CheckJobAccess(const PeerIdentity& peer, absl::string_view job_id,
                               Access access) const;
 
-  // Before a stream writes to `job_id`: makes `peer` the owner of a new job, else checks that it
-  // may write to the job.
-  absl::Status ClaimForWrite(const PeerIdentity& peer, absl::string_view job_id) const;
+  // Before a stream writes to `job_id`: the job id its records are stored under. A new job
+  // becomes `peer`'s (within the per-uid rate of new jobs, RESOURCE_EXHAUSTED beyond it); a job of
+  // `peer`'s is written to; a job of another user's is left alone and the run is kept apart
+  // under ApartJobId(job_id, peer's tag), `peer`'s job. An apart id may be written only by the
+  // user it names. PERMISSION_DENIED otherwise.
+  absl::StatusOr<std::string> ClaimForWrite(const PeerIdentity& peer,
+                                            absl::string_view job_id) const;
 
   // Checks the resume token of `hello`'s session: the first hello's token (or, without one, a
   // token drawn here) is kept; later hellos must present it. Returns the token drawn here, to go
@@ -79,7 +93,8 @@ class AccessControl {
   absl::StatusOr<std::string> CheckResumeToken(const v1::SessionHello& hello,
                                                absl::string_view presented) const;
 
-  // Leaves in `jobs` only those `peer` may read.
+  // Leaves in `jobs` only those `peer` may read, and tells each the ids of other users' runs
+  // kept apart from it (JobInfo.kept_apart).
   absl::Status FilterReadable(const PeerIdentity& peer, std::vector<v1::JobInfo>* jobs) const;
 
   const AccessRules& rules() const { return rules_; }
@@ -88,9 +103,14 @@ class AccessControl {
   absl::Status Denied(const PeerIdentity& peer, absl::string_view job_id, uid_t owner,
                       Access access) const;
 
+  // Claims `job_id` for `peer` when nobody has it (counting it against the new-job rate);
+  // returns its owner.
+  absl::StatusOr<uint32_t> Claim(const PeerIdentity& peer, absl::string_view job_id) const;
+
   const PeerRegistry* peers_;
   Catalog* catalog_;
   const AccessRules rules_;
+  PeerLimits* const limits_;
 };
 
 }  // namespace flopscope::daemon

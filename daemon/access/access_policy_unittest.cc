@@ -17,7 +17,9 @@
 #include <fstream>
 #include <iterator>
 
+#include "absl/strings/str_cat.h"
 #include "daemon/access/peer_identity.h"
+#include "daemon/access/peer_limits.h"
 #include "daemon/base/resume_token.h"
 #include "daemon/catalog/catalog.h"
 #include "daemon/server/daemon_server.h"
@@ -166,33 +168,83 @@ class AccessControlTest : public ::testing::Test {
   std::unique_ptr<AccessControl> access_;
 };
 
-TEST_F(AccessControlTest, TheFirstWriterOwnsTheJobAndOthersAreRefused) {
-  ASSERT_TRUE(access_->ClaimForWrite(Peer(kAlice), "alice-job").ok());
-  const absl::Status mallory = access_->ClaimForWrite(Peer(kMallory), "alice-job");
-  EXPECT_TRUE(absl::IsPermissionDenied(mallory)) << mallory;
-  EXPECT_THAT(mallory.message(), HasSubstr("uid 1002 may not write to job alice-job"));
-  EXPECT_THAT(mallory.message(), HasSubstr("belongs to uid 1001"));
-  EXPECT_THAT(mallory.message(), HasSubstr("members of group flopscope"));
+// Reliability campaign row 4j: a job id was one namespace for every user, first writer owns, and
+// the rightful owner's records were refused for ever. Now the id stays its first owner's and any
+// other writer's run is kept apart, under an id only that writer may use.
+TEST_F(AccessControlTest, AnotherUsersRunOfAJobIdIsKeptApartNeverRefused) {
+  ASSERT_EQ(*access_->ClaimForWrite(Peer(kMallory), "4242"), "4242");
+  const std::string alice_tag = OwnerTagOfUid(kAlice);
+  absl::StatusOr<std::string> alice = access_->ClaimForWrite(Peer(kAlice), "4242");
+  ASSERT_TRUE(alice.ok()) << alice.status();
+  EXPECT_EQ(*alice, "4242@" + alice_tag);
+  EXPECT_EQ(*catalog_->JobOwner("4242", 0), kMallory);
+  EXPECT_EQ(*catalog_->JobOwner(*alice, 0), kAlice);
+  // Her next process goes to the same place; mallory cannot take alice's apart id first.
+  EXPECT_EQ(*access_->ClaimForWrite(Peer(kAlice), "4242"), *alice);
+  const absl::Status squat = access_->ClaimForWrite(Peer(kMallory), "9@" + alice_tag).status();
+  EXPECT_TRUE(absl::IsPermissionDenied(squat)) << squat;
+  EXPECT_THAT(squat.message(), HasSubstr("holds the runs of user " + alice_tag));
+  EXPECT_TRUE(access_->ClaimForWrite(Peer(kAlice), "9@" + alice_tag).ok());
+  // Root and admins read and profile every job, but their runs are theirs, kept apart too.
   for (Access access : {Access::kRead, Access::kProfile}) {
-    EXPECT_TRUE(
-        absl::IsPermissionDenied(access_->CheckJobAccess(Peer(kMallory), "alice-job", access)));
-    EXPECT_TRUE(access_->CheckJobAccess(Peer(kAlice), "alice-job", access).ok());
-    EXPECT_TRUE(access_->CheckJobAccess(Peer(0), "alice-job", access).ok());
-    EXPECT_TRUE(access_->CheckJobAccess(Peer(kMallory, 1, {kAdmins}), "alice-job", access).ok());
+    EXPECT_TRUE(absl::IsPermissionDenied(access_->CheckJobAccess(Peer(kMallory), *alice, access)));
+    EXPECT_TRUE(access_->CheckJobAccess(Peer(kAlice), *alice, access).ok());
+    EXPECT_TRUE(access_->CheckJobAccess(Peer(0), *alice, access).ok());
+    EXPECT_TRUE(access_->CheckJobAccess(Peer(kMallory, 1, {kAdmins}), *alice, access).ok());
   }
-  // Root and admins write to it without taking it over.
-  EXPECT_TRUE(access_->ClaimForWrite(Peer(0), "alice-job").ok());
-  EXPECT_TRUE(access_->ClaimForWrite(Peer(kMallory, kAdmins), "alice-job").ok());
-  EXPECT_EQ(*catalog_->JobOwner("alice-job", 0), kAlice);
+  EXPECT_EQ(*access_->ClaimForWrite(Peer(0), "4242"), "4242@" + OwnerTagOfUid(0));
   // An unknown job is the handler's NOT_FOUND, not a refusal.
   EXPECT_TRUE(access_->CheckJobAccess(Peer(kMallory), "nobody-job", Access::kRead).ok());
+}
+
+TEST_F(AccessControlTest, BothOwnersAreToldOfTheClash) {
+  ASSERT_TRUE(access_->ClaimForWrite(Peer(kMallory), "4242").ok());
+  const std::string apart = *access_->ClaimForWrite(Peer(kAlice), "4242");
+  for (const char* job : {"4242", apart.c_str()}) {
+    ASSERT_TRUE(catalog_->SessionConnected(fixtures::Hello(job, 0, "s"), 1).ok());
+  }
+  std::vector<v1::JobInfo> jobs = *catalog_->ListJobs();
+  ASSERT_TRUE(access_->FilterReadable(Peer(kMallory), &jobs).ok());
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_THAT(jobs[0].kept_apart(), ::testing::ElementsAre(apart));
+}
+
+TEST_F(AccessControlTest, NewJobsPerMinuteAreBoundedPerUser) {
+  PeerLimits limits(PeerLimitOptions{/*max_streams=*/10, /*max_streams_per_uid=*/5,
+                                     /*max_new_jobs_per_minute=*/3});
+  AccessControl access(&peers_, catalog_.get(), Rules(), &limits);
+  for (int i = 0; i < 3; ++i)
+    ASSERT_TRUE(access.ClaimForWrite(Peer(kMallory), absl::StrCat("m", i)).ok());
+  const absl::Status fourth = access.ClaimForWrite(Peer(kMallory), "m3").status();
+  EXPECT_TRUE(absl::IsResourceExhausted(fourth)) << fourth;
+  EXPECT_THAT(fourth.message(), HasSubstr("--max-new-jobs-per-minute"));
+  // Jobs it has are still written; other users are not held back by it.
+  EXPECT_TRUE(access.ClaimForWrite(Peer(kMallory), "m0").ok());
+  EXPECT_TRUE(access.ClaimForWrite(Peer(kAlice), "a0").ok());
+}
+
+TEST(PeerLimitsTest, StreamsAreBoundedPerUidAndInAll) {
+  PeerLimits limits(PeerLimitOptions{/*max_streams=*/4, /*max_streams_per_uid=*/2, 0});
+  std::vector<std::unique_ptr<PeerLimits::StreamSlot>> held;
+  for (int i = 0; i < 2; ++i) held.push_back(*limits.AdmitStream(Peer(kMallory)));
+  const absl::Status third = limits.AdmitStream(Peer(kMallory)).status();
+  EXPECT_TRUE(absl::IsResourceExhausted(third)) << third;
+  EXPECT_THAT(third.message(), HasSubstr("--max-streams-per-uid"));
+  held.push_back(*limits.AdmitStream(Peer(kAlice)));
+  PeerIdentity forwarded = Peer(kMallory);
+  forwarded.forwarded_by = "node certificate CN=n1";
+  held.push_back(*limits.AdmitStream(forwarded));  // a node's streams count in the total only
+  EXPECT_THAT(limits.AdmitStream(Peer(kAlice)).status().message(), HasSubstr("--max-threads"));
+  held.erase(held.begin());  // a stream ends: its place is free again
+  EXPECT_TRUE(limits.AdmitStream(Peer(kMallory)).ok());
+  EXPECT_EQ(limits.streams(), 3);
 }
 
 TEST_F(AccessControlTest, JobsListedBeforeOwnersBelongToTheDaemonsUser) {
   // A job the catalog held before version 3 (no owner row).
   ASSERT_TRUE(catalog_->SessionConnected(fixtures::Hello("old-job", 0, "s"), 1).ok());
   EXPECT_EQ(*catalog_->JobOwner("old-job", /*legacy_owner=*/0), 0u);
-  EXPECT_TRUE(absl::IsPermissionDenied(access_->ClaimForWrite(Peer(kAlice), "old-job")));
+  EXPECT_EQ(*access_->ClaimForWrite(Peer(kAlice), "old-job"), "old-job@" + OwnerTagOfUid(kAlice));
   EXPECT_EQ(*catalog_->JobOwner("old-job", 0), 0u);
 }
 

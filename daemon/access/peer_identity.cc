@@ -53,6 +53,17 @@ absl::StatusOr<PeerIdentity> ReadPeerCredentials(int fd) {
   return identity;
 }
 
+std::string DescribePeer(const PeerIdentity& peer) {
+  if (!peer.forwarded_by.empty()) {
+    return absl::StrCat("uid ", peer.uid, " forwarded by ", peer.forwarded_by);
+  }
+  if (peer.node_daemon) return absl::StrCat("node certificate ", peer.certificate);
+  if (!peer.certificate.empty()) {
+    return absl::StrCat("certificate ", peer.certificate, " (uid ", peer.uid, ")");
+  }
+  return absl::StrCat("uid ", peer.uid, " pid ", peer.pid);
+}
+
 std::optional<int> FdOfPeer(absl::string_view peer) {
   if (peer.substr(0, kFdPrefix.size()) != kFdPrefix) return std::nullopt;
   int fd = -1;

@@ -22,9 +22,24 @@ struct PeerIdentity {
   std::vector<gid_t> groups;  // its supplementary groups then
   pid_t pid = 0;
   // A node daemon's client certificate on the mutual-TLS port (daemon/access/tls_identity.h): may
-  // forward (write) and read every job.
+  // only forward sessions its local daemon accepted, each as the job's owner on the node
+  // (AccessControl::IdentifyWriter). It reads, prunes and profiles nothing; its uid is kNoUid.
   bool node_daemon = false;
+  // The verified client certificate's subject ("CN=alice", "OU=flopscope-node,CN=node-7"); empty
+  // for a unix-socket peer. Named in the log beside every privileged action.
+  std::string certificate;
+  // Set on the identity a forwarded stream writes as (AccessControl::IdentifyWriter): who
+  // forwarded it ("node certificate ..."), for the log and the per-peer limits.
+  std::string forwarded_by;
 };
+
+// The uid of an identity that is no user (a node daemon's certificate): owns no job, is never
+// root, and a job's owner can never equal it (the kernel reserves (uid_t)-1).
+inline constexpr uid_t kNoUid = static_cast<uid_t>(-1);
+
+// Who did something, for the log: "uid 1001 pid 4242" for a unix-socket peer, "certificate
+// CN=alice (uid 1001)" or "node certificate OU=flopscope-node,CN=node-7" for a TLS one.
+std::string DescribePeer(const PeerIdentity& peer);
 
 // The kernel's credentials of the peer of the connected unix socket `fd`.
 absl::StatusOr<PeerIdentity> ReadPeerCredentials(int fd);

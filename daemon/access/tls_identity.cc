@@ -51,13 +51,14 @@ std::optional<PeerIdentity> LookUpLocalUser(const std::string& user) {
 }
 
 absl::StatusOr<PeerIdentity> IdentityOfSubject(const tls::CertificateSubject& subject,
-                                               uid_t daemon_uid, const UserLookup& lookup) {
+                                               const UserLookup& lookup) {
   const std::vector<std::string>& units = subject.organizational_units;
   if (std::find(units.begin(), units.end(), kNodeDaemonUnit) != units.end()) {
     PeerIdentity node;
-    node.uid = daemon_uid;
+    node.uid = kNoUid;                  // no user: owns nothing, reads nothing (access_policy.h)
     node.gid = static_cast<gid_t>(-1);  // no group: an admin group cannot apply
     node.node_daemon = true;
+    node.certificate = PrintableForTerminal(subject.one_line);
     return node;
   }
   const std::string shown = PrintableForTerminal(subject.common_name);
@@ -75,11 +76,11 @@ absl::StatusOr<PeerIdentity> IdentityOfSubject(const tls::CertificateSubject& su
         "name as CN (a node daemon's: OU=",
         kNodeDaemonUnit, ")"));
   }
+  user->certificate = PrintableForTerminal(subject.one_line);
   return *std::move(user);
 }
 
 std::optional<absl::StatusOr<PeerIdentity>> IdentityOfTlsPeer(const grpc::AuthContext& auth,
-                                                              uid_t daemon_uid,
                                                               const UserLookup& lookup) {
   if (!auth.IsPeerAuthenticated()) return std::nullopt;
   const std::vector<grpc::string_ref> pem =
@@ -89,9 +90,9 @@ std::optional<absl::StatusOr<PeerIdentity>> IdentityOfTlsPeer(const grpc::AuthCo
       tls::SubjectOfPem(absl::string_view(pem.front().data(), pem.front().size()));
   if (!subject.ok()) {
     return absl::PermissionDeniedError(
-        absl::StrCat("the client certificate cannot be read: ", subject.status().message()));
+        absl::StrCat("the client certificate is refused: ", subject.status().message()));
   }
-  return IdentityOfSubject(*subject, daemon_uid, lookup);
+  return IdentityOfSubject(*subject, lookup);
 }
 
 }  // namespace flopscope::daemon

@@ -23,11 +23,13 @@ std::optional<PeerIdentity> OnlyAlice(const std::string& user) {
 }
 
 tls::CertificateSubject Subject(std::string cn, std::vector<std::string> units = {}) {
-  return tls::CertificateSubject{std::move(cn), std::move(units)};
+  std::string one_line = "CN=" + cn;
+  for (const std::string& unit : units) one_line += ",OU=" + unit;
+  return tls::CertificateSubject{std::move(cn), std::move(units), std::move(one_line)};
 }
 
 TEST(TlsIdentityTest, PersonCertificateIsThatLocalUser) {
-  absl::StatusOr<PeerIdentity> peer = IdentityOfSubject(Subject("alice"), 999, OnlyAlice);
+  absl::StatusOr<PeerIdentity> peer = IdentityOfSubject(Subject("alice"), OnlyAlice);
   ASSERT_TRUE(peer.ok()) << peer.status();
   EXPECT_EQ(peer->uid, 1234u);
   EXPECT_EQ(peer->groups, (std::vector<gid_t>{1234, 50}));
@@ -41,36 +43,49 @@ TEST(TlsIdentityTest, PersonCertificateIsThatLocalUser) {
   EXPECT_FALSE(MayAccessJob(*peer, 4321, rules));
 }
 
-TEST(TlsIdentityTest, NodeCertificateMayAccessEveryJobAsTheDaemon) {
+// Reliability campaign row 4f: the node identity used to be the daemon's uid (0 on most nodes)
+// with access to every job, so a person holding the node key could prune and profile anything.
+TEST(TlsIdentityTest, NodeCertificateIsNoUserAndMayAccessNoJob) {
   absl::StatusOr<PeerIdentity> peer =
-      IdentityOfSubject(Subject("node-7", {"training", kNodeDaemonUnit}), 999, OnlyAlice);
+      IdentityOfSubject(Subject("node-7", {"training", kNodeDaemonUnit}), OnlyAlice);
   ASSERT_TRUE(peer.ok()) << peer.status();
   EXPECT_TRUE(peer->node_daemon);
-  EXPECT_EQ(peer->uid, 999u);  // a job it creates belongs to the daemon
-  EXPECT_TRUE(MayAccessJob(*peer, 4321, AccessRules{}));
+  EXPECT_EQ(peer->uid, kNoUid);
+  AccessRules rules;
+  rules.daemon_uid = 0;
+  for (uid_t owner : {uid_t{0}, uid_t{1234}, uid_t{4321}}) {
+    EXPECT_FALSE(MayAccessJob(*peer, owner, rules)) << owner;
+  }
+  EXPECT_EQ(DescribePeer(*peer), "node certificate CN=node-7,OU=training,OU=flopscope-node");
+}
+
+TEST(TlsIdentityTest, APersonIsNamedByCertificateInTheLog) {
+  absl::StatusOr<PeerIdentity> peer = IdentityOfSubject(Subject("alice"), OnlyAlice);
+  ASSERT_TRUE(peer.ok()) << peer.status();
+  EXPECT_EQ(DescribePeer(*peer), "certificate CN=alice (uid 1234)");
 }
 
 TEST(TlsIdentityTest, NodeUnitMustMatchExactly) {
   // "flopscope-node-x" is not the node unit: the CN is then read as a user name.
   absl::StatusOr<PeerIdentity> peer =
-      IdentityOfSubject(Subject("alice", {"flopscope-node-x"}), 999, OnlyAlice);
+      IdentityOfSubject(Subject("alice", {"flopscope-node-x"}), OnlyAlice);
   ASSERT_TRUE(peer.ok());
   EXPECT_FALSE(peer->node_daemon);
   EXPECT_EQ(peer->uid, 1234u);
 }
 
 TEST(TlsIdentityTest, UnknownOrMissingNameHasNoIdentity) {
-  absl::StatusOr<PeerIdentity> peer = IdentityOfSubject(Subject("mallory"), 999, OnlyAlice);
+  absl::StatusOr<PeerIdentity> peer = IdentityOfSubject(Subject("mallory"), OnlyAlice);
   EXPECT_EQ(peer.status().code(), absl::StatusCode::kPermissionDenied);
   EXPECT_THAT(peer.status().message(), HasSubstr("CN=mallory names no user"));
 
-  peer = IdentityOfSubject(Subject(""), 999, OnlyAlice);
+  peer = IdentityOfSubject(Subject(""), OnlyAlice);
   EXPECT_EQ(peer.status().code(), absl::StatusCode::kPermissionDenied);
   EXPECT_THAT(peer.status().message(), HasSubstr("has no CN"));
 }
 
 TEST(TlsIdentityTest, ControlCharactersInTheNameAreNotEchoedRaw) {
-  absl::StatusOr<PeerIdentity> peer = IdentityOfSubject(Subject("evil\x1b[2J"), 999, OnlyAlice);
+  absl::StatusOr<PeerIdentity> peer = IdentityOfSubject(Subject("evil\x1b[2J"), OnlyAlice);
   ASSERT_FALSE(peer.ok());
   EXPECT_THAT(std::string(peer.status().message()), ::testing::Not(HasSubstr("\x1b")));
 }

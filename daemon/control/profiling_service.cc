@@ -85,11 +85,15 @@ absl::Status ValidateCounterWindowRequest(const v1::OpenCounterWindowRequest& re
 grpc::Status ProfilingService::OpenCounterWindow(grpc::ServerContext* context,
                                                  const v1::OpenCounterWindowRequest* request,
                                                  v1::OpenCounterWindowResponse* response) {
-  if (absl::Status s = access_->CheckJobAccess(*context, request->job_id(), Access::kProfile);
-      !s.ok()) {
-    LogInfo("counter window request refused: ", s.message());
-    return ToGrpcStatus(s);
+  absl::StatusOr<PeerIdentity> caller = access_->Identify(*context);
+  absl::Status allowed = caller.status();
+  if (allowed.ok()) allowed = access_->CheckJobAccess(*caller, request->job_id(), Access::kProfile);
+  if (!allowed.ok()) {
+    LogInfo("counter window request refused: ", allowed.message());
+    return ToGrpcStatus(allowed);
   }
+  // A privileged action: the log names who asked for it.
+  LogInfo("counter window in job ", request->job_id(), " asked for by ", DescribePeer(*caller));
   absl::StatusOr<v1::OpenCounterWindowResponse> answers = Open(*request);
   if (!answers.ok()) return ToGrpcStatus(answers.status());
   *response = *std::move(answers);

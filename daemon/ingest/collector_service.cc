@@ -99,14 +99,33 @@ grpc::Status CollectorService::Serve(grpc::ServerContext* context, ServerStream*
   // Who is calling, first, before anything has an effect (daemon/access/access_policy.h).
   absl::StatusOr<PeerIdentity> caller = access_->IdentifyWriter(*context);
   if (!caller.ok()) return ToGrpcStatus(caller.status());
+  // Its place among the streams one peer may hold, kept until the stream ends (peer_limits.h).
+  std::unique_ptr<PeerLimits::StreamSlot> slot;
+  if (limits_ != nullptr) {
+    absl::StatusOr<std::unique_ptr<PeerLimits::StreamSlot>> admitted =
+        limits_->AdmitStream(*caller);
+    if (!admitted.ok()) {
+      LogWarning("refused a stream from ", DescribePeer(*caller), ": ",
+                 admitted.status().message());
+      context->AddTrailingMetadata(kRefusalReasonKey, RefusalReason(admitted.status().message()));
+      return ToGrpcStatus(admitted.status());
+    }
+    slot = *std::move(admitted);
+  }
+  // Silent streams are ended (stream_watchdog.h): the hello must come soon, then messages.
+  std::unique_ptr<StreamWatchdog::Watch> watch;
+  if (watchdog_ != nullptr) watch = watchdog_->Start(context);
   CheckedUpMessage first;
   if (grpc::Status s = ReadHello(stream, &first); !s.ok()) return s;
+  if (watch != nullptr) watch->Heard();
   // The resume token goes no further than its check: never stored with the hello, never logged.
   const std::string token = std::move(*first.message.mutable_hello()->mutable_resume_token());
   first.message.mutable_hello()->clear_resume_token();
-  const v1::SessionHello& hello = first.message.hello();
+  const std::string named_job = first.message.hello().job_id();
+  // Connect sets its job id to the one the session is stored under.
+  v1::SessionHello& hello = *first.message.mutable_hello();
   std::string issued_token;
-  absl::StatusOr<Connection> connection = Connect(*caller, hello, token, &issued_token);
+  absl::StatusOr<Connection> connection = Connect(*caller, &hello, token, &issued_token);
   if (!connection.ok()) {
     // Who the kernel says called (pid 0: a TLS peer, whose pid no kernel here knows); the
     // hello's pid is the caller's claim and is named as such.
@@ -121,7 +140,7 @@ grpc::Status CollectorService::Serve(grpc::ServerContext* context, ServerStream*
   }
   // A node daemon's forwarded stream (IdentifyWriter vouched for its claim) may carry the
   // records its outbox dropped (LOSS_CAUSE_FORWARD_DROPPED); no producer may.
-  if (context->client_metadata().count(kForwardedOwnerKey) > 0) {
+  if (!caller->forwarded_by.empty()) {
     connection->session.origin = BatchOrigin::kNodeDaemon;
   }
   StreamTally tally;
@@ -134,6 +153,7 @@ grpc::Status CollectorService::Serve(grpc::ServerContext* context, ServerStream*
   welcome.mutable_welcome()->set_committed_seq(connection->session.committed_seq);
   welcome.mutable_welcome()->set_daemon_version(kVersion);
   if (!issued_token.empty()) welcome.mutable_welcome()->set_resume_token(issued_token);
+  if (hello.job_id() != named_job) welcome.mutable_welcome()->set_stored_as_job_id(hello.job_id());
   // Written before the stream is listed, so nothing else can be writing yet.
   if (!stream->Write(welcome)) {
     LogDisconnect(hello, ClientGone());
@@ -148,7 +168,7 @@ grpc::Status CollectorService::Serve(grpc::ServerContext* context, ServerStream*
   absl::Cleanup unmetered = [&] {
     if (metrics_ != nullptr) metrics_->OnDisconnected(hello);
   };
-  const grpc::Status status = ServeBatches(context, stream, *connection, &tally);
+  const grpc::Status status = ServeBatches(context, stream, *connection, &tally, watch.get());
   LogDisconnect(hello, status);
   return status;
 }
@@ -164,14 +184,23 @@ grpc::Status CollectorService::ReadHello(ServerStream* stream, CheckedUpMessage*
                                    MessageKind(first->message)));
 }
 
-absl::StatusOr<CollectorService::Connection> CollectorService::Connect(
-    const PeerIdentity& caller, const v1::SessionHello& hello, absl::string_view token,
-    std::string* issued_token) {
+absl::StatusOr<CollectorService::Connection> CollectorService::Connect(const PeerIdentity& caller,
+                                                                       v1::SessionHello* named,
+                                                                       absl::string_view token,
+                                                                       std::string* issued_token) {
+  const v1::SessionHello& hello = *named;
   // Validated before the job id becomes a directory name or a catalog key.
   if (absl::Status s = ValidateHello(hello); !s.ok()) return s;
   // The disk reserve before the claim: a refused stream leaves no owner and no token behind.
   if (absl::Status s = ingest_->CheckSpace(); !s.ok()) return s;  // logged by the caller
-  if (absl::Status s = access_->ClaimForWrite(caller, hello.job_id()); !s.ok()) return s;
+  absl::StatusOr<std::string> stored = access_->ClaimForWrite(caller, hello.job_id());
+  if (!stored.ok()) return stored.status();
+  if (*stored != hello.job_id()) {
+    // Both owners are told: this one by its Welcome, the id's owner in `jobs` (kept_apart).
+    LogWarning("job ", hello.job_id(), " belongs to another user: the run of ",
+               DescribePeer(caller), " is kept apart as job ", *stored);
+    named->set_job_id(*std::move(stored));
+  }
   absl::StatusOr<std::string> issued = access_->CheckResumeToken(hello, token);
   if (!issued.ok()) return issued.status();
   *issued_token = *std::move(issued);
@@ -199,11 +228,13 @@ void CollectorService::LogDisconnect(const v1::SessionHello& hello, const grpc::
 }
 
 grpc::Status CollectorService::ServeBatches(grpc::ServerContext* context, ServerStream* stream,
-                                            const Connection& connection, StreamTally* tally) {
+                                            const Connection& connection, StreamTally* tally,
+                                            StreamWatchdog::Watch* watch) {
   // One message reused for the whole stream: parsing into it keeps its allocated records.
   CheckedUpMessage checked;
   const v1::UpMessage& message = checked.message;
   while (stream->Read(&checked)) {
+    if (watch != nullptr) watch->Heard();
     if (checked.parse_error) {
       LogWarning(DescribeSession(connection.hello),
                  ": a message that does not parse ended the stream");

@@ -11,9 +11,11 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "daemon/access/access_policy.h"
+#include "daemon/access/peer_limits.h"
 #include "daemon/catalog/catalog.h"
 #include "daemon/ingest/ingest_path.h"
 #include "daemon/ingest/session_registry.h"
+#include "daemon/ingest/stream_watchdog.h"
 #include "daemon/metrics/metrics_registry.h"
 #include "daemon/store/rank_store.h"
 #include "flopscope/v1/collector.grpc.pb.h"
@@ -73,6 +75,10 @@ class CollectorService final : public v1::Collector::Service {
   void SetMetrics(metrics::MetricsRegistry* metrics) { metrics_ = metrics; }
   // Who may write to which job (required: set before serving).
   void SetAccessControl(const AccessControl* access) { access_ = access; }
+  // How many streams a peer may hold (peer_limits.h); set before serving, may stay null.
+  void SetLimits(PeerLimits* limits) { limits_ = limits; }
+  // Ends silent streams (stream_watchdog.h); set before serving, may stay null.
+  void SetWatchdog(StreamWatchdog* watchdog) { watchdog_ = watchdog; }
   // Told after each stream's end: a process that ended without its final batch may have left
   // the rest in its spool (SpoolCollector::Nudge). Set before serving; may stay null.
   void SetEndedHook(std::function<void()> hook) { ended_hook_ = std::move(hook); }
@@ -89,13 +95,16 @@ class CollectorService final : public v1::Collector::Service {
   };
 
   static grpc::Status ReadHello(ServerStream* stream, CheckedUpMessage* first);
-  // Validates the hello, checks that `caller` may write to its job (claiming a new one) and the
+  // Validates the hello, claims its job for `caller` (setting `hello`'s job id to the one the
+  // session is stored under: its own, or the run kept apart from another user's job), checks the
   // session's resume token (`*issued_token`: one drawn for a hello without), and opens the
   // session for ingest.
-  absl::StatusOr<Connection> Connect(const PeerIdentity& caller, const v1::SessionHello& hello,
+  absl::StatusOr<Connection> Connect(const PeerIdentity& caller, v1::SessionHello* hello,
                                      absl::string_view token, std::string* issued_token);
+  // Reads batches until the stream ends; each message heard moves `watch`'s deadline on.
   grpc::Status ServeBatches(grpc::ServerContext* context, ServerStream* stream,
-                            const Connection& connection, StreamTally* tally);
+                            const Connection& connection, StreamTally* tally,
+                            StreamWatchdog::Watch* watch);
   void DeliverControlReply(const Connection& connection, const v1::ControlReply& reply);
   grpc::Status StoreBatch(grpc::ServerContext* context, const Connection& connection,
                           const v1::Batch& batch, StreamTally* tally);
@@ -106,6 +115,8 @@ class CollectorService final : public v1::Collector::Service {
   SessionRegistry* sessions_;
   metrics::MetricsRegistry* metrics_ = nullptr;
   const AccessControl* access_ = nullptr;
+  PeerLimits* limits_ = nullptr;
+  StreamWatchdog* watchdog_ = nullptr;
   std::function<void()> ended_hook_;
 };
 

@@ -254,11 +254,11 @@ void SpoolCollector::CollectMadeCountsAlone(const std::string& dir, uid_t owner,
     }
     // The process ended before its transport made a spool (or the user's next process replayed
     // it): what the store lacks of what it made is charged to its session as killed.
-    const v1::SessionHello hello = HelloOf(named);
+    v1::SessionHello hello = HelloOf(named);
     StreamTally tally;
     tally.made_known = true;
     tally.made = made;
-    absl::StatusOr<IngestPath::Session> session = OpenOrphanSession(hello, owner);
+    absl::StatusOr<IngestPath::Session> session = OpenOrphanSession(&hello, owner);
     absl::Status status = session.status();
     if (status.ok()) status = ingest_->End(*session, tally);
     if (!status.ok()) {
@@ -347,16 +347,20 @@ std::string SpoolCollector::PredatesOwner(const std::string& path, uid_t owner) 
                       " was made: left by an earlier user of that uid? (left alone)");
 }
 
-absl::StatusOr<IngestPath::Session> SpoolCollector::OpenOrphanSession(const v1::SessionHello& hello,
+absl::StatusOr<IngestPath::Session> SpoolCollector::OpenOrphanSession(v1::SessionHello* hello,
                                                                       uid_t owner) {
-  if (absl::Status s = ValidateHello(hello); !s.ok()) return s;
-  if (absl::Status s = may_write_(owner, hello.job_id()); !s.ok()) return s;
-  return ingest_->Open(hello);
+  if (absl::Status s = ValidateHello(*hello); !s.ok()) return s;
+  // The job id the owner's records go to: the hello's, or the run kept apart from another
+  // user's job of that id, as the live stream's were.
+  absl::StatusOr<std::string> stored = may_write_(owner, hello->job_id());
+  if (!stored.ok()) return stored.status();
+  hello->set_job_id(*std::move(stored));
+  return ingest_->Open(*hello);
 }
 
 absl::Status SpoolCollector::Deliver(const SpoolFile& file, uid_t owner, Outcome* outcome) {
-  const v1::SessionHello& hello = file.hello().hello();
-  absl::StatusOr<IngestPath::Session> session = OpenOrphanSession(hello, owner);
+  v1::SessionHello hello = file.hello().hello();  // outlives the session, as Open asks
+  absl::StatusOr<IngestPath::Session> session = OpenOrphanSession(&hello, owner);
   if (!session.ok()) return session.status();
   StreamTally tally;
   absl::Status status;

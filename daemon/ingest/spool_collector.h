@@ -60,8 +60,10 @@ namespace flopscope::daemon {
 // (the files' locks keep them apart).
 class SpoolCollector {
  public:
-  // OK when `uid` may write to `job_id` (a job not listed yet included).
-  using MayWrite = std::function<absl::Status(uid_t uid, const std::string& job_id)>;
+  // The job id `uid`'s records of `job_id` are stored under (AccessControl::ClaimForWrite), or
+  // why they may not be.
+  using MayWrite =
+      std::function<absl::StatusOr<std::string>(uid_t uid, const std::string& job_id)>;
   struct Outcome {
     uint64_t files = 0;       // delivered and removed
     uint64_t batches = 0;     // committed (duplicates not)
@@ -126,9 +128,9 @@ class SpoolCollector {
   // they name, and removes them; adds to *outcome.
   void CollectMadeCountsAlone(const std::string& dir, uid_t owner, Outcome* outcome)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // Opens the session of an orphan's `hello` for ingest, once it is valid and `owner` may write
-  // to its job.
-  absl::StatusOr<IngestPath::Session> OpenOrphanSession(const v1::SessionHello& hello, uid_t owner);
+  // Opens the session of an orphan's `hello` (which must outlive it) for ingest, once it is valid
+  // and `owner` may write; sets its job id to the one the records are stored under.
+  absl::StatusOr<IngestPath::Session> OpenOrphanSession(v1::SessionHello* hello, uid_t owner);
   // Whether `dir` is a directory only `owner` may write (DirectoryProblem says nothing).
   static bool PrivateTo(const std::string& dir, uid_t owner);
   void NoteRefusal(const std::string& path, absl::string_view why) ABSL_LOCKS_EXCLUDED(mu_);

@@ -57,7 +57,7 @@ std::string LeaveOrphan(const std::string& spool_dir) {
   return SpoolFile::List(spool_dir).front();  // the file stays when `file` closes
 }
 
-absl::Status AnyoneMayWrite(uid_t, const std::string&) { return absl::OkStatus(); }
+absl::StatusOr<std::string> AnyoneMayWrite(uid_t, const std::string& job_id) { return job_id; }
 
 // A data dir with its catalog and stores, and a spool directory for the collector to find.
 class SpoolCollectorTest : public ::testing::Test {

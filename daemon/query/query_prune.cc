@@ -94,7 +94,7 @@ absl::StatusOr<v1::PruneResponse> QueryService::Prune(const PeerIdentity& caller
       named ? ChooseNamed(*access_, caller, request, *jobs, &chosen)
             : ChooseOlder(*access_, caller, request, *jobs, &chosen, &response);
   if (!choice.ok()) return choice;
-  const std::string why = absl::StrCat("flopscope prune by uid ", caller.uid);
+  const std::string why = absl::StrCat("flopscope prune by ", DescribePeer(caller));
   for (const JobOnDisk* job : chosen) {
     uint64_t bytes = job->usage.bytes;
     if (!request.dry_run()) {

@@ -1,10 +1,14 @@
 #include "daemon/server/daemon_options.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <string>
 #include <system_error>
 
 #include "absl/strings/numbers.h"
@@ -48,6 +52,54 @@ absl::Status ResolveTlsTcp(DaemonOptions* options) {
   if (!tcp.ok()) return tcp.status();
   options->tcp_address = *std::move(tcp);
   return absl::OkStatus();
+}
+
+// The most tasks (threads) this process may run: its cgroup's pids.max (cgroup v2, which
+// systemd's TasksMax sets), or RLIMIT_NPROC for a user other than root; 0 when unlimited.
+int64_t TaskLimit() {
+  int64_t limit = 0;
+  auto lower = [&limit](int64_t value) {
+    if (value > 0 && (limit == 0 || value < limit)) limit = value;
+  };
+  std::ifstream cgroup("/proc/self/cgroup");
+  for (std::string line; std::getline(cgroup, line);) {
+    if (line.rfind("0::", 0) != 0) continue;  // the v2 hierarchy's line
+    std::ifstream pids_max("/sys/fs/cgroup" + line.substr(3) + "/pids.max");
+    std::string text;
+    int64_t value = 0;
+    if (pids_max >> text && absl::SimpleAtoi(text, &value)) lower(value);  // "max": none
+  }
+  rlimit nproc{};
+  if (geteuid() != 0 && getrlimit(RLIMIT_NPROC, &nproc) == 0 && nproc.rlim_cur != RLIM_INFINITY) {
+    lower(static_cast<int64_t>(nproc.rlim_cur));
+  }
+  return limit;
+}
+
+void AddPeerBoundFlags(CLI::App& app, DaemonOptions* options) {
+  app.add_option("--max-threads", options->max_threads,
+                 "the most threads the daemon serves calls on; streams get all but a reserve "
+                 "kept for queries (default: 1024, or 3/4 of a lower task limit: the cgroup's "
+                 "pids.max, RLIMIT_NPROC)")
+      ->check(CLI::Range(32, 1 << 16));
+  app.add_option("--max-streams-per-uid", options->max_streams_per_uid,
+                 "the most collector streams one user may hold open at once (default 256); "
+                 "streams a node daemon forwards count only in the total")
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--max-new-jobs-per-minute", options->max_new_jobs_per_minute,
+                 "the most new jobs one user may create per minute (default 120; root and "
+                 "forwarded jobs are not limited); 0: no limit")
+      ->check(CLI::Range(0, 1 << 20));
+  app.add_option_function<double>(
+         "--hello-timeout-s", [options](double s) { options->hello_timeout = absl::Seconds(s); },
+         "a stream that sends no hello within this many seconds is ended (default 10)")
+      ->check(CLI::Range(0.1, 3600.0));
+  app.add_option_function<double>(
+         "--stream-idle-timeout-s",
+         [options](double s) { options->stream_idle_timeout = absl::Seconds(s); },
+         "a stream that sends nothing for this many seconds is ended; its producer reconnects "
+         "and resumes, losing nothing (default 1800)")
+      ->check(CLI::Range(1.0, 86400.0 * 7));
 }
 
 }  // namespace
@@ -189,13 +241,25 @@ void AddDaemonFlags(CLI::App& app, DaemonOptions* options, std::string* log_leve
                  "for --upstream (for a daemon that does not start again on its data dir, such "
                  "as a Slurm job's); 0, the default: what waits is sent after the next start")
       ->check(CLI::Range(0.0, 86400.0));
+  AddPeerBoundFlags(app, options);
 }
+
+int DefaultMaxThreads() {
+  constexpr int kMost = 1024;
+  constexpr int kLeast = 32;
+  int64_t tasks = TaskLimit();
+  if (tasks <= 0) return kMost;
+  return static_cast<int>(std::clamp<int64_t>(tasks * 3 / 4, kLeast, kMost));
+}
+
+int MaxStreams(int max_threads) { return max_threads - std::max(16, max_threads / 8); }
 
 absl::Status ResolveDaemonOptions(const std::string& log_level, DaemonOptions* options) {
   absl::StatusOr<LogLevel> level = ParseLogLevel(log_level);
   if (!level.ok()) return level.status();
   options->log_level = *level;
   if (options->data_dir.empty()) options->data_dir = DefaultDataDir();
+  if (options->max_threads == 0) options->max_threads = DefaultMaxThreads();
   if (options->socket_path.empty()) options->socket_path = DefaultSocketPath();
   if (options->socket_path.rfind("unix:", 0) == 0) options->socket_path.erase(0, 5);
   // Absolute, so that log lines and the gRPC target mean the same whatever the working directory.

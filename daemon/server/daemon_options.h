@@ -43,6 +43,17 @@ struct DaemonOptions {
   int max_receive_message_bytes = kMaxReceiveMessageBytes;
   // How long SIGTERM waits for open streams before cancelling them.
   absl::Duration drain_timeout = absl::Seconds(3);
+  // Bounded per peer (daemon/access/peer_limits.h, docs/design/access.md). --max-threads: the
+  // most threads gRPC may run the calls on; 0 (the default) resolves to 1024, or 3/4 of a lower
+  // task limit (the cgroup's pids.max, RLIMIT_NPROC). Collector streams get all but a reserve,
+  // which stays for queries whatever the streams do.
+  int max_threads = 0;
+  int max_streams_per_uid = 256;
+  int max_new_jobs_per_minute = 120;  // 0: no limit
+  // A stream must send its hello within this, then a message at least every stream_idle_timeout
+  // (daemon/ingest/stream_watchdog.h).
+  absl::Duration hello_timeout = absl::Seconds(10);
+  absl::Duration stream_idle_timeout = absl::Minutes(30);
   // --metrics [HOST:]PORT: /metrics for Prometheus there (civetweb's "HOST:PORT" once resolved,
   // loopback when no host is given); empty: no endpoint. At most metrics_max_ranks ranks keep
   // series (daemon/metrics/metrics_registry.h).
@@ -84,6 +95,14 @@ struct DaemonOptions {
   int nice = kDefaultNice;
 };
 
+// The threads gRPC may use when --max-threads is not given: 1024, or 3/4 of the task limit the
+// daemon runs under (its cgroup's pids.max, RLIMIT_NPROC for a non-root user) when that is lower,
+// so that threads run out before tasks do (reliability campaign row 5a′). At least 32.
+int DefaultMaxThreads();
+
+// Of `max_threads`, how many Collector streams may hold one: all but a reserve for queries.
+int MaxStreams(int max_threads);
+
 // $FLOPSCOPE_DATA_DIR, else /var/lib/flopscope when it is (or can be made) writable, else
 // $XDG_DATA_HOME/flopscope, else ~/.local/share/flopscope.
 std::string DefaultDataDir();
@@ -100,7 +119,9 @@ absl::StatusOr<std::string> LoopbackTcpAddress(absl::string_view address,
 
 // Registers --data-dir, --socket, --tcp, --insecure-loopback-tcp, --tls-cert, --tls-key,
 // --tls-ca, --log-level, --metrics, --metrics-max-ranks, --max-disk, --disk-check-period-s,
-// --upstream, --outbox-max-mb, --upstream-drain-s, --report-cache-mb and --nice.
+// --upstream, --outbox-max-mb, --upstream-drain-s, --report-cache-mb, --nice, --max-threads,
+// --max-streams-per-uid, --max-new-jobs-per-minute, --hello-timeout-s and
+// --stream-idle-timeout-s.
 void AddDaemonFlags(CLI::App& app, DaemonOptions* options, std::string* log_level);
 
 // Fills in defaults and checks the combination: what main() calls after parsing.

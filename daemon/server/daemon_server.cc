@@ -26,6 +26,7 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(const DaemonOp
     return absl::InvalidArgumentError("DaemonServer needs a data directory and a socket path");
   }
   std::unique_ptr<DaemonServer> daemon(new DaemonServer(options));
+  if (daemon->options_.max_threads <= 0) daemon->options_.max_threads = DefaultMaxThreads();
   // What malloc holds free goes back to the system every few seconds (malloc_settings.h).
   daemon->trimmer_ = std::make_unique<FreedMemoryTrimmer>();
   // The data directory's lock first: a second daemon on it stops here, naming the holder, and
@@ -58,9 +59,17 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(const DaemonOp
   daemon->profiling_ =
       std::make_unique<ProfilingService>(daemon->catalog_.get(), daemon->sessions_.get());
   daemon->peers_ = std::make_unique<PeerRegistry>();
-  daemon->access_ = std::make_unique<AccessControl>(daemon->peers_.get(), daemon->catalog_.get(),
-                                                    MakeAccessRules(options.admin_group));
+  daemon->limits_ = std::make_unique<PeerLimits>(
+      PeerLimitOptions{MaxStreams(daemon->options_.max_threads), options.max_streams_per_uid,
+                       options.max_new_jobs_per_minute});
+  daemon->access_ =
+      std::make_unique<AccessControl>(daemon->peers_.get(), daemon->catalog_.get(),
+                                      MakeAccessRules(options.admin_group), daemon->limits_.get());
+  daemon->watchdog_ =
+      std::make_unique<StreamWatchdog>(options.hello_timeout, options.stream_idle_timeout);
   daemon->collector_->SetAccessControl(daemon->access_.get());
+  daemon->collector_->SetLimits(daemon->limits_.get());
+  daemon->collector_->SetWatchdog(daemon->watchdog_.get());
   daemon->query_->SetAccessControl(daemon->access_.get());
   daemon->profiling_->SetAccessControl(daemon->access_.get());
   if (absl::Status s = daemon->StartForwarding(); !s.ok()) return s;
@@ -109,6 +118,11 @@ absl::Status DaemonServer::Listen() {
     builder.AddListeningPort(options_.tcp_address, *credentials, &tcp_port);
   }
   builder.SetMaxReceiveMessageSize(options_.max_receive_message_bytes);
+  // Threads below the task limit: streams beyond their share are refused by PeerLimits before
+  // they reach this cap, so queries always find a thread (reliability campaign row 5a′).
+  grpc::ResourceQuota quota("flopscoped");
+  quota.SetMaxThreads(options_.max_threads);
+  builder.SetResourceQuota(quota);
   builder.RegisterService(collector_.get());
   builder.RegisterService(query_.get());
   builder.RegisterService(profiling_.get());
@@ -224,8 +238,8 @@ void DaemonServer::MakeSpoolCollector() {
   auto may_write = [access](uid_t uid, const std::string& job_id) {
     PeerIdentity owner;
     owner.uid = uid;
-    owner.gid = static_cast<gid_t>(-1);  // no group: an admin group cannot apply
-    return access->ClaimForWrite(owner, job_id);
+    owner.gid = static_cast<gid_t>(-1);           // no group: an admin group cannot apply
+    return access->ClaimForWrite(owner, job_id);  // the id it goes to: its own or kept apart
   };
   spool_collector_ = std::make_unique<SpoolCollector>(options_.spool_patterns, ingest_.get(),
                                                       std::move(may_write));

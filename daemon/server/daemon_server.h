@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "daemon/access/access_policy.h"
+#include "daemon/access/peer_limits.h"
 #include "daemon/access/unix_acceptor.h"
 #include "daemon/catalog/catalog.h"
 #include "daemon/control/profiling_service.h"
@@ -20,6 +21,7 @@
 #include "daemon/ingest/ingest_path.h"
 #include "daemon/ingest/session_registry.h"
 #include "daemon/ingest/spool_collector.h"
+#include "daemon/ingest/stream_watchdog.h"
 #include "daemon/metrics/metrics_endpoint.h"
 #include "daemon/metrics/metrics_registry.h"
 #include "daemon/query/query_service.h"
@@ -80,7 +82,7 @@ class DaemonServer {
   // --max-disk, its budget pass thread.
   void StartPruner();
 
-  const DaemonOptions options_;
+  DaemonOptions options_;  // as given, with max_threads resolved by Start
   std::string tcp_target_;
   std::unique_ptr<DataDirLock> lock_;  // held from Start to the end of Shutdown
   std::unique_ptr<Catalog> catalog_;
@@ -96,7 +98,10 @@ class DaemonServer {
   std::unique_ptr<JobPruner> pruner_;
   std::unique_ptr<ProfilingService> profiling_;
   std::unique_ptr<PeerRegistry> peers_;  // who is on each accepted unix connection
+  std::unique_ptr<PeerLimits> limits_;   // how much of the daemon one peer may hold
   std::unique_ptr<AccessControl> access_;
+  // Ends silent collector streams; outlives the server (its handlers hold watches).
+  std::unique_ptr<StreamWatchdog> watchdog_;
   std::unique_ptr<UnixAcceptor> acceptor_;
   // --upstream (null without): stopped by Shutdown once no stream can put in the outbox.
   std::unique_ptr<forwarding::Outbox> outbox_;

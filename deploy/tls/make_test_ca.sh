@@ -10,8 +10,8 @@
 #   daemon.pem, daemon.key         a daemon's serving certificate: CN=flopscoped, SAN
 #                                  IP:127.0.0.1, DNS:localhost and each --san (e.g. DNS:agg1,
 #                                  IP:10.0.0.5): `flopscoped --tcp ... --tls-cert daemon.pem`
-#   node.pem, node.key             a node daemon's certificate (OU=flopscope-node): may forward
-#                                  and read every job on an aggregator
+#   node.pem, node.key             a node daemon's certificate (OU=flopscope-node): may only
+#                                  forward its node's sessions to an aggregator
 #   person-NAME.pem, .key          a person's certificate (CN=NAME, one per --person; default:
 #                                  the user running this): that local user's access
 #   other-ca.pem, other-ca.key     a second, unrelated CA, and

@@ -14,6 +14,9 @@ struct DeliveryOutcome {
   std::string reason;                // why, by cause, when undelivered_records > 0
   uint64_t spooled_records = 0;      // not acknowledged yet, kept on disk for later delivery
   std::string spool_path;            // where, when spooled_records > 0
+  // The job id the daemon stored the records under when the process's own id belongs to another
+  // user (the run was kept apart); empty otherwise.
+  std::string stored_as_job_id;
 };
 
 // Where the exporter sends batches: the gRPC transport, a debug dump, or a test double. Every

@@ -219,6 +219,12 @@ void Exporter::FinishSink() {
     Warn(std::to_string(outcome.undelivered_records + in_job) + " records not delivered to " +
          sink_->Destination() + ": " + why);
   }
+  if (!outcome.stored_as_job_id.empty()) {
+    Warn(
+        "this job's id belongs to another user on the daemon, so this run was kept apart: its "
+        "records are job " +
+        outcome.stored_as_job_id + " (flopscope report " + outcome.stored_as_job_id + ")");
+  }
   if (outcome.spooled_records > 0) {
     Warn(std::to_string(outcome.spooled_records) + " records spooled to " + outcome.spool_path +
          ": the next flopscope process of this user that reaches the daemon delivers them (all "

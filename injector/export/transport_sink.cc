@@ -80,9 +80,9 @@ bool TransportSink::Open(std::string* error) {
     return false;
   }
   if (message[0] != '\0') Warn(message);  // working, with a warning (no spool)
-  spool_off_ = limits_.spool_dir.empty() ? limits_.spool_off_reason
+  spool_off_ = limits_.spool_dir.empty()                      ? limits_.spool_off_reason
                : std::strncmp(message, "no spool: ", 10) == 0 ? std::string(message + 10)
-                                                               : std::string();
+                                                              : std::string();
   return true;
 }
 
@@ -119,6 +119,8 @@ DeliveryOutcome TransportSink::Finish(uint32_t exit_timeout_ms) {
   fs_transport_stats after{};
   api->get_stats(transport_, &after);
   outcome.spooled_records = after.records_spooled;
+  outcome.stored_as_job_id.assign(after.stored_as_job_id,
+                                  strnlen(after.stored_as_job_id, sizeof after.stored_as_job_id));
   const uint64_t unacked = after.records_pending - after.records_spooled;
   outcome.undelivered_records = after.records_dropped + unacked + refused;
   const std::string refusal(after.refusal, strnlen(after.refusal, sizeof after.refusal));

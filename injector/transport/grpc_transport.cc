@@ -527,6 +527,10 @@ void GrpcTransport::ApplyWelcome(const v1::Welcome& welcome) {
     stream_ended_ = false;
     stats_.connected = 1;
     ++welcomes_;
+    const std::string& stored_as = welcome.stored_as_job_id();
+    const size_t n = std::min(stored_as.size(), sizeof stats_.stored_as_job_id - 1);
+    std::memcpy(stats_.stored_as_job_id, stored_as.data(), n);
+    stats_.stored_as_job_id[n] = '\0';
   }
   acked_.SignalAll();
 }

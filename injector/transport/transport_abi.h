@@ -35,8 +35,9 @@ extern "C" {
  *    fs_transport_stats.records_pending, records_spooled and orphans_replayed; max_pending_bytes
  *    bounds the queue's memory, not its encoded size.
  * 5: FS_LOSS_NOT_ARRIVED and FS_LOSS_ENDED_WITHOUT_FINAL (the daemon's own, never sent).
- * 6: FS_LOSS_KILLED (the daemon's own, never sent). */
-#define FS_TRANSPORT_ABI_VERSION 7u
+ * 6: FS_LOSS_KILLED (the daemon's own, never sent).
+ * 8: fs_transport_stats.stored_as_job_id. */
+#define FS_TRANSPORT_ABI_VERSION 8u
 
 /* Named values of the uint32_t fields that cross the seam. Each mirrors a flopscope.v1 enum
  * (proto/flopscope/v1/records.proto) that the core cannot include; batch_encoder.cc, the one file
@@ -234,6 +235,10 @@ typedef struct fs_transport_stats {
   /* Why the daemon last refused to take batches (trailer flopscope-refusal-reason, e.g.
    * "daemon disk full"), NUL-terminated; empty when it did not or took them since. */
   char refusal[64];
+  /* The job id the daemon stores this session under when it is not the one the process named:
+   * that id belongs to another user, so the run is kept apart ("4242@alice", Welcome.
+   * stored_as_job_id). NUL-terminated; empty otherwise. */
+  char stored_as_job_id[136];
 } fs_transport_stats;
 
 typedef struct fs_control {

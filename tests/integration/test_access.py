@@ -87,19 +87,35 @@ class AccessTest(DaemonTestCase):
             self.assertIn(f"may not {verb} job root-job", denied.stderr)
             self.assertIn("belongs to uid 0", denied.stderr)
 
-        # Writing: the stream is refused, so not one record lands in root's job.
+        # Writing (reliability campaign row 4j): not one record lands in root's job, and the
+        # owner's run is not refused either: it is kept apart under an id that is the owner's,
+        # and both are told.
         before = self.ranges("root-job")
         self.assertGreater(before, 0)
-        refused = self.run_as(OWNER, "root-job", exit_timeout_ms=500)
+        apart = f"root-job@{OWNER}"
+        kept = self.run_as(OWNER, "root-job")
+        self.assertEqual(kept.returncode, 0, kept.stderr)
         self.assertEqual(self.ranges("root-job"), before)
-        # The rank itself says why, beside what it spooled.
-        self.assertIn("the daemon refused them: uid", refused.stderr)
-        self.assertIn("may not write to job root-job", refused.stderr)
-        self.assertIn("may not write to job root-job", self.daemon.log())
-        # The refusal names the kernel's uid of the caller, not what its hello claims.
-        owner_uid = pwd.getpwnam(OWNER).pw_uid
-        self.assertRegex(self.daemon.log(), rf"refused a stream from uid {owner_uid} pid [1-9]\d* "
-                                            r"\(its hello claims pid \d+\): .*may not write to job root-job")
+        self.assertGreater(self.ranges(apart), 0)
+        self.assertIn(f"this run was kept apart: its records are job {apart}", kept.stderr)
+        self.assertNotIn("spooled", kept.stderr)
+        listing = as_user(OWNER, [flopscope, "jobs", "--socket", self.socket, "--format", "json"])
+        self.assertEqual(listed_jobs(listing), ["owner-job", apart])
+        jobs = json.loads(client(["jobs", "--socket", self.socket, "--format", "json"]).stdout)
+        self.assertEqual({j["job"]: j["kept_apart"] for j in jobs["jobs"]}["root-job"], [apart])
+        self.assertIn(f"is kept apart as job {apart}", self.daemon.log())
+        # Asking for root's job, the owner is pointed at its own run.
+        denied = as_user(OWNER, [flopscope, "report", "root-job", "--socket", self.socket])
+        self.assertIn(f"your own run of this job id was kept apart as job {apart}", denied.stderr)
+        # Nobody else, root included, can take the owner's apart id first (the client and the
+        # injector never send '@'; a hand-made stream can).
+        producer = Producer(self.daemon.socket)
+        producer.send(hello=hello("squat", job=f"x@{OWNER}"))
+        with self.assertRaises(grpc.RpcError) as refused:
+            producer.next()
+        producer.close()
+        self.assertEqual(refused.exception.code(), grpc.StatusCode.PERMISSION_DENIED)
+        self.assertIn(f"holds the runs of user {OWNER}", refused.exception.details())
 
     def test_owner_admin_and_root_are_allowed(self):
         flopscope = tool("flopscope")

@@ -1,8 +1,9 @@
 """Mutual TLS on flopscoped's TCP port (docs/architecture.md, "Access model"): certificates from
 deploy/tls/make_test_ca.sh, a daemon on 127.0.0.1 with --tcp and --tls-*, a job recorded over the
 unix socket, then the client over TLS: the owner's person certificate reads it (the same report
-as over the socket), a node daemon's certificate reads it, another user's certificate is denied,
-and a certificate of another CA, no certificate and plain TCP are refused at the handshake."""
+as over the socket), another user's certificate is denied, a node daemon's certificate may only
+forward (it reads, prunes, profiles and writes nothing itself), and a certificate of another CA, no
+certificate and plain TCP are refused at the handshake."""
 
 import getpass
 import json
@@ -62,10 +63,9 @@ class MutualTlsTest(DaemonTestCase):
         # The same report over TLS as over the socket.
         by_socket = calls_by_path(report(self.daemon.socket, JOB))
         self.assertTrue(by_socket)
-        for cert in (mine, "node"):
-            result = self.over_tls(["report", JOB, "--format", "json"], cert)
-            self.assertEqual(result.returncode, 0, f"{cert}: {result.stderr}")
-            self.assertEqual(calls_by_path(json.loads(result.stdout)), by_socket, cert)
+        result = self.over_tls(["report", JOB, "--format", "json"], mine)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(calls_by_path(json.loads(result.stdout)), by_socket)
 
         # Another local user's certificate: that user's access, so not the owner's job.
         if user_exists(self.other):
@@ -82,6 +82,28 @@ class MutualTlsTest(DaemonTestCase):
         self.assertNotEqual(result.returncode, 0)
         self.assertIn("over mutual TLS", result.stderr)
         self.assertIn("--tls-ca", result.stderr)
+
+    def test_a_node_certificate_only_forwards(self):
+        # Reliability campaign row 4f: the node key sits on every compute node; a person holding
+        # it pruned any user's job and opened counter windows in running ranks.
+        for args in (["jobs", "--format", "json"], ["report", JOB], ["ranks", JOB],
+                     ["prune", JOB], ["profile", JOB, "--count", "1"]):
+            result = self.over_tls(args, "node")
+            if args[0] == "jobs":
+                self.assertEqual(result.returncode, 0, result.stderr)
+                self.assertEqual(json.loads(result.stdout)["jobs"], [], "a node lists no job")
+                continue
+            self.assertNotEqual(result.returncode, 0, f"{args}: {result.stdout}")
+            self.assertIn("may not", result.stderr, args)
+        self.assertTrue(calls_by_path(report(self.daemon.socket, JOB)), "the job is still there")
+        # Its writes: only forwarded streams, each naming the job's owner on the node.
+        trace = self.root / "n.json"
+        trace.write_text(json.dumps({"traceEvents": []}))
+        result = self.over_tls(["import", str(trace), "--job", "node-job", "--no-progress"], "node")
+        self.assertNotEqual(result.returncode, 0, result.stdout)
+        self.assertIn("writes only the sessions it forwards", result.stderr + self.daemon.log())
+        # The log names who tried, by certificate.
+        self.assertIn("node certificate", self.daemon.log())
 
     def test_import_over_tls_writes_as_the_certificate_user(self):
         if not user_exists(self.other):
