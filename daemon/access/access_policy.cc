@@ -12,6 +12,7 @@
 #include "absl/time/clock.h"
 #include "common/job_id.h"
 #include "daemon/access/tls_identity.h"
+#include "daemon/base/logger.h"
 #include "daemon/base/resume_token.h"
 
 namespace flopscope::daemon {
@@ -128,8 +129,14 @@ absl::Status AccessControl::CheckJobAccess(const PeerIdentity& peer, absl::strin
                                            Access access) const {
   absl::StatusOr<std::optional<uint32_t>> owner = catalog_->JobOwner(job_id, rules_.daemon_uid);
   if (!owner.ok()) return owner.status();
-  if (!owner->has_value() || MayAccessJob(peer, **owner, rules_)) return absl::OkStatus();
-  return Denied(peer, job_id, **owner, access);
+  if (!owner->has_value()) return absl::OkStatus();
+  if (!MayAccessJob(peer, **owner, rules_)) return Denied(peer, job_id, **owner, access);
+  // Root's or an admin's action on someone else's job: the log names who did it.
+  if (peer.uid != **owner) {
+    LogInfo("as root or admin, ", DescribePeer(peer), " may ", Verb(access), " job ", job_id,
+            " of uid ", **owner);
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<uint32_t> AccessControl::Claim(const PeerIdentity& peer,

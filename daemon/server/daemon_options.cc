@@ -61,10 +61,22 @@ int64_t TaskLimit() {
   auto lower = [&limit](int64_t value) {
     if (value > 0 && (limit == 0 || value < limit)) limit = value;
   };
+  // Each line is "ID:CONTROLLERS:PATH": cgroup v2's is "0::PATH" under /sys/fs/cgroup, v1's
+  // pids controller "N:pids:PATH" under /sys/fs/cgroup/pids.
   std::ifstream cgroup("/proc/self/cgroup");
   for (std::string line; std::getline(cgroup, line);) {
-    if (line.rfind("0::", 0) != 0) continue;  // the v2 hierarchy's line
-    std::ifstream pids_max("/sys/fs/cgroup" + line.substr(3) + "/pids.max");
+    std::string root;
+    size_t path_at = 0;
+    if (line.rfind("0::", 0) == 0) {
+      root = "/sys/fs/cgroup";
+      path_at = 3;
+    } else if (const size_t at = line.find(":pids:"); at != std::string::npos) {
+      root = "/sys/fs/cgroup/pids";
+      path_at = at + 6;
+    } else {
+      continue;
+    }
+    std::ifstream pids_max(root + line.substr(path_at) + "/pids.max");
     std::string text;
     int64_t value = 0;
     if (pids_max >> text && absl::SimpleAtoi(text, &value)) lower(value);  // "max": none
@@ -245,7 +257,7 @@ void AddDaemonFlags(CLI::App& app, DaemonOptions* options, std::string* log_leve
 }
 
 int DefaultMaxThreads() {
-  constexpr int kMost = 1024;
+  constexpr int kMost = 4096;  // an aggregator holds a stream per forwarded session
   constexpr int kLeast = 32;
   int64_t tasks = TaskLimit();
   if (tasks <= 0) return kMost;

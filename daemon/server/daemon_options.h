@@ -44,7 +44,7 @@ struct DaemonOptions {
   // How long SIGTERM waits for open streams before cancelling them.
   absl::Duration drain_timeout = absl::Seconds(3);
   // Bounded per peer (daemon/access/peer_limits.h, docs/design/access.md). --max-threads: the
-  // most threads gRPC may run the calls on; 0 (the default) resolves to 1024, or 3/4 of a lower
+  // most threads gRPC may run the calls on; 0 (the default) resolves to 4096, or 3/4 of a lower
   // task limit (the cgroup's pids.max, RLIMIT_NPROC). Collector streams get all but a reserve,
   // which stays for queries whatever the streams do.
   int max_threads = 0;
@@ -95,7 +95,7 @@ struct DaemonOptions {
   int nice = kDefaultNice;
 };
 
-// The threads gRPC may use when --max-threads is not given: 1024, or 3/4 of the task limit the
+// The threads gRPC may use when --max-threads is not given: 4096, or 3/4 of the task limit the
 // daemon runs under (its cgroup's pids.max, RLIMIT_NPROC for a non-root user) when that is lower,
 // so that threads run out before tasks do (reliability campaign row 5a′). At least 32.
 int DefaultMaxThreads();
