@@ -264,11 +264,15 @@ class ShareTest(BudgetTestCase):
         self.assertEqual(self.pruned_in_log(), ["flood-0", "flood-1"])
         self.daemon.stop()
 
-        # A quota under what the flooder holds (two jobs), over alice's one: the flooder's next
-        # job is refused, nothing is deleted, and alice's next job is stored as before.
+        # A quota under what the flooder holds (two jobs), over what alice will hold (one job:
+        # she prunes her old one first, so that her next job alone stays under the quota while
+        # it is written): the flooder's next job is refused, nothing is deleted, and alice's
+        # next job is stored as before.
         uid = pwd.getpwnam(FLOODER).pw_uid
         self.daemon.start(extra_args=["--max-disk-per-user", str(flood + flood // 2),
                                       "--disk-check-period-s", "0.2"])
+        pruned = client(["prune", "alice", "--socket", str(self.daemon.socket)])
+        self.assertEqual(pruned.returncode, 0, pruned.stderr)
         self.wait_for(lambda: f"refusing new records of uid {uid}" in self.daemon.log(),
                       "the flooder refused")
         refused = self.run_as_flooder("flood-4")
@@ -278,5 +282,5 @@ class ShareTest(BudgetTestCase):
                                      if info.get("ranges", 0) > 0})
         self.run_finished("alice-2")
         self.assertGreater(self.listed()["alice-2"]["ranges"], 0)
-        self.assertTrue({"alice", "flood-2", "flood-3", "alice-2"} <= self.on_disk())
-        self.assertNotIn("pruned job", self.daemon.log())
+        self.assertEqual(self.on_disk(), {"flood-2", "flood-3", "alice-2"})
+        self.assertEqual(self.pruned_in_log(), ["alice"], "the budget itself deleted nothing")
