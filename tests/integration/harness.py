@@ -136,6 +136,19 @@ def rank_env(rank, world_size, local_rank=None):
             "LOCAL_RANK": str(rank if local_rank is None else local_rank)}
 
 
+def mount_tmpfs(test, path: Path, size: str):
+    """A tmpfs of `size` ("2m") at `path`, made here, for a DaemonTestCase's small disk:
+    unmounted by its tearDown once the daemon stopped, before the test's directory goes; the
+    test is skipped where no tmpfs can be mounted (not root)."""
+    path.mkdir()
+    result = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        test.skipTest(f"cannot mount a tmpfs: {result.stderr.strip()}")
+    test.mounts.append(path)
+    return path
+
+
 class DaemonTestCase(unittest.TestCase):
     """Each test gets its own daemon; tearDown checks it shuts down cleanly on SIGTERM."""
 
@@ -143,6 +156,7 @@ class DaemonTestCase(unittest.TestCase):
         self._tmp = tempfile.TemporaryDirectory(prefix="flopscope-it-")
         self.root = Path(self._tmp.name)
         self.daemon = Daemon(self.root)
+        self.mounts = []  # mount_tmpfs's, unmounted in tearDown
         # Each test's jobs spool (and pick up orphans) in a directory of its own, never the user's.
         self._spool_dir_before = os.environ.get("FLOPSCOPE_SPOOL_DIR")
         os.environ["FLOPSCOPE_SPOOL_DIR"] = str(self.root / "spool")
@@ -157,4 +171,6 @@ class DaemonTestCase(unittest.TestCase):
             if rc is not None:
                 self.assertEqual(rc, 0, f"flopscoped exit code on SIGTERM:\n{self.daemon.log()}")
         finally:
+            for mount in self.mounts:
+                subprocess.run(["umount", "-l", str(mount)], capture_output=True)
             self._tmp.cleanup()

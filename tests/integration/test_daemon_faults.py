@@ -17,8 +17,8 @@ from pathlib import Path
 import grpc
 
 from flopscope.v1 import collector_pb2, query_pb2, records_pb2
-from harness import (DaemonTestCase, client, rank_env, report, run_job, start_job, test_program,
-                     tool)
+from harness import (DaemonTestCase, client, mount_tmpfs, rank_env, report, run_job, start_job,
+                     test_program, tool)
 
 STREAM = "/flopscope.v1.Collector/Stream"
 GET_REPORT = "/flopscope.v1.Query/GetReport"
@@ -136,24 +136,8 @@ class DiskFullTest(DaemonTestCase):
 
     def setUp(self):
         super().setUp()
-        mount = self.root / "small"
-        mount.mkdir()
-        result = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)],
-                                capture_output=True, text=True)
-        if result.returncode != 0:
-            self.skipTest(f"cannot mount a tmpfs: {result.stderr.strip()}")
-        self.mount = mount
-        self.daemon.data_dir = mount / "data"
-
-    def tearDown(self):
-        try:
-            rc = self.daemon.stop()
-            if rc is not None:
-                self.assertEqual(rc, 0, f"flopscoped exit code on SIGTERM:\n{self.daemon.log()}")
-        finally:
-            if getattr(self, "mount", None) is not None:
-                subprocess.run(["umount", "-l", str(self.mount)], capture_output=True)
-            super().tearDown()
+        self.mount = mount_tmpfs(self, self.root / "small", "2m")
+        self.daemon.data_dir = self.mount / "data"
 
     def test_a_full_disk_is_refused_by_name_and_the_files_stay_consistent(self):
         self.daemon.start()

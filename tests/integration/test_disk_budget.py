@@ -12,8 +12,8 @@ import subprocess
 import time
 import unittest
 
-from harness import (DaemonTestCase, client, rank_env, report, run_job, start_job, test_program,
-                     tool)
+from harness import (DaemonTestCase, client, mount_tmpfs, rank_env, report, run_job, start_job,
+                     test_program, tool)
 
 FLOODER = "flopscope-it-flood"  # a second user, created and removed by ShareTest
 
@@ -215,20 +215,7 @@ class ShareTest(BudgetTestCase):
     def setUp(self):
         super().setUp()
         os.chmod(self.root, 0o755)  # the flooder reaches the socket (0666) through it
-        disk = self.root / "disk"
-        disk.mkdir()
-        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(disk)],
-                                 capture_output=True, text=True)
-        if mounted.returncode != 0:
-            self.skipTest(f"cannot mount a tmpfs: {mounted.stderr.strip()}")
-        self.disk = disk
-        self.daemon.data_dir = disk / "data"
-
-    def tearDown(self):
-        self.daemon.stop()  # before the unmount; DaemonTestCase checks its exit code
-        if getattr(self, "disk", None) is not None:
-            subprocess.run(["umount", "-l", str(self.disk)], capture_output=True)
-        super().tearDown()
+        self.daemon.data_dir = mount_tmpfs(self, self.root / "disk", "64m") / "data"
 
     def run_as_flooder(self, job):
         spool = self.root / "spool-flood"
