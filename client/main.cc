@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "absl/time/clock.h"
 #include "client/commands/counter_window_command.h"
 #include "client/commands/counters_command.h"
+#include "client/commands/embedded_run.h"
 #include "client/commands/profile_commands.h"
 #include "client/commands/prune_command.h"
 #include "client/commands/query_commands.h"
@@ -118,7 +120,19 @@ void AddRun(CLI::App& app, CommandLine& line) {
   line.run->add_option("--socket", line.run_options.socket, SocketHelp());
   line.run->add_flag("--torch", line.run_options.torch,
                      "record PyTorch modules, steps and phases with no change to CMD: every "
-                     "Python process of CMD turns flopscope_torch's hooks on at `import torch`");
+                     "Python process of CMD turns flopscope_torch's hooks on at `import torch` "
+                     "(on by itself when CMD is a Python program: python*, torchrun, a .py file "
+                     "or a python shebang)");
+  line.run->add_flag("--no-torch", line.run_options.no_torch,
+                     "never turn --torch on by itself for a Python program");
+  line.run->add_flag("--keep-data,!--no-keep-data", line.run_options.keep_data,
+                     "with no daemon reachable, a private one records the job in "
+                     "$XDG_DATA_HOME/flopscope/runs/JOB (else ~/.local/share/...), prints its "
+                     "report and writes JOB.html there; --no-keep-data deletes its records at the "
+                     "end (the HTML stays; default: kept, so `flopscope report JOB` reads them)");
+  line.run->add_flag("--no-private-daemon", line.run_options.no_private_daemon,
+                     "with no daemon reachable, start none: the job's records wait in its spool "
+                     "for the node daemon (as with --socket)");
   // Listed for --help only: main() cuts the command off before CLI11 sees the arguments.
   line.run->add_option("CMD", line.run_command_for_help,
                        "the command and its arguments (after an optional --)");
@@ -347,20 +361,49 @@ int Fail(const absl::Status& status) {
   return client::ExitCodeFor(status);
 }
 
+// Execs the command, or runs it with a private daemon (commands/embedded_run.h); exits with
+// its status without gRPC's shutdown (see main).
 int Run(const client::RunOptions& options) {
-  absl::StatusOr<client::RunPlan> plan =
-      client::PlanRun(options, client::Environment::FromProcess(), client::SelfExecutablePath(),
-                      absl::Now(), absl::LocalTimeZone(), getpid());
-  if (!plan.ok()) {
-    std::cerr << "flopscope: " << plan.status().message() << "\n";
-    return kUsageExit;  // every planning error is the user's to fix (see PlanRun)
+  const int rc =
+      client::RunCommand(options, client::Environment::FromProcess(), client::SelfExecutablePath(),
+                         absl::Now(), absl::LocalTimeZone(), getpid());
+  std::cout.flush();
+  std::fflush(nullptr);
+  _exit(rc);
+}
+
+// `report`, `ranks` and `export` of a job that `flopscope run` kept with a private daemon, when
+// no --socket or --server is given and no daemon answers: a private daemon on its data, whose
+// socket the command asks (nullptr: none).
+std::unique_ptr<client::PrivateDaemon> ServeKeptRun(CommandLine& line) {
+  if (!line.address.socket.empty() || !line.address.server.empty()) return nullptr;
+  std::string* socket = nullptr;
+  std::string job_id;
+  bool tls = false;
+  if (line.report->parsed()) {
+    socket = &line.report_options.socket;
+    job_id = line.report_options.job_id;
+    tls = line.report_options.tls.has_value();
+  } else if (line.ranks->parsed()) {
+    socket = &line.ranks_options.socket;
+    job_id = line.ranks_options.job_id;
+    tls = line.ranks_options.tls.has_value();
+  } else if (line.export_trace->parsed()) {
+    socket = &line.export_options.socket;
+    job_id = line.export_options.job_id;
+    tls = line.export_options.tls.has_value();
   }
-  return client::ExecRun(*plan);
+  if (socket == nullptr || tls) return nullptr;
+  std::unique_ptr<client::PrivateDaemon> daemon = client::ServeKeptRunIfNoDaemon(
+      job_id, *socket, client::Environment::FromProcess(), client::SelfExecutablePath());
+  if (daemon != nullptr) *socket = daemon->socket();
+  return daemon;
 }
 
 // The commands that talk to the daemon (all but `run` and `counters`); the exit code.
 int AskTheDaemon(CommandLine& line) {
   if (absl::Status s = ResolveAddress(line); !s.ok()) return Fail(s);
+  const std::unique_ptr<client::PrivateDaemon> kept_run = ServeKeptRun(line);
   if (line.import->parsed()) return Import(line);
   if (line.jobs->parsed()) return Fail(client::JobsCommand(line.jobs_options));
   if (line.ranks->parsed()) return Fail(client::RanksCommand(line.ranks_options));

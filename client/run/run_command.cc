@@ -19,6 +19,7 @@
 #include "client/run/injector_locator.h"
 #include "client/run/job_id_choice.h"
 #include "client/run/ld_preload.h"
+#include "client/run/python_program.h"
 #include "common/endpoint.h"
 
 namespace flopscope::client {
@@ -85,8 +86,7 @@ std::vector<HeldRun> HeldRunsOf(const DaemonClient& daemon, const std::string& j
   return held;
 }
 
-// A second run under a finished job's id gets its own id (NumberRun), exported and told.
-void NumberRepeatedRun(const DaemonClient& daemon, RunPlan* plan) {
+void NumberRepeatedRunOn(const DaemonClient& daemon, RunPlan* plan) {
   const RunNumber number = NumberRun(plan->job_id, RankFromEnvironment(plan->environment),
                                      HeldRunsOf(daemon, plan->job_id));
   if (!number.notice.empty()) std::cerr << "flopscope: " << number.notice << "\n";
@@ -95,7 +95,27 @@ void NumberRepeatedRun(const DaemonClient& daemon, RunPlan* plan) {
   plan->environment.Set("FLOPSCOPE_JOB_ID", number.job_id);
 }
 
+// --torch when asked, or when CMD is a Python program and the support is there (said in a
+// notice); without it, PyTorch support found missing is no error.
+absl::Status ChooseTorch(const RunOptions& options, const Environment& env,
+                         std::string_view self_exe, std::string_view injector, RunPlan& plan) {
+  if (options.torch) {
+    plan.torch = true;
+    return AddTorchSupport(env, self_exe, injector, plan.environment);
+  }
+  if (options.no_torch || !IsPythonProgram(options.command, env)) return absl::OkStatus();
+  if (!AddTorchSupport(env, self_exe, injector, plan.environment).ok()) return absl::OkStatus();
+  plan.torch = true;
+  plan.notices.push_back(absl::StrCat("--torch chosen: ", options.command.front(),
+                                      " is a Python program (--no-torch to opt out)"));
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+void NumberRepeatedRun(const std::string& socket, RunPlan* plan) {
+  NumberRepeatedRunOn(DaemonClient(socket), plan);
+}
 
 absl::StatusOr<TorchSupport> LocateTorchSupport(const Environment& env, std::string_view self_exe,
                                                 std::string_view injector) {
@@ -173,13 +193,10 @@ absl::StatusOr<RunPlan> PlanRun(const RunOptions& options, const Environment& en
   plan.environment.Set("LD_PRELOAD", *preload);
   plan.environment.Set("FLOPSCOPE_SOCKET", plan.socket);
   if (job->export_to_command) plan.environment.Set("FLOPSCOPE_JOB_ID", job->job_id);
-  if (options.torch) {
-    if (absl::Status torch = AddTorchSupport(env, self_exe, *injector, plan.environment);
-        !torch.ok()) {
-      return torch;
-    }
-  }
   if (std::optional<std::string> notice = JobNotice(*job)) plan.notices.push_back(*notice);
+  if (absl::Status torch = ChooseTorch(options, env, self_exe, *injector, plan); !torch.ok()) {
+    return torch;
+  }
   plan.number_repeated_run = job->source != JobIdChoice::Source::kGenerated && !options.append;
   return plan;
 }
@@ -194,7 +211,7 @@ int ExecRun(const RunPlan& given, absl::Duration probe_timeout) {
       std::cerr << "flopscope: warning: " << reachable.message()
                 << "; the job's records will be buffered until it starts\n";
     } else if (plan.number_repeated_run) {
-      NumberRepeatedRun(daemon, &plan);
+      NumberRepeatedRunOn(daemon, &plan);
     }
   }
   std::vector<std::string> entries = plan.environment.ToEntries();

@@ -11,12 +11,19 @@
 
 namespace flopscope::client {
 
-// `flopscope run [--job ID] [--append] [--socket S] [--torch] [--] CMD ARGS...`
+// `flopscope run [--job ID] [--append] [--socket S] [--torch|--no-torch] [--keep-data|
+// --no-keep-data] [--no-private-daemon] [--] CMD ARGS...`
 struct RunOptions {
   std::optional<std::string> job_id;
   std::optional<std::string> socket;
-  bool torch = false;   // turn flopscope_torch's module hooks on in every Python process of CMD
+  bool torch = false;  // turn flopscope_torch's module hooks on in every Python process of CMD
+  // Never turn --torch on by itself (it is, for a Python program: IsPythonProgram).
+  bool no_torch = false;
   bool append = false;  // keep the given job id even when a finished run holds it (no .run<N>)
+  // With no daemon reachable (and no --socket), a private one serves the job
+  // (commands/embedded_run.h); these say whether its data stays, and whether to start one.
+  bool keep_data = true;
+  bool no_private_daemon = false;
   std::vector<std::string> command;
 };
 
@@ -52,11 +59,14 @@ struct RunPlan {
   // The id was given (--job or the environment), so a finished earlier run may hold it: ExecRun
   // asks the daemon and keeps this run apart as `<job>.run<N>` (NumberRun).
   bool number_repeated_run = false;
+  bool torch = false;  // --torch is on (given, or chosen because CMD is a Python program)
 };
 
 // Works out the plan without side effects: locates the injector (see LocateInjector), puts it
 // first in LD_PRELOAD, exports FLOPSCOPE_SOCKET (--socket, else $FLOPSCOPE_SOCKET, else
-// DefaultSocketPath()) and FLOPSCOPE_JOB_ID (see ChooseJobId). With `torch`, also puts the
+// DefaultSocketPath()) and FLOPSCOPE_JOB_ID (see ChooseJobId). With `torch` (or without
+// `no_torch` when CMD is a Python program and the PyTorch support is there, said in a notice), also
+// puts the
 // autostart and package directories first on PYTHONPATH and exports FLOPSCOPE_TORCH_NVTX_LIB (see
 // LocateTorchSupport). Every error is the user's to fix (missing injector or PyTorch support,
 // malformed job id, no command) and means exit status 2.
@@ -65,6 +75,10 @@ struct RunPlan {
 absl::StatusOr<RunPlan> PlanRun(const RunOptions& options, const Environment& env,
                                 std::string_view self_exe, absl::Time now, absl::TimeZone zone,
                                 int64_t pid = 0);
+
+// A second run under a finished job's id gets its own id (NumberRun), exported and said on
+// stderr; `socket`: the daemon that holds the job's earlier runs.
+void NumberRepeatedRun(const std::string& socket, RunPlan* plan);
 
 // Prints the notices, warns when the daemon does not answer within `probe_timeout` (the job runs
 // anyway: its injector buffers until the daemon comes), numbers a repeated run (exporting the

@@ -148,6 +148,7 @@ TEST_F(TorchPlanTest, PutsAutostartAndPackageFirstOnPythonPathAndExportsTheShim)
 
 TEST_F(TorchPlanTest, WithoutTorchNothingPythonIsTouched) {
   RunOptions options;
+  options.no_torch = true;
   options.command = {"python", "train.py"};
   absl::StatusOr<RunPlan> plan =
       PlanRun(options, Environment::FromEntries({"PYTHONPATH=/mine"}),
@@ -155,6 +156,38 @@ TEST_F(TorchPlanTest, WithoutTorchNothingPythonIsTouched) {
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(plan->environment.Get("PYTHONPATH"), "/mine");
   EXPECT_EQ(plan->environment.Get(kTorchShimEnv), std::nullopt);
+}
+
+TEST_F(TorchPlanTest, APythonProgramGetsTorchByItselfAndSaysSo) {
+  RunOptions options;
+  options.command = {"python3", "train.py"};
+  absl::StatusOr<RunPlan> plan =
+      PlanRun(options, Environment::FromEntries({"PYTHONPATH=/mine"}),
+              (root_ / "bin" / "flopscope").string(), kNow, absl::UTCTimeZone());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_TRUE(plan->torch);
+  EXPECT_EQ(plan->environment.Get(kTorchShimEnv),
+            (root_ / "lib" / "libflopscope_torch_nvtx.so").string());
+  EXPECT_THAT(plan->notices, ::testing::Contains(::testing::HasSubstr(
+                                 "--torch chosen: python3 is a Python program (--no-torch")));
+}
+
+TEST_F(TorchPlanTest, NotPythonOrNoSupportMeansNoTorchAndNoError) {
+  RunOptions options;
+  options.command = {"sh", "-c", "true"};
+  const std::string self = (root_ / "bin" / "flopscope").string();
+  absl::StatusOr<RunPlan> shell =
+      PlanRun(options, Environment::FromEntries({"PATH="}), self, kNow, absl::UTCTimeZone());
+  ASSERT_TRUE(shell.ok()) << shell.status();
+  EXPECT_FALSE(shell->torch);
+  EXPECT_EQ(shell->environment.Get(kTorchShimEnv), std::nullopt);
+
+  fs::remove(root_ / "lib" / "libflopscope_torch_nvtx.so");
+  options.command = {"python", "train.py"};
+  absl::StatusOr<RunPlan> python = PlanRun(options, Environment(), self, kNow, absl::UTCTimeZone());
+  ASSERT_TRUE(python.ok()) << python.status();  // only --torch itself needs the support
+  EXPECT_FALSE(python->torch);
+  EXPECT_THAT(python->notices, ::testing::Not(::testing::Contains(::testing::HasSubstr("torch"))));
 }
 
 TEST_F(TorchPlanTest, EnvironmentOverridesTheBuildLayout) {
