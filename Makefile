@@ -24,7 +24,12 @@ build: configure
 test: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 300
 
-demo: build
+# Only the programs the demo runs: the daemon, the client, the injector, its transport and the
+# example job (no tests, no benches).
+DEMO_TARGETS := flopscoped flopscope flopscope_inject flopscope_transport transformer_nvtx
+
+demo: configure
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target $(DEMO_TARGETS)
 	@bash scripts/demo.sh $(BUILD_DIR)
 
 # docs/images/report.png: the HTML report of the demo's job, photographed by headless Chromium.
