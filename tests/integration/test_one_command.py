@@ -4,12 +4,14 @@ daemon behind and keeps the data for `flopscope report JOB`; a job that recorded
 is told so, with the fix."""
 
 import os
+import signal
 import subprocess
 import tempfile
+import time
 import unittest
 from pathlib import Path
 
-from harness import test_program, tool
+from harness import BUILD_DIR, test_program, tool
 
 LAUNCHER_SIZES = ("WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE")
 
@@ -97,6 +99,25 @@ class OneCommandTest(unittest.TestCase):
         killed = self.flopscope(["run", "--job", "k2", "--", "sh", "-c", "kill -TERM $$"])
         self.assertEqual(killed.returncode, -15, killed.stderr)
 
+    def test_ctrl_c_ends_the_job_and_leaves_no_daemon(self):
+        go = self.root / "go"
+        run = subprocess.Popen(
+            [tool("flopscope"), "run", "--job", "intr", "--", test_program("nvtx_phases"),
+             "--before", "3", "--wait-file", str(go)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self.env,
+            start_new_session=True)
+        deadline = time.monotonic() + 30
+        while not self.daemons_left() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)  # the job is started and waits for `go`
+        os.killpg(run.pid, signal.SIGINT)  # a Ctrl-C: the terminal's whole foreground group
+        out, err = run.communicate(timeout=60)
+        self.assertEqual(run.returncode, -signal.SIGINT, err)
+        self.assertIn("a private one records this job", err)
+        self.assertEqual(self.daemons_left(), [])
+
+    @unittest.skipUnless((BUILD_DIR / "lib" / "libflopscope_torch_nvtx.so").exists(),
+                         "the PyTorch support is not built")
     def test_python_program_gets_torch_by_itself(self):
         result = self.flopscope(["run", "--job", "py", "--", "/usr/bin/python3", "-c", "pass"])
         self.assertEqual(result.returncode, 0, result.stderr)
