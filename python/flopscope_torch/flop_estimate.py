@@ -183,12 +183,26 @@ def estimate_enabled(environ):
     return environ.get(ESTIMATE_ENV, "1") != "0"
 
 
-def _counting_body(original, formula, local):
+_PRECISION_NAMES = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16",
+                    torch.float64: "fp64"}
+
+
+def _compute_dtype(tensor):
+    """The dtype a call on `tensor` computes in: autocast's where it is on, else the tensor's."""
+    if tensor.is_cuda and torch.is_autocast_enabled():
+        return torch.get_autocast_gpu_dtype()
+    if not tensor.is_cuda and torch.is_autocast_cpu_enabled():
+        return torch.get_autocast_cpu_dtype()
+    return tensor.dtype
+
+
+def _counting_body(original, formula, local, dtypes):
     """The wrapper's code: counts a call made inside a forward range, then calls the original.
     It reads closure variables only (script_safe re-makes it with the original's globals), and
     counts calls on tensors and numbers only (a torch.fx Proxy would record the formula's own
-    calls)."""
-    _fs_original, _fs_formula, _fs_local = original, formula, local
+    calls). `dtypes` sums the FLOPs by the dtype they compute in (estimated_precision)."""
+    _fs_original, _fs_formula, _fs_local, _fs_dtypes = original, formula, local, dtypes
+    _fs_dtype_of = _compute_dtype
     _fs_counted_types, _fs_tracing = (torch.Tensor, int, float), _TRACING
 
     def counted(*args, **kwargs):
@@ -206,6 +220,9 @@ def _counting_body(original, formula, local):
                         state.touched.append(entry)
                     entry.flops += flops
                     entry.macs += macs
+                    if isinstance(first, torch.Tensor):
+                        dtype = _fs_dtype_of(first)
+                        _fs_dtypes[dtype] = _fs_dtypes.get(dtype, 0) + flops
         return _fs_original(*args, **kwargs)
 
     return counted
@@ -220,6 +237,8 @@ class FlopEstimate:
         self._ranges = ranges
         self._mark = mark
         self._saved = []  # (owner, name, original, wrapper, whether owner's own __dict__ held it)
+        self._dtypes = {}  # FLOPs by the dtype they compute in, every thread's
+        self._precision = None  # the last `estimated_precision` announced
 
     def install(self):
         for name, formula in FUNCTIONAL.items():
@@ -238,11 +257,20 @@ class FlopEstimate:
                 script_safe.forget(wrapper, original)
         self._saved = []
 
+    def _announce_precision(self):
+        if not self._dtypes:
+            return
+        dominant = max(list(self._dtypes.items()), key=lambda item: item[1])[0]
+        name = _PRECISION_NAMES.get(dominant)
+        if name is not None and name != self._precision:
+            self._precision = name
+            self._mark(f"estimated_precision={name}")
+
     def _wrap(self, owner, name, formula):
         original = getattr(owner, name, None)
         if original is None:
             return
-        body = _counting_body(original, formula, self._ranges.local)
+        body = _counting_body(original, formula, self._ranges.local, self._dtypes)
         if owner is torch.Tensor:  # a method: TorchScript never looks it up in Python
             wrapper = functools.update_wrapper(body, original)
         else:
@@ -254,10 +282,13 @@ class FlopEstimate:
         setattr(owner, name, wrapper)
 
     def flush(self):
-        """Announces this thread's inclusive figures per range path since the last flush."""
+        """Announces this thread's inclusive figures per range path since the last flush, and
+        `estimated_precision=<p>` (the dtype most estimated FLOPs compute in: MFU's peak) when it
+        changed."""
         state = self._ranges.state()
         if not state.touched:
             return  # no forward counted (an optimizer-only step, exit): nothing to say
+        self._announce_precision()
         own = [(entry, entry.flops, entry.macs) for entry in state.touched]
         for entry in state.touched:
             entry.flops = entry.macs = 0

@@ -185,6 +185,24 @@ class PerStepTest(unittest.TestCase):
             for index in marks:
                 self.assertTrue(steps[step].start < index < steps[step].end)
 
+    def test_the_precision_of_the_estimate_is_announced_once_per_change(self):
+        # Issue 32: MFU took "assumed bf16" for an fp32 model; the estimate says its dtype.
+        for dtype, name in ((torch.float32, "fp32"), (torch.float64, "fp64")):
+            recorder = Recorder()
+            profiler = Profiler()
+            profiler.enable(backend=recorder.backend(), environ={})
+            try:
+                model = nn.Sequential(nn.Linear(6, 4), nn.Linear(4, 2)).to(dtype)
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                for _ in range(3):
+                    model(torch.randn(3, 6, dtype=dtype)).sum().backward()
+                    optimizer.step()
+            finally:
+                profiler.disable()
+            marks = [text for _, op, _, text in recorder.events
+                     if op == "mark" and text.startswith("estimated_precision")]
+            self.assertEqual(marks, [f"estimated_precision={name}"])
+
 
 class SwitchTest(unittest.TestCase):
     def test_on_by_default_and_off_with_zero(self):
