@@ -11,4 +11,8 @@ namespace flopscope {
 //   module, class, params, extra_repr, range_module, flops, macs, estimated_flops, estimated_macs
 bool IsPerModuleKey(std::string_view key);
 
+// The injector's own key in a session's final batch when the process was ended by a signal after
+// its records were drained (injector/sigterm_drain.h): "SIGTERM" or "SIGINT".
+inline constexpr std::string_view kEndSignalKey = "process.end_signal";
+
 }  // namespace flopscope

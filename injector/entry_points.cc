@@ -1,8 +1,9 @@
 // The only symbols libflopscope_inject.so exports (exports.map): the CUDA and NVTX injection
 // entry points, the test-only stats hook, and the wrappers of the ways out of a process that skip
-// atexit (_exit, _Exit, the exec family). Everything else is hidden.
+// atexit (_exit, _Exit, the exec family, kill of itself). Everything else is hidden.
 
 #include <dlfcn.h>
+#include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -104,8 +105,38 @@ Function Next(const char* name) {
   while (true) syscall(SYS_exit_group, status);
 }
 
+// Python leaves on an unhandled KeyboardInterrupt (Ctrl-C) by giving SIGINT its default
+// disposition and sending it to itself, kill(getpid(), SIGINT), after its own finalisation and
+// instead of exit(): no atexit handler runs. A C program re-raising SIGTERM or SIGINT after its
+// own clean-up does the same. When `signo` sent to this process will end it (SIGINT or SIGTERM,
+// SIG_DFL, not blocked on this thread), the exit path runs first and names the signal. Only in
+// the session's own process (LeaveProcess). Our own re-raise uses raise(), never kill().
+void BeforeSignallingSelf(pid_t pid, int signo) noexcept {
+  if ((signo != SIGINT && signo != SIGTERM) || pid != getpid()) return;
+  struct sigaction current = {};
+  if (sigaction(signo, nullptr, &current) != 0 || (current.sa_flags & SA_SIGINFO) != 0 ||
+      current.sa_handler != SIG_DFL) {
+    return;  // a handler runs (ours drains), or it is ignored: the process goes on for now
+  }
+  sigset_t blocked;
+  if (pthread_sigmask(SIG_BLOCK, nullptr, &blocked) != 0 || sigismember(&blocked, signo) == 1) {
+    return;  // another thread may take it, or none: not certainly the end
+  }
+  Session* session = Session::Current();
+  if (session == nullptr || session->identity().pid != static_cast<int64_t>(getpid())) return;
+  Session::NameEndSignal(signo);
+  LeaveProcess();
+}
+
 }  // namespace
 }  // namespace flopscope::injector
+
+FLOPSCOPE_EXPORT int kill(pid_t pid, int signo) {
+  flopscope::injector::BeforeSignallingSelf(pid, signo);
+  using Function = int (*)(pid_t, int);
+  static const Function next = flopscope::injector::Next<Function>("kill");
+  return next != nullptr ? next(pid, signo) : static_cast<int>(syscall(SYS_kill, pid, signo));
+}
 
 FLOPSCOPE_EXPORT void _exit(int status) { flopscope::injector::ExitNow("_exit", status); }
 FLOPSCOPE_EXPORT void _Exit(int status) { flopscope::injector::ExitNow("_Exit", status); }

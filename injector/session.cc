@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <cstring>
 
 #include "common/made_counts_page.h"
+#include "common/metadata_keys.h"
 #include "common/mutex.h"
 #include "common/spool_dir.h"
 #include "common/version.h"
@@ -292,7 +294,19 @@ void Session::RunExitPath() {
   if (session->tracing_ != nullptr) session->tracing_->Abandon();
 }
 
+void Session::NameEndSignal(int signo) {
+  Session* session = Current();
+  if (session == nullptr || (signo != SIGTERM && signo != SIGINT)) return;
+  try {
+    session->tracker_.AppendMetadata(std::string(kEndSignalKey),
+                                     signo == SIGINT ? "SIGINT" : "SIGTERM");
+  } catch (...) {
+    // Out of memory: the records still go; only the name of the signal is missing.
+  }
+}
+
 void Session::DrainOnSigterm() {
+  NameEndSignal(SigtermDrain::DrainedSignal());
   if (Session* session = Current(); session != nullptr && session->exporter() != nullptr) {
     session->exporter()->LimitExitTimeout(kSigtermAckWaitMs);
   }

@@ -45,6 +45,9 @@ class Session {
   // for acknowledgements cut to fit SigtermDrain::kBoundMs; when another thread runs the exit
   // path already (exit() came first), waits for it instead. Returns once it is done.
   static void DrainOnSigterm();
+  // The process is about to die of `signo` (SIGTERM or SIGINT; others are ignored): says so in
+  // the final batch (`process.end_signal` metadata). Before the exit path runs.
+  static void NameEndSignal(int signo);
   // Registers the tracer's exit handler again, so that it runs before the exit handlers
   // registered since (TraceSink::RearmExitHandler). At most kMaxTracingExitRearms times.
   static void RearmTracingExit() noexcept;

@@ -2,6 +2,8 @@
 
 // The SIGTERM path: a process ended by SIGTERM (a `with Pool()` block terminating its workers, a
 // batch system's stop) still delivers, or spools, what it recorded, and still dies of SIGTERM.
+// SIGINT (Ctrl-C in a terminal) takes the same path, each signal on its own: what is said below
+// of SIGTERM holds for SIGINT, and the process dies of the signal that came first.
 //
 // Installed once, at session start, and only where SIGTERM's disposition is SIG_DFL: an
 // application's own handler, or SIG_IGN, is never replaced, and a handler the application
@@ -42,14 +44,17 @@ class SigtermDrain {
   static constexpr uint32_t kBoundMs = 2000;
 
   using DrainFunction = void (*)();
-  // Installs the SIGTERM path when SIGTERM's disposition is SIG_DFL, with `drain` run on a
-  // thread of ours when SIGTERM arrives (at most `bound_ms`). True when installed. Once per
-  // process: later calls return false. Never throws.
+  // Installs the SIGTERM path for SIGTERM and for SIGINT, each where its disposition is SIG_DFL,
+  // with `drain` run on a thread of ours when one arrives (at most `bound_ms`). True when
+  // installed for either. Once per process: later calls return false. Never throws.
   static bool Install(DrainFunction drain, uint32_t bound_ms = kBoundMs) noexcept;
 
-  // For a forked child (pthread_atfork): it has no drain thread, so SIGTERM gets its default
-  // disposition back when the handler is still ours. Async-signal-safe.
+  // For a forked child (pthread_atfork): it has no drain thread, so SIGTERM and SIGINT get their
+  // default disposition back where the handler is still ours. Async-signal-safe.
   static void ResetInForkChild() noexcept;
+
+  // The signal being drained (SIGTERM or SIGINT) once one came, else 0: the drain names it.
+  static int DrainedSignal() noexcept;
 };
 
 }  // namespace flopscope::injector

@@ -1,8 +1,8 @@
 // Tests of the SIGTERM path (sigterm_drain.h), each in a forked child (the install is once per
-// process and changes its disposition): the drain runs and the process still dies of SIGTERM;
-// a drain that hangs is cut off at the bound; a second SIGTERM ends the drain at once; an
-// application's handler or SIG_IGN is left alone; a forked child dies as SIG_DFL would, never
-// draining its parent.
+// process and changes its disposition): the drain runs and the process still dies of SIGTERM,
+// or of SIGINT (Ctrl-C), named; a drain that hangs is cut off at the bound; a second SIGTERM
+// ends the drain at once; an application's handler or SIG_IGN is left alone, each signal on its
+// own; a forked child dies as SIG_DFL would, never draining its parent.
 
 #include "injector/sigterm_drain.h"
 
@@ -68,12 +68,62 @@ ChildResult RunChild(const std::function<void()>& body,
 bool DiedOfSigterm(int status) { return WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM; }
 
 void Terminate(pid_t pid) { kill(pid, SIGTERM); }
+void Interrupt(pid_t pid) { kill(pid, SIGINT); }
+
+// The drain reports which signal it drains: 't' SIGTERM, 'c' SIGINT.
+void DrainNamingTheSignal() {
+  const int drained = SigtermDrain::DrainedSignal();
+  Report(drained == SIGTERM ? 't' : drained == SIGINT ? 'c' : '?');
+}
+
+// A child's SIGINT is SIG_IGN when the test runs in a shell's background job: the default,
+// as in a terminal.
+void DefaultSigint() { signal(SIGINT, SIG_DFL); }
 
 TEST(SigtermDrainTest, TheDrainRunsAndTheProcessStillDiesOfSigterm) {
   const ChildResult result =
       RunChild([] { Report(SigtermDrain::Install(&DrainQuickly) ? 'i' : 'n'); }, Terminate);
   EXPECT_TRUE(DiedOfSigterm(result.status)) << result.status;
   EXPECT_EQ(result.reported, "id");
+}
+
+TEST(SigtermDrainTest, SigintIsDrainedTooAndTheProcessStillDiesOfSigint) {
+  const ChildResult result = RunChild(
+      [] {
+        DefaultSigint();
+        Report(SigtermDrain::Install(&DrainNamingTheSignal) ? 'i' : 'n');
+      },
+      Interrupt);
+  EXPECT_TRUE(WIFSIGNALED(result.status) && WTERMSIG(result.status) == SIGINT) << result.status;
+  EXPECT_EQ(result.reported, "ic");
+}
+
+TEST(SigtermDrainTest, TheDrainNamesSigterm) {
+  const ChildResult result = RunChild(
+      [] {
+        DefaultSigint();
+        Report(SigtermDrain::Install(&DrainNamingTheSignal) ? 'i' : 'n');
+      },
+      Terminate);
+  EXPECT_TRUE(DiedOfSigterm(result.status)) << result.status;
+  EXPECT_EQ(result.reported, "it");
+}
+
+TEST(SigtermDrainTest, AnIgnoredSigintStaysIgnoredWhileSigtermIsDrained) {
+  const ChildResult result = RunChild(
+      [] {
+        signal(SIGINT, SIG_IGN);  // a shell's background job
+        Report(SigtermDrain::Install(&DrainNamingTheSignal) ? 'i' : 'n');
+        Report(signal(SIGINT, SIG_IGN) == SIG_IGN ? 'g' : 'x');
+        kill(getpid(), SIGINT);  // ignored: nothing happens
+        Report('s');
+      },
+      [](pid_t child) {
+        usleep(300000);  // the child has checked and survived its SIGINT
+        Terminate(child);
+      });
+  EXPECT_TRUE(DiedOfSigterm(result.status)) << result.status;
+  EXPECT_EQ(result.reported, "igst");
 }
 
 TEST(SigtermDrainTest, ADrainThatHangsIsCutOffAtTheBound) {
@@ -105,6 +155,7 @@ TEST(SigtermDrainTest, AnApplicationsHandlerAndSigIgnAreLeftAlone) {
   ChildResult result = RunChild(
       [] {
         signal(SIGTERM, &ExitSeven);
+        signal(SIGINT, &ExitSeven);
         Report(SigtermDrain::Install(&DrainQuickly) ? 'i' : 'n');
       },
       Terminate);
@@ -114,6 +165,7 @@ TEST(SigtermDrainTest, AnApplicationsHandlerAndSigIgnAreLeftAlone) {
   result = RunChild(
       [] {
         signal(SIGTERM, SIG_IGN);
+        signal(SIGINT, SIG_IGN);
         Report(SigtermDrain::Install(&DrainQuickly) ? 'i' : 'n');
         Report(signal(SIGTERM, SIG_IGN) == SIG_IGN ? 'g' : 'x');  // still ignored
         _exit(0);

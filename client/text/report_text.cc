@@ -155,12 +155,33 @@ std::string AnnouncedSection(const Report& report) {
   std::vector<std::string> facts;
   std::set<std::string> seen;
   for (const auto& entry : report.metadata()) {
-    if (IsPerModuleKey(entry.key()) || IsInjectorGpuKey(entry.key())) continue;
+    if (IsPerModuleKey(entry.key()) || IsInjectorGpuKey(entry.key()) ||
+        entry.key() == kEndSignalKey) {
+      continue;
+    }
     std::string fact = PrintableForTerminal(absl::StrCat(entry.key(), "=", entry.value()));
     if (seen.insert(fact).second) facts.push_back(std::move(fact));
   }
   if (facts.empty()) return "";
   return absl::StrCat("Announced: ", absl::StrJoin(facts, ", "), "\n");
+}
+
+// Sessions whose process a signal ended after the injector drained it (kEndSignalKey): named,
+// so that Ctrl-C reads as Ctrl-C and not as a kill. "Ended by: SIGINT (Ctrl-C) 2 sessions, ...".
+std::string EndSignalSection(const Report& report) {
+  std::map<std::string, uint64_t> sessions;
+  for (const auto& entry : report.metadata()) {
+    if (entry.key() == kEndSignalKey) ++sessions[entry.value()];
+  }
+  if (sessions.empty()) return "";
+  std::vector<std::string> parts;
+  for (const auto& [signal_name, count] : sessions) {
+    const std::string name = PrintableForTerminal(signal_name);
+    parts.push_back(absl::StrCat(name, name == "SIGINT" ? " (Ctrl-C) " : " ", count,
+                                 count == 1 ? " session" : " sessions"));
+  }
+  return absl::StrCat("Ended by: ", absl::StrJoin(parts, ", "),
+                      "; drained first: what was recorded before the signal was delivered\n");
 }
 
 // Which steps counter windows covered where, and the convention of every fp16 figure.
@@ -192,6 +213,7 @@ std::string Header(const Report& report) {
   for (const RankInfo& rank : report.ranks()) out += RankLine(rank);
   out += AnnouncedSection(report);
   out += LossesSection(report);
+  out += EndSignalSection(report);
   out += RejectedSection(report);
   out += NoGpuRecordsSection(report);
   out += LaunchNotSeenSection(report);

@@ -34,9 +34,9 @@ std::vector<std::string> Cells(const std::string& line) {
 TEST(RenderReportTextTest, HeaderNamesJobRanksFactsLossesAndWhyThereIsNoGpuData) {
   flopscope::v1::Report report = testing::CpuOnlyReport();
   // Every per-module key of docs/marks.md (the torch hooks send the last five for each module).
-  for (const char* key : {"class Net", "macs Net", "flops Net", "params Net", "module Net",
-                          "extra_repr Net", "range_module Net", "estimated_flops Net",
-                          "estimated_macs Net"}) {
+  for (const char* key :
+       {"class Net", "macs Net", "flops Net", "params Net", "module Net", "extra_repr Net",
+        "range_module Net", "estimated_flops Net", "estimated_macs Net"}) {
     auto* mark = report.add_metadata();
     mark->set_key(key);
     mark->set_value("1");
@@ -69,6 +69,21 @@ TEST(RenderReportTextTest, SessionsEndedWithoutFinalBatchAreSaidApart) {
   EXPECT_EQ(LineStartingWith(text, "Unfinished:"),
             "Unfinished: 1 session ended without a final batch (killed, _exit or exec?): "
             "records recorded after its last delivery are missing");
+}
+
+TEST(RenderReportTextTest, SessionsEndedBySignalAfterTheDrainAreNamed) {
+  flopscope::v1::Report report = testing::CpuOnlyReport();
+  for (const char* signal_name : {"SIGINT", "SIGTERM", "SIGINT"}) {
+    auto* mark = report.add_metadata();
+    mark->set_key("process.end_signal");
+    mark->set_value(signal_name);
+  }
+  const std::string text = RenderReportText(report);
+  EXPECT_EQ(LineStartingWith(text, "Ended by:"),
+            "Ended by: SIGINT (Ctrl-C) 2 sessions, SIGTERM 1 session; drained first: what was "
+            "recorded before the signal was delivered");
+  EXPECT_EQ(text.find("process.end_signal"), std::string::npos) << text;  // not "Announced"
+  EXPECT_EQ(text.find("killed, _exit or exec"), std::string::npos) << text;
 }
 
 TEST(RenderReportTextTest, ModuleTreeIsIndentedByDepthWithCallsAndCpuTimes) {

@@ -95,4 +95,4 @@ class PipelineTest(DaemonTestCase):
         exported = {name for name in exported if not name.startswith("flopscope_")}
         # Plus the wrappers of the exits that skip atexit (injector/entry_points.cc).
         self.assertEqual(exported, {"InitializeInjection", "InitializeInjectionNvtx2", "_exit",
-                                    "_Exit", "execve", "execv", "execvp", "execvpe"})
+                                    "_Exit", "execve", "execv", "execvp", "execvpe", "kill"})

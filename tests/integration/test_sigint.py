@@ -1,0 +1,103 @@
+"""Ctrl-C is drained like SIGTERM and named as such (issue 32, deliver item 3).
+
+A job interrupted by SIGINT used to lose what it had recorded since its last delivery, and the
+report blamed a kill: "ended without a final batch (killed, _exit or exec?)". Now
+  - a process whose SIGINT has its default disposition (a C or C++ program, or Python with
+    signal.SIG_DFL) is drained by the injector's SIGTERM path (injector/sigterm_drain.h) and
+    still dies of SIGINT;
+  - Python's own handler raises KeyboardInterrupt; unhandled, Python finalises and then kills
+    itself with SIGINT (SIG_DFL) instead of calling exit(), so no atexit handler runs: the
+    injector's kill() wrapper runs the exit path first (injector/entry_points.cc);
+  - either way every record made before the signal is stored, the session has its final batch,
+    and the report (its tree view) says "Ended by: SIGINT (Ctrl-C)"; no view says 'killed,
+    _exit or exec'.
+The flush interval is a minute: nothing is delivered before the signal but by the drain."""
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import unittest
+
+from harness import TEST_BIN_DIR, DaemonTestCase, client, report, start_job
+
+# Pushes COUNT ranges, says so, then waits to be interrupted. DISPOSITION: "default" (SIGINT's
+# SIG_DFL, set before the first NVTX call, so before the injector's session) or "python"
+# (Python's handler: KeyboardInterrupt, unhandled).
+PROGRAM = r"""
+import ctypes, os, signal, sys, time
+count, disposition = int(sys.argv[1]), sys.argv[2]
+if disposition == "default":
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+else:
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal
+lib = ctypes.CDLL(os.environ["NVTX_HELPER"])
+for _ in range(count):
+    lib.flopscope_test_push(b"work")
+    lib.flopscope_test_pop()
+print("recorded", count, flush=True)
+for _ in range(1200):
+    time.sleep(0.05)
+"""
+
+COUNT = 3000
+
+
+class SigintTest(DaemonTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.job = None
+        self.env = {"NVTX_HELPER": str(TEST_BIN_DIR / "libnvtx_pyhelper.so"),
+                    "FLOPSCOPE_FLUSH_MS": "60000"}
+
+    def tearDown(self):
+        if self.job is not None and self.job.poll() is None:
+            self.job.kill()
+            self.job.communicate()
+        super().tearDown()
+
+    def interrupt(self, job, disposition):
+        # Started from Python, so SIGINT is not SIG_IGN as in a shell's background job.
+        self.job = start_job(self.daemon.socket, job,
+                             [sys.executable, "-c", PROGRAM, str(COUNT), disposition],
+                             env=self.env)
+        ready, _, _ = select.select([self.job.stdout], [], [], 60)
+        self.assertTrue(ready, "the job never said it had recorded")
+        self.assertEqual(self.job.stdout.readline(), f"recorded {COUNT}\n")
+        self.job.send_signal(signal.SIGINT)
+        _, err = self.job.communicate(timeout=30)
+        # Still the death of SIGINT (a shell's 130), as without the injector.
+        self.assertEqual(self.job.returncode, -signal.SIGINT, err)
+        return err
+
+    def check_stored_and_named(self, job):
+        rep = report(self.daemon.socket, job)
+        calls = {m["path"]: m["calls"] for m in rep["modules"]}
+        self.assertEqual(calls.get("work"), COUNT, (rep["losses"], self.daemon.log()))
+        self.assertEqual(sum(rep["losses"].values()), 0, rep["losses"])
+        self.assertEqual(rep["sessions_without_final"], 0)  # the drain sent the final batch
+        tree = client(["report", job, "--format", "tree", "--socket", str(self.daemon.socket)])
+        self.assertEqual(tree.returncode, 0, tree.stderr)
+        self.assertIn("Ended by: SIGINT (Ctrl-C) 1 session", tree.stdout)
+        for listing in (["report", job], ["report", job, "--format", "tree"], ["jobs"],
+                        ["ranks", job]):
+            out = client([*listing, "--socket", str(self.daemon.socket)])
+            self.assertNotIn("killed, _exit or exec", out.stdout + out.stderr)
+
+    def test_sigint_with_its_default_disposition_is_drained_and_named(self):
+        self.daemon.start()  # no spool collector: the drain itself must deliver
+        self.interrupt("sigint-default", "default")
+        self.check_stored_and_named("sigint-default")
+
+    def test_keyboard_interrupt_left_unhandled_delivers_and_is_named(self):
+        self.daemon.start()
+        err = self.interrupt("sigint-python", "python")
+        self.assertIn("KeyboardInterrupt", err)  # Python's own way out is unchanged
+        self.check_stored_and_named("sigint-python")
+
+
+if __name__ == "__main__":
+    unittest.main()
