@@ -5,6 +5,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/job_id.h"
 #include "daemon/base/grpc_status.h"
 #include "daemon/base/logger.h"
@@ -360,6 +361,14 @@ absl::Status CheckStepWindow(const v1::ReportRequest& request, const StepRollup&
   }
   const std::string window = absl::StrCat(
       request.first_step(), ":", request.has_last_step() ? absl::StrCat(request.last_step()) : "");
+  if (!steps.unfinished_steps().empty()) {
+    // Its only steps did not finish: no figures for them, rather than none said.
+    return absl::InvalidArgumentError(absl::StrCat(
+        "job '", request.job_id(), "': steps ", window, " hold only steps that did not finish (",
+        absl::StrJoin(steps.unfinished_steps(), ", "),
+        ": the session ended inside the step, a crash or an exit mid-step), so there are no "
+        "figures for them"));
+  }
   return absl::InvalidArgumentError(absl::StrCat("job '", request.job_id(), "': steps ", window,
                                                  " are past the last step (its ranks have steps "
                                                  "0-",

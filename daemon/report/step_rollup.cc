@@ -46,6 +46,9 @@ void StepRollup::AddRank(int32_t rank, const RankStepFigures& figures, const Res
   uncounted_steps_ += figures.uncounted_steps;
   counted_in_window_ += figures.counted_steps.size();
   counted_steps_.insert(figures.counted_steps.begin(), figures.counted_steps.end());
+  unfinished_steps_.insert(figures.unfinished_steps.begin(), figures.unfinished_steps.end());
+  step_periods_ns_.insert(step_periods_ns_.end(), figures.step_periods_ns.begin(),
+                          figures.step_periods_ns.end());
   AddPhases(rank, figures, resolve);
   AddModules(figures, resolve);
 }
@@ -204,6 +207,8 @@ void StepRollup::FillWindow(v1::Report* report) const {
   window->set_last_step(last_step_);
   window->set_uncounted_steps(static_cast<uint32_t>(uncounted_steps_));
   for (int64_t step : counted_steps_) window->add_counted_steps(step);
+  for (int64_t step : unfinished_steps_) window->add_unfinished_steps(step);
+  if (!step_periods_ns_.empty()) SetLatency(step_periods_ns_, false, window->mutable_step_period());
 }
 
 }  // namespace flopscope::daemon

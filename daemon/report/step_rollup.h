@@ -21,7 +21,9 @@ struct StepTarget {
 // Merges the per-step figures of ranks (RankStepFigures) into the report: per module and per
 // phase, one sample per rank and step that ran it, the occurrences of its paths within the step
 // summed (a restarted rank's sessions and a phase's paths of one name add up); then the median,
-// min and max over the samples. Counted steps never get here (StepStatistics leaves them out).
+// min and max over the samples. Counted and unfinished steps never get here (StepStatistics
+// leaves them out); the window names them. The step-to-step period's samples are pooled over
+// the ranks likewise.
 //
 // A module's latency per step is its GPU busy time where it had kernels in the window, else its
 // CPU time (push to pop), as the report's totals take GPU time over CPU time.
@@ -52,6 +54,8 @@ class StepRollup {
   // The most steps a rank marks, and the steps (counted or not) of the window, over the ranks.
   int64_t steps_marked() const { return steps_marked_; }
   uint64_t steps_in_window() const { return uncounted_steps_ + counted_in_window_; }
+  // The steps of the window that did not finish on some rank (StepStatistics), ascending.
+  const std::set<int64_t>& unfinished_steps() const { return unfinished_steps_; }
 
  private:
   struct PassSamples {
@@ -101,6 +105,8 @@ class StepRollup {
   uint64_t uncounted_steps_ = 0;
   uint64_t counted_in_window_ = 0;
   std::set<int64_t> counted_steps_;
+  std::set<int64_t> unfinished_steps_;
+  std::vector<int64_t> step_periods_ns_;  // every rank's
 };
 
 }  // namespace flopscope::daemon

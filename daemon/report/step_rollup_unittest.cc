@@ -267,5 +267,32 @@ TEST(StepRollupTest, TheExpectedRankCountChangesNoFigure) {
   }
 }
 
+TEST(StepRollupTest, TheWindowNamesUnfinishedStepsAndPoolsTheStepPeriods) {
+  StepRollup rollup;
+  RankStepFigures rank0 = Window(1, 4, 3, {});
+  rank0.unfinished_steps = {4};
+  rank0.step_periods_ns = {100, 300, 200};
+  RankStepFigures rank1 = Window(1, 4, 4, {});
+  rank1.step_periods_ns = {400};
+  rollup.AddRank(0, rank0, Resolve);
+  rollup.AddRank(1, rank1, Resolve);
+  EXPECT_THAT(rollup.unfinished_steps(), ElementsAre(4));
+  v1::Report report;
+  rollup.FillWindow(&report);
+  EXPECT_THAT(report.steps().unfinished_steps(), ElementsAre(4));
+  EXPECT_EQ(report.steps().uncounted_steps(), 7u);
+  ASSERT_TRUE(report.steps().has_step_period());
+  EXPECT_EQ(report.steps().step_period().samples(), 4u);
+  EXPECT_EQ(report.steps().step_period().median_ns(), 250);
+  EXPECT_EQ(report.steps().step_period().min_ns(), 100);
+  EXPECT_EQ(report.steps().step_period().max_ns(), 400);
+  // No period sample (one step per rank): no period at all.
+  StepRollup lone;
+  lone.AddRank(0, Window(0, 0, 1, {}), Resolve);
+  v1::Report lone_report;
+  lone.FillWindow(&lone_report);
+  EXPECT_FALSE(lone_report.steps().has_step_period());
+}
+
 }  // namespace
 }  // namespace flopscope::daemon

@@ -1,6 +1,8 @@
 #include "daemon/report/step_statistics.h"
 
 #include <algorithm>
+#include <iterator>
+#include <optional>
 
 namespace flopscope::daemon {
 
@@ -39,7 +41,14 @@ void StepStatistics::Reserve(size_t occurrences) {
 
 void StepStatistics::AddPhase(int64_t sid, uint64_t path_id, const RangeOccurrence& occurrence,
                               bool is_step) {
-  if (is_step) steps_.push_back({occurrence.start_ns, occurrence.start_ns + occurrence.cpu_ns});
+  if (is_step) {
+    steps_.push_back({occurrence.start_ns, occurrence.start_ns + occurrence.cpu_ns});
+    step_starts_.push_back({occurrence.start_ns, sid});
+    const Key key{sid, path_id};
+    if (std::find(step_paths_.begin(), step_paths_.end(), key) == step_paths_.end()) {
+      step_paths_.push_back(key);
+    }
+  }
   if (occurrence.counted) {
     counted_moments_.push_back(occurrence.start_ns);
     return;
@@ -80,9 +89,66 @@ std::vector<bool> StepStatistics::CountedSteps(const StepIndex& index) const {
   return counted;
 }
 
+std::vector<int64_t> StepStatistics::SessionOfSteps(const StepIndex& index) const {
+  std::vector<int64_t> sessions(static_cast<size_t>(index.size()), -1);
+  size_t hint = 0;
+  std::vector<std::pair<int64_t, int64_t>> starts = step_starts_;
+  std::sort(starts.begin(), starts.end());
+  for (const auto& [start_ns, sid] : starts) {
+    const int64_t step = index.StepAt(start_ns, &hint);
+    if (step >= 0 && sessions[step] < 0) sessions[step] = sid;
+  }
+  return sessions;
+}
+
+std::vector<bool> StepStatistics::UnfinishedSteps(const StepIndex& index,
+                                                  const std::vector<bool>& counted) const {
+  const size_t steps = static_cast<size_t>(index.size());
+  std::vector<bool> unfinished(steps, false);
+  if (steps < 2) return unfinished;
+  // The phase paths that ran in each step, the step ranges themselves left out.
+  std::vector<std::vector<uint32_t>> phases_in(steps);
+  size_t hint = 0;
+  for (const Pending& pending : phases_) {
+    if (std::find(step_paths_.begin(), step_paths_.end(), paths_[pending.slot]) !=
+        step_paths_.end()) {
+      continue;
+    }
+    const int64_t step = index.StepAt(pending.occurrence.start_ns, &hint);
+    if (step >= 0) phases_in[step].push_back(pending.slot);
+  }
+  for (std::vector<uint32_t>& slots : phases_in) {
+    std::sort(slots.begin(), slots.end());
+    slots.erase(std::unique(slots.begin(), slots.end()), slots.end());
+  }
+  const std::vector<int64_t> sessions = SessionOfSteps(index);
+  for (size_t last = 0; last < steps; ++last) {
+    const bool last_of_session = last + 1 == steps || sessions[last + 1] != sessions[last];
+    if (!last_of_session || counted[last]) continue;
+    // What every other uncounted step of the session ran.
+    std::optional<std::vector<uint32_t>> every;
+    for (size_t step = last; step-- > 0 && sessions[step] == sessions[last];) {
+      if (counted[step]) continue;
+      if (!every) {
+        every = phases_in[step];
+        continue;
+      }
+      std::vector<uint32_t> both;
+      std::set_intersection(every->begin(), every->end(), phases_in[step].begin(),
+                            phases_in[step].end(), std::back_inserter(both));
+      every = std::move(both);
+    }
+    if (every && !std::includes(phases_in[last].begin(), phases_in[last].end(), every->begin(),
+                                every->end())) {
+      unfinished[last] = true;
+    }
+  }
+  return unfinished;
+}
+
 std::vector<PathStepFigures> StepStatistics::SumPerPath(const std::vector<Pending>& occurrences,
                                                         const StepIndex& index,
-                                                        const std::vector<bool>& counted,
+                                                        const std::vector<bool>& left_out,
                                                         const RankStepFigures& figures) const {
   std::vector<PathStepFigures> by_slot(paths_.size());
   std::vector<bool> seen(paths_.size(), false);
@@ -98,7 +164,8 @@ std::vector<PathStepFigures> StepStatistics::SumPerPath(const std::vector<Pendin
   for (const Pending& pending : occurrences) {
     const RangeOccurrence& occurrence = pending.occurrence;
     const int64_t step = has_steps ? index.StepAt(occurrence.start_ns, &step_hint) : -1;
-    if (step >= 0 && counted[step]) continue;  // replay-slowed, though not closed in the window
+    // Replay-slowed (though not closed in the window), or a step that did not finish.
+    if (step >= 0 && left_out[step]) continue;
     const bool in_window = step >= figures.first_step && step <= figures.last_step;
     if (figures.window_requested && !in_window) continue;
     PathStepFigures& path = by_slot[pending.slot];
@@ -136,6 +203,12 @@ RankStepFigures StepStatistics::Finish() {
             [](const PassSpan& a, const PassSpan& b) { return a.start_ns < b.start_ns; });
   const StepIndex index(std::move(steps_));
   const std::vector<bool> counted = CountedSteps(index);
+  const std::vector<bool> unfinished = UnfinishedSteps(index, counted);
+  std::vector<bool> left_out = counted;
+  for (size_t step = 0; step < left_out.size(); ++step) {
+    left_out[step] = counted[step] || unfinished[step];
+  }
+  const std::vector<int64_t> sessions = SessionOfSteps(index);
   RankStepFigures figures;
   figures.steps_marked = index.size();
   figures.window_requested = window_.has_value();
@@ -143,16 +216,24 @@ RankStepFigures StepStatistics::Finish() {
   figures.last_step = index.size() - 1;
   if (window_ && window_->last) figures.last_step = std::min(*window_->last, figures.last_step);
   for (int64_t step = figures.first_step; step <= figures.last_step; ++step) {
-    figures.window_step_ends_ns.push_back(index.at(step).end_ns);
     if (counted[step]) {
       figures.counted_steps.push_back(step);
-    } else {
-      ++figures.uncounted_steps;
+      figures.window_step_ends_ns.push_back(index.at(step).end_ns);
+      continue;
+    }
+    if (unfinished[step]) {
+      figures.unfinished_steps.push_back(step);
+      continue;
+    }
+    figures.window_step_ends_ns.push_back(index.at(step).end_ns);
+    ++figures.uncounted_steps;
+    if (step + 1 < index.size() && sessions[step + 1] == sessions[step]) {
+      figures.step_periods_ns.push_back(index.at(step + 1).start_ns - index.at(step).start_ns);
     }
   }
-  figures.phases = SumPerPath(phases_, index, counted, figures);
+  figures.phases = SumPerPath(phases_, index, left_out, figures);
   if (wants_modules() && index.size() > 0) {
-    figures.modules = SumPerPath(modules_, index, counted, figures);
+    figures.modules = SumPerPath(modules_, index, left_out, figures);
   }
   phases_.clear();
   modules_.clear();
@@ -160,6 +241,8 @@ RankStepFigures StepStatistics::Finish() {
   slots_.Clear();
   counted_moments_.clear();
   passes_.clear();
+  step_starts_.clear();
+  step_paths_.clear();
   return figures;
 }
 

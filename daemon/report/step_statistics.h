@@ -56,8 +56,14 @@ struct RankStepFigures {
   bool window_requested = false;
   int64_t first_step = 0;  // the window clipped to the rank's steps; none when first > last
   int64_t last_step = -1;
-  uint32_t uncounted_steps = 0;              // in the window
-  std::vector<int64_t> counted_steps;        // in the window, ascending
+  uint32_t uncounted_steps = 0;        // in the window, unfinished ones not included
+  std::vector<int64_t> counted_steps;  // in the window, ascending
+  // In the window, ascending: steps that did not finish (UnfinishedSteps), left out like counted
+  // ones.
+  std::vector<int64_t> unfinished_steps;
+  // Start of step N to start of step N+1 of the same session, for each finished, uncounted step
+  // N of the window that has one (the time between steps included).
+  std::vector<int64_t> step_periods_ns;
   std::vector<int64_t> window_step_ends_ns;  // end of each step of the window, in step order
   std::vector<PathStepFigures> phases;       // `flopscope`-domain paths (steps included)
   std::vector<PathStepFigures> modules;      // only for a requested window
@@ -65,8 +71,12 @@ struct RankStepFigures {
 
 // Places one rank's range occurrences in its steps and sums them per path and step, leaving out
 // every counted step: a step is counted when its own range, or any range placed in it, closed
-// inside a counter window (kernel replay serialised it). Pure, so the step math is unit-tested;
-// RankReader feeds it while streaming range_events.
+// inside a counter window (kernel replay serialised it). Unfinished steps are left out the same
+// way: the last step of a session that lacks a phase path (`forward`, `backward`, `optimizer`,
+// ...) which every other uncounted step of that session ran, as a step that crashed mid-forward
+// and was closed at exit (the torch hooks close what is open then) leaves it. A step range never
+// closed is no step at all (the injector counts it as UNCLOSED_RANGE). Pure, so the step math is
+// unit-tested; RankReader feeds it while streaming range_events.
 //
 // Phases always; modules only for a requested window (each of their occurrences is kept until
 // Finish, since a step's range closes after the ranges inside it). Without any step marked, each
@@ -102,8 +112,12 @@ class StepStatistics {
   uint32_t SlotOf(int64_t sid, uint64_t path_id);
   // Which steps are counted, by step number.
   std::vector<bool> CountedSteps(const StepIndex& index) const;
+  // Which steps did not finish, by step number (see the class comment); counted ones never.
+  std::vector<bool> UnfinishedSteps(const StepIndex& index, const std::vector<bool>& counted) const;
+  // The session of each step, by step number (that of its first range when ranges merged).
+  std::vector<int64_t> SessionOfSteps(const StepIndex& index) const;
   std::vector<PathStepFigures> SumPerPath(const std::vector<Pending>& occurrences,
-                                          const StepIndex& index, const std::vector<bool>& counted,
+                                          const StepIndex& index, const std::vector<bool>& left_out,
                                           const RankStepFigures& figures) const;
 
   std::optional<StepWindowRequest> window_;
@@ -111,6 +125,9 @@ class StepStatistics {
   static constexpr uint32_t kNoSlot = ~uint32_t{0};
   SessionPathTable<uint32_t> slots_{kNoSlot};  // the inverse
   std::vector<StepSpan> steps_;
+  // The session and start of every step range, and the (session, path) of the step ranges.
+  std::vector<std::pair<int64_t, int64_t>> step_starts_;  // (start_ns, sid)
+  std::vector<Key> step_paths_;
   std::vector<Pending> phases_;   // uncounted only
   std::vector<Pending> modules_;  // uncounted only, and only for a window
   // Where counted ranges (steps included) started: each marks the step holding it as counted.

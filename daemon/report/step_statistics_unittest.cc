@@ -256,5 +256,75 @@ TEST(StepStatisticsTest, ModuleOccurrencesSplitIntoForwardAndBackwardByTheirPass
   EXPECT_EQ(statistics.PassAt(steps[0].fwd_start - 1), Pass::kNone);  // spans cleared: none left
 }
 
+// Four steps of session 1, each with forward (path 8), backward (9) and optimizer (10) phases and
+// a module, and then a fifth step that crashed mid-forward: the torch hooks closed its `forward`
+// and its step at exit, so it has neither backward nor optimizer. Step starts are 10 us apart;
+// each step lasts 2 us (the rest is data loading).
+StepStatistics CrashedInFifthStep(std::optional<StepWindowRequest> window) {
+  StepStatistics statistics(window);
+  for (int64_t step = 0; step < 5; ++step) {
+    const int64_t start = 10'000 * (step + 1);
+    const bool crashed = step == 4;
+    statistics.AddPhase(1, 8, Range(start + 10, 500), false);
+    statistics.AddModule(1, 20, Range(start + 20, 400));
+    if (!crashed) {
+      statistics.AddPhase(1, 9, Range(start + 600, 1000), false);
+      statistics.AddPhase(1, 10, Range(start + 1700, 200), false);
+    }
+    // The crashed step was closed at exit, long after its forward.
+    statistics.AddPhase(1, 7, Range(start, crashed ? 90'000 : 2000), /*is_step=*/true);
+  }
+  return statistics;
+}
+
+TEST(StepStatisticsTest, TheLastStepOfASessionWithoutAPhaseEveryOtherStepRanDidNotFinish) {
+  RankStepFigures figures = CrashedInFifthStep(StepWindowRequest{1, std::nullopt}).Finish();
+  EXPECT_EQ(figures.steps_marked, 5);
+  EXPECT_THAT(figures.unfinished_steps, ElementsAre(4));
+  EXPECT_TRUE(figures.counted_steps.empty());
+  EXPECT_EQ(figures.uncounted_steps, 3u) << "steps 1-3: the unfinished step is left out";
+  const PathStepFigures* step = Find(figures.phases, 7);
+  ASSERT_NE(step, nullptr);
+  EXPECT_THAT(Buckets(*step), ElementsAre(1, 2, 3)) << "its 90 us step range enters no median";
+  const PathStepFigures* module = Find(figures.modules, 20);
+  ASSERT_NE(module, nullptr);
+  EXPECT_THAT(Buckets(*module), ElementsAre(1, 2, 3));
+  // Without a window too.
+  figures = CrashedInFifthStep(std::nullopt).Finish();
+  EXPECT_THAT(figures.unfinished_steps, ElementsAre(4));
+  EXPECT_THAT(Buckets(*Find(figures.phases, 7)), ElementsAre(0, 1, 2, 3));
+}
+
+TEST(StepStatisticsTest, StepsThatRanEveryPhaseFinishedAndAOneStepSessionCannotTell) {
+  RankStepFigures figures = FourSteps(std::nullopt).Finish();
+  EXPECT_TRUE(figures.unfinished_steps.empty());
+  StepStatistics lone(std::nullopt);
+  lone.AddPhase(1, 8, Range(110, 50), false);
+  lone.AddPhase(1, 7, Range(100, 900), true);
+  EXPECT_TRUE(lone.Finish().unfinished_steps.empty());
+  // A step ending a session early in a restarted rank: only its own session's steps count.
+  StepStatistics restarted(std::nullopt);
+  for (int64_t step = 0; step < 2; ++step) {
+    restarted.AddPhase(1, 8, Range(1000 * step + 10, 50), false);
+    restarted.AddPhase(1, 9, Range(1000 * step + 100, 50), false);
+    restarted.AddPhase(1, 7, Range(1000 * step, 500), true);
+  }
+  restarted.AddPhase(2, 8, Range(5010, 50), false);  // the new session's one step
+  restarted.AddPhase(2, 7, Range(5000, 500), true);
+  EXPECT_TRUE(restarted.Finish().unfinished_steps.empty());
+}
+
+TEST(StepStatisticsTest, TheStepPeriodRunsFromOneStepStartToTheNextInTheSameSession) {
+  RankStepFigures figures = CrashedInFifthStep(StepWindowRequest{1, std::nullopt}).Finish();
+  // Steps 1, 2 and 3 each have a next step 10 us later (step 4 started, though it did not
+  // finish); the unfinished step 4 has no period.
+  EXPECT_THAT(figures.step_periods_ns, ElementsAre(10'000, 10'000, 10'000));
+  StepStatistics two_sessions(std::nullopt);
+  two_sessions.AddPhase(1, 7, Range(0, 100), true);
+  two_sessions.AddPhase(1, 7, Range(300, 100), true);
+  two_sessions.AddPhase(2, 7, Range(9000, 100), true);  // a restart: no period across it
+  EXPECT_THAT(two_sessions.Finish().step_periods_ns, ElementsAre(300));
+}
+
 }  // namespace
 }  // namespace flopscope::daemon
