@@ -27,6 +27,7 @@ struct RanksOptions {
   std::optional<double> peak_tflops;  // overrides the peak table for MFU
   std::string precision;              // overrides the dominant precision for MFU
   double slow_pct = 5;  // a rank is flagged when its step is this much above the median
+  std::string steps;    // as ReportOptions.steps; "": report's default (warm-up left out)
 };
 absl::Status RanksCommand(const RanksOptions& options);
 

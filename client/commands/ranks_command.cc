@@ -27,10 +27,15 @@ struct RankAnswer {
 // Every rank's report in one streamed request; each becomes a profile as it arrives, so only one
 // rank's report is held at a time. In stream order (rank order).
 absl::StatusOr<std::vector<std::pair<int32_t, RankAnswer>>> StreamRankAnswers(
-    const DaemonClient& daemon, const std::string& job_id, const ProfileOptions& profile_options) {
+    const DaemonClient& daemon, const std::string& job_id, const ProfileOptions& profile_options,
+    const std::optional<StepWindow>& steps) {
   v1::ReportRequest request;
   request.set_job_id(job_id);
   request.set_omit_step_times(true);  // the listing draws no step's time
+  if (steps) {
+    request.set_first_step(steps->first);
+    if (steps->last) request.set_last_step(*steps->last);
+  }
   std::vector<std::pair<int32_t, RankAnswer>> answers;
   absl::Status status = daemon.GetRankReports(request, [&](v1::RankReport report) {
     RankAnswer& answer = answers.emplace_back(report.rank(), RankAnswer{}).second;
@@ -73,18 +78,49 @@ absl::StatusOr<std::vector<RankFigures>> FetchRankFigures(
     const ProfileOptions& profile_options, const StragglerOptions& straggler_options) {
   if (ranks.ranks_size() == 0) return std::vector<RankFigures>{};
   absl::StatusOr<std::vector<std::pair<int32_t, RankAnswer>>> answers =
-      StreamRankAnswers(daemon, ranks.ranks(0).job_id(), profile_options);
+      StreamRankAnswers(daemon, ranks.ranks(0).job_id(), profile_options, std::nullopt);
   if (!answers.ok()) return answers.status();
   return FiguresInOrder(ranks, *std::move(answers), straggler_options);
 }
 
+namespace {
+
+// The answers over the steps `report` takes (profile_commands.cc ChooseSteps): `asked`, else
+// from step 1 (step 0 is warm-up), else every step when no rank has a step 1, else the whole
+// run when no rank marks steps. A try fails when every rank's answer is a problem.
+absl::StatusOr<std::vector<std::pair<int32_t, RankAnswer>>> AnswersOverTheSteps(
+    const DaemonClient& daemon, const std::string& job_id, const ProfileOptions& profile_options,
+    const std::optional<StepWindow>& asked, std::string* note) {
+  if (asked) return StreamRankAnswers(daemon, job_id, profile_options, asked);
+  const std::vector<std::pair<std::optional<StepWindow>, const char*>> tries = {
+      {StepWindow{1, std::nullopt}, "step 0 left out as warm-up (--steps 0: keeps it)"},
+      {StepWindow{0, std::nullopt}, "one step marked: it is the whole profile (warm-up included)"},
+      {std::nullopt, "no step marked: figures are totals over the whole run"}};
+  absl::StatusOr<std::vector<std::pair<int32_t, RankAnswer>>> answers;
+  for (const auto& [window, why] : tries) {
+    answers = StreamRankAnswers(daemon, job_id, profile_options, window);
+    *note = why;
+    if (!answers.ok()) return answers.status();
+    const bool any_report = std::any_of(answers->begin(), answers->end(), [](const auto& answer) {
+      return answer.second.problem.empty();
+    });
+    if (any_report) break;
+  }
+  return answers;
+}
+
+}  // namespace
+
 absl::StatusOr<RankListing> FetchRankListing(const DaemonClient& daemon, const std::string& job_id,
                                              const ProfileOptions& profile_options,
-                                             const StragglerOptions& straggler_options) {
+                                             const StragglerOptions& straggler_options,
+                                             const std::optional<StepWindow>& steps) {
+  std::string steps_note;
   absl::StatusOr<std::vector<std::pair<int32_t, RankAnswer>>> answers =
-      StreamRankAnswers(daemon, job_id, profile_options);
+      AnswersOverTheSteps(daemon, job_id, profile_options, steps, &steps_note);
   if (!answers.ok()) return answers.status();
   RankListing listing;
+  listing.steps_note = std::move(steps_note);
   const bool described = std::all_of(answers->begin(), answers->end(),
                                      [](const auto& answer) { return answer.second.info; });
   if (described) {
@@ -116,11 +152,16 @@ absl::StatusOr<std::string> RenderRanksListing(const DaemonClient& daemon,
   }
   absl::StatusOr<ProfileOptions> profile_options = ProfileOptionsOf(options);
   if (!profile_options.ok()) return profile_options.status();
-  absl::StatusOr<RankListing> listing = FetchRankListing(daemon, options.job_id, *profile_options,
-                                                         {.threshold_pct = options.slow_pct});
+  absl::StatusOr<std::optional<StepWindow>> steps = ParseStepWindow(options.steps);
+  if (!steps.ok()) return steps.status();
+  absl::StatusOr<RankListing> listing = FetchRankListing(
+      daemon, options.job_id, *profile_options, {.threshold_pct = options.slow_pct}, *steps);
   if (!listing.ok()) return listing.status();
-  return options.format == "json" ? RenderRanksJson(listing->ranks, listing->figures)
-                                  : RenderRanksText(listing->ranks, listing->figures);
+  if (options.format == "json") return RenderRanksJson(listing->ranks, listing->figures);
+  // The steps said first, as `report` says them: every figure below is over them.
+  std::string text =
+      listing->steps_note.empty() ? "" : absl::StrCat("Steps: ", listing->steps_note, "\n");
+  return text + RenderRanksText(listing->ranks, listing->figures);
 }
 
 }  // namespace flopscope::client

@@ -80,6 +80,8 @@ class CountingQuery final : public v1::Query::Service {
                               grpc::ServerWriter<v1::RankReport>* writer) override {
     ++get_rank_reports;
     if (!request->omit_step_times()) ++step_times_asked;
+    first_step = request->has_first_step() ? request->first_step() : -1;
+    last_step = request->has_last_step() ? request->last_step() : -1;
     if (request->job_id() != kJob) return NotFound(request->job_id());
     for (int rank = 0; rank < ranks_; ++rank) {
       v1::RankReport answer;
@@ -101,6 +103,9 @@ class CountingQuery final : public v1::Query::Service {
   std::atomic<int> get_report{0};
   std::atomic<int> get_rank_reports{0};
   std::atomic<int> step_times_asked{0};  // requests without omit_step_times
+  // The last GetRankReports' step window (-1: not set).
+  std::atomic<int64_t> first_step{-1};
+  std::atomic<int64_t> last_step{-1};
   // Set before the calls: each report carries its RankInfo, as a daemon with RankReport.info
   // sends it; false answers as an older daemon.
   bool describe_ranks = false;
@@ -165,8 +170,8 @@ TEST_F(RanksCommandTest, ManyRanksAreListedWithOneRequestForTheirReports) {
   // The listing draws no step's time: asking for them would send ~130 kB a rank of a long job.
   EXPECT_EQ(service_.step_times_asked.load(), 0);
   const std::vector<std::string> lines = absl::StrSplit(*listing, '\n', absl::SkipEmpty());
-  // Header, rule, one line per rank, then the unreadable rank's reason.
-  ASSERT_EQ(lines.size(), static_cast<size_t>(kRanks) + 3) << *listing;
+  // The steps, header, rule, one line per rank, then the unreadable rank's reason.
+  ASSERT_EQ(lines.size(), static_cast<size_t>(kRanks) + 4) << *listing;
   EXPECT_EQ(lines.back(), absl::StrCat("Rank ", kUnreadableRank, ": no figures: job '", kJob,
                                        "' rank ", kUnreadableRank, ": file is not a database"));
 }
@@ -181,7 +186,7 @@ TEST_F(RanksCommandTest, ADaemonThatDescribesItsRanksAnswersTheListingInOneReque
   EXPECT_EQ(service_.list_ranks.load(), 0);  // each report carried its rank's listing
   EXPECT_EQ(service_.get_rank_reports.load(), 1);
   const std::vector<std::string> lines = absl::StrSplit(*listing, '\n', absl::SkipEmpty());
-  ASSERT_EQ(lines.size(), static_cast<size_t>(kRanks) + 3) << *listing;
+  ASSERT_EQ(lines.size(), static_cast<size_t>(kRanks) + 4) << *listing;
   // The same listing as from an older daemon, which is asked for the list as well.
   service_.describe_ranks = false;
   absl::StatusOr<std::string> asked_twice = RenderRanksListing(daemon, options);
@@ -189,7 +194,7 @@ TEST_F(RanksCommandTest, ADaemonThatDescribesItsRanksAnswersTheListingInOneReque
   EXPECT_EQ(service_.list_ranks.load(), 1);
   EXPECT_EQ(*asked_twice, *listing);
   // A rank's row shows its host, which only the RankInfo has.
-  EXPECT_TRUE(absl::StrContains(lines[2], "node-0")) << lines[2];
+  EXPECT_TRUE(absl::StrContains(lines[3], "node-0")) << lines[3];
 }
 
 TEST_F(RanksCommandTest, FiguresComeInRankOrderWithTheStragglerNamed) {
@@ -223,6 +228,26 @@ TEST_F(RanksCommandTest, AnUnknownJobFailsTheListing) {
   EXPECT_EQ(figures.status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(figures.status().message(), "job 'gone' not found");
   EXPECT_TRUE(FetchRankFigures(daemon, v1::ListRanksResponse(), {}, {})->empty());
+}
+
+// Issue 32: `ranks` took every step, warm-up included, where `report` leaves step 0 out.
+TEST_F(RanksCommandTest, TheListingTakesReportsStepsAndItsStepsOption) {
+  const DaemonClient daemon(socket_);
+  RanksOptions options;
+  options.job_id = kJob;
+  absl::StatusOr<std::string> listing = RenderRanksListing(daemon, options);
+  ASSERT_TRUE(listing.ok()) << listing.status();
+  EXPECT_EQ(service_.first_step.load(), 1) << "step 0 is warm-up, as in `report`";
+  EXPECT_EQ(service_.last_step.load(), -1);
+  EXPECT_TRUE(absl::StartsWith(*listing, "Steps: step 0 left out as warm-up")) << *listing;
+  options.steps = "2:3";
+  listing = RenderRanksListing(daemon, options);
+  ASSERT_TRUE(listing.ok()) << listing.status();
+  EXPECT_EQ(service_.first_step.load(), 2);
+  EXPECT_EQ(service_.last_step.load(), 3);
+  options.steps = "3:2";
+  EXPECT_EQ(RenderRanksListing(daemon, options).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -65,6 +65,6 @@ void CombineCountedFlops(const std::vector<Profile>& ranks, Profile& out);
 // Labels of the measured or estimated phase FLOPs.
 inline constexpr char kMeasuredForward[] = "measured: counted forward phase";
 inline constexpr char kMeasuredBackward[] = "measured: counted backward phase";
-inline constexpr char kBwdEstimate[] = "estimate: bwd flops = 2 x fwd flops, as DeepSpeed";
+inline constexpr char kBwdEstimate[] = "estimated: bwd flops = 2 x fwd flops, as DeepSpeed";
 
 }  // namespace flopscope::client

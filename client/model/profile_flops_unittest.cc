@@ -208,12 +208,13 @@ TEST(ProfileFlopsTest, WithoutACountedBackwardPhaseBwdIsTheEstimate) {
   EXPECT_DOUBLE_EQ(*profile.bwd_flops_per_gpu.value, 3000);
   EXPECT_EQ(profile.bwd_flops_per_gpu.note, kBwdEstimate);
   EXPECT_EQ(profile.bwd_flops_per_s.note, kBwdEstimate);
-  EXPECT_EQ(profile.fwd_bwd_flops_per_s.note, "estimate: bwd flops = 2 x fwd flops");
+  EXPECT_EQ(profile.fwd_bwd_flops_per_s.note,
+            "estimated: bwd flops = 2 x fwd flops (fwd flops measured)");
   // Without a counted forward phase either, fwd is the top-level modules' FLOPs.
   report.mutable_phases(1)->clear_flops();
   const Profile modules = BuildProfile(report, {});
   EXPECT_DOUBLE_EQ(*modules.fwd_flops_per_gpu.value, 4000);
-  EXPECT_EQ(modules.fwd_flops_per_gpu.note, "");
+  EXPECT_EQ(modules.fwd_flops_per_gpu.note, "measured");  // counted, though not by phase
 }
 
 TEST(ProfileFlopsTest, SummaryTextLabelsMeasuredFiguresAndListsPrecisions) {
@@ -228,7 +229,7 @@ TEST(ProfileFlopsTest, SummaryTextLabelsMeasuredFiguresAndListsPrecisions) {
            line("bwd FLOPS per GPU = bwd flops per GPU / bwd latency: ",
                 "1.25 MFLOPS  (measured: counted backward phase)"),
            line("fwd+bwd FLOPS per GPU = (fwd + bwd flops) / (fwd+bwd latency): ",
-                "1.33 MFLOPS  (measured bwd flops)"),
+                "1.33 MFLOPS  (measured)"),
            line("counted steps: ", "steps 3-4 on ranks 0-1 (set full, 3 passes, 2 unmatched)"),
            line("fp16 convention: ", "ncu-packed-half: fp16 = 2*hadd + 2*hmul + 4*hfma"),
        }) {

@@ -34,6 +34,7 @@ struct AnnouncedModule {
 struct Announced {
   std::optional<int64_t> batch_size;
   std::string precision;
+  std::string estimated_precision;  // `estimated_precision=<p>`: the dtype the estimate ran in
   absl::flat_hash_map<std::string, std::string> class_by_path;
   absl::flat_hash_map<std::string, double> flops_by_path;
   absl::flat_hash_map<std::string, double> macs_by_path;
@@ -95,6 +96,8 @@ Announced ReadMetadata(const Report& report) {
       if (absl::SimpleAtoi(entry.value(), &value) && value > 0) announced.batch_size = value;
     } else if (key == "precision") {
       announced.precision = absl::AsciiStrToLower(entry.value());
+    } else if (key == "estimated_precision") {
+      announced.estimated_precision = absl::AsciiStrToLower(entry.value());
     } else if (absl::StartsWith(key, "class ")) {
       announced.class_by_path[key.substr(6)] = entry.value();
     } else if (absl::StartsWith(key, "flops ")) {
@@ -158,6 +161,11 @@ StepScope StepScopeOf(const Report& report) {
   scope.uncounted_steps = report.steps().uncounted_steps();
   scope.counted_steps.assign(report.steps().counted_steps().begin(),
                              report.steps().counted_steps().end());
+  scope.unfinished_steps.assign(report.steps().unfinished_steps().begin(),
+                                report.steps().unfinished_steps().end());
+  if (report.steps().has_step_period() && report.steps().step_period().median_ns() > 0) {
+    scope.step_period_s = static_cast<double>(report.steps().step_period().median_ns()) / 1e9;
+  }
   return scope;
 }
 
@@ -525,6 +533,43 @@ std::optional<double> SumOverRoots(const std::vector<ModuleRow>& modules, Getter
   return sum;
 }
 
+// Where the summary's fwd flops come from: "measured" from a counted forward phase, else the
+// sources of the model's top-level rows joined ("measured + estimated" where they mix); "" when
+// there are none.
+std::string FwdFlopsSource(const Profile& profile) {
+  if (!profile.fwd_flops_per_gpu.value) return "";
+  if (absl::StartsWith(profile.fwd_flops_per_gpu.note, "measured")) return "measured";
+  bool seen[3] = {false, false, false};
+  const char* kSources[3] = {"measured", "announced", "estimated"};
+  const size_t end = profile.model_end == 0 ? profile.modules.size() : profile.model_end;
+  for (size_t i = 0; i < end && i < profile.modules.size(); ++i) {
+    const ModuleRow& row = profile.modules[i];
+    if (row.depth != 0 || row.path == kUnattributed) continue;
+    const std::string source = FlopsSourceOf(row);
+    for (int k = 0; k < 3; ++k) seen[k] = seen[k] || source == kSources[k];
+  }
+  std::vector<std::string> sources;
+  for (int k = 0; k < 3; ++k) {
+    if (seen[k]) sources.push_back(kSources[k]);
+  }
+  return absl::StrJoin(sources, " + ");
+}
+
+// The fwd flops and MACs per GPU say where they come from (a measured phase says so already).
+void TagFlopsSource(Profile& profile) {
+  const std::string& source = profile.fwd_flops_source;
+  for (Figure* figure : {&profile.fwd_flops_per_gpu, &profile.fwd_macs_per_gpu}) {
+    if (figure->value && figure->note.empty()) figure->note = source;
+  }
+}
+
+// "measured", "estimated; estimate: per GPU x mp_size, as DeepSpeed", or why there are none.
+std::string ModelFlopsNote(const std::string& source, const Figure& model) {
+  if (!model.value || source.empty()) return model.note;
+  if (model.note.empty() || absl::StartsWith(model.note, "measured")) return source;
+  return absl::StrCat(source, "; ", model.note);
+}
+
 void FillSummaryFigures(const Report& report, Profile& profile) {
   const int replica_ranks = RanksOfFirstReplica(report);
   const bool whole_replicas = replica_ranks == profile.mp_size &&
@@ -539,6 +584,8 @@ void FillSummaryFigures(const Report& report, Profile& profile) {
       profile.modules, [](const ModuleRow& row) { return row.macs; }, profile.model_end);
   if (!profile.fwd_macs_per_gpu.value) profile.fwd_macs_per_gpu.note = profile.flops_source;
   MeasurePhaseFlops(report, profile);
+  profile.fwd_flops_source = FwdFlopsSource(profile);
+  TagFlopsSource(profile);
 
   const char* model_note =
       whole_replicas || profile.mp_size == 1 ? "" : "estimate: per GPU x mp_size, as DeepSpeed";
@@ -550,6 +597,8 @@ void FillSummaryFigures(const Report& report, Profile& profile) {
       model->note = model_note;
     }
   }
+  profile.fwd_flops_of_model.note =
+      ModelFlopsNote(profile.fwd_flops_source, profile.fwd_flops_of_model);
 
   profile.fwd_latency_s = PhaseLatency(report, kForwardPhase);
   if (FindPhase(report, kForwardPhase) == nullptr) {
@@ -653,6 +702,25 @@ std::string FlopsSourceOf(const ModuleRow& row) {
   return row.flops_announced ? "announced" : "measured";
 }
 
+std::string MeasuredFlopsHint(const Profile& profile) {
+  const bool counted =
+      std::any_of(profile.modules.begin(), profile.modules.end(),
+                  [](const ModuleRow& row) { return FlopsSourceOf(row) == "measured"; });
+  if (counted || absl::StartsWith(profile.fwd_flops_per_gpu.note, "measured")) return "";
+  return absl::StrCat(
+      "none counted; for measured FLOPs start the job with FLOPSCOPE_COUNTERS=steps=3:4 "
+      "(hardware counters over steps 3-4, NVIDIA GPU), or run `flopscope profile ",
+      profile.job_id, " --count N` while it runs");
+}
+
+std::string UnfinishedStepsLine(const Profile& profile) {
+  const std::vector<int64_t>& steps = profile.step_scope.unfinished_steps;
+  if (steps.empty()) return "";
+  return absl::StrCat(steps.size() == 1 ? "step " : "steps ", StepList(steps),
+                      " did not finish (the session ended inside it: a crash or an exit "
+                      "mid-step): left out of every figure");
+}
+
 std::string ClassFromName(const std::string& name) {
   const size_t dot = name.find_last_of("._");
   if (dot == std::string::npos || dot == 0 || dot + 1 == name.size()) return name;
@@ -697,36 +765,43 @@ void DeriveFlopsRates(Profile& profile) {
   EstimateBwdFlops(profile);
   const Figure& bwd_flops = profile.bwd_flops_per_gpu;
   const bool measured = bwd_flops.note == kMeasuredBackward;
+  // Every FLOPS figure says where its flops come from (issue 32).
+  const std::string& source =
+      profile.fwd_flops_source.empty() ? std::string("unknown source") : profile.fwd_flops_source;
+  const std::string both_note =
+      measured ? (source == "measured" ? "measured"
+                                       : absl::StrCat(source, " fwd flops + measured bwd flops"))
+               : absl::StrCat("estimated: bwd flops = 2 x fwd flops (fwd flops ", source, ")");
   profile.fwd_flops_per_s = rate(fwd_flops, fwd, no_flops);
+  if (profile.fwd_flops_per_s.value) profile.fwd_flops_per_s.note = source;
   profile.bwd_flops_per_s = rate(bwd_flops.value, bwd, no_flops);
   if (profile.bwd_flops_per_s.value) profile.bwd_flops_per_s.note = bwd_flops.note;
   profile.fwd_bwd_flops_per_s =
       rate(fwd_flops && bwd_flops.value ? std::optional<double>(*fwd_flops + *bwd_flops.value)
                                         : std::nullopt,
            fwd && bwd ? std::optional<double>(*fwd + *bwd) : std::nullopt, no_flops);
-  if (profile.fwd_bwd_flops_per_s.value) {
-    profile.fwd_bwd_flops_per_s.note =
-        measured ? "measured bwd flops" : "estimate: bwd flops = 2 x fwd flops";
-  }
+  if (profile.fwd_bwd_flops_per_s.value) profile.fwd_bwd_flops_per_s.note = both_note;
   profile.fwd_bwd_step_flops_per_s =
       rate(fwd_flops && bwd_flops.value ? std::optional<double>(*fwd_flops + *bwd_flops.value)
                                         : std::nullopt,
            profile.iter_latency_s.value, no_flops);
+  if (profile.fwd_bwd_step_flops_per_s.value) profile.fwd_bwd_step_flops_per_s.note = both_note;
   DeriveModuleRates(profile);
 }
 
 // Samples per second as DeepSpeed's print_model_profile computes it: the batch size per GPU times
 // the world size (not dp_size: model-parallel ranks count too) over the iter latency.
+// The other one, samples_per_s_step_to_step, divides by the step-to-step period instead: what
+// the job achieved, the time between steps (data loading) included.
 void DeriveSamplesPerSecond(Profile& profile) {
-  const std::optional<double> iter = profile.iter_latency_s.value;
-  if (!profile.batch_size) {
-    profile.samples_per_s = {std::nullopt, "batch size not announced (batch_size=<n>)"};
-  } else if (!iter || *iter <= 0) {
-    profile.samples_per_s = {std::nullopt, "iter latency unknown"};
-  } else {
-    profile.samples_per_s = {static_cast<double>(*profile.batch_size) * profile.world_size / *iter,
-                             ""};
-  }
+  const auto samples = [&](const std::optional<double>& seconds, const char* unknown) -> Figure {
+    if (!profile.batch_size) return {std::nullopt, kBatchSizeUnknown};
+    if (!seconds || *seconds <= 0) return {std::nullopt, unknown};
+    return {static_cast<double>(*profile.batch_size) * profile.world_size / *seconds, ""};
+  };
+  profile.samples_per_s = samples(profile.iter_latency_s.value, "iter latency unknown");
+  profile.samples_per_s_step_to_step =
+      samples(profile.step_scope.step_period_s, "no step-to-step period (fewer than 2 steps)");
 }
 
 // The precision whose peak MFU divides by, and why it was chosen ("" when the user or the job
@@ -745,9 +820,15 @@ ChosenPrecision ChoosePrecision(const ProfileOptions& options, const Profile& pr
     return {*counted, absl::StrCat("the dominant counted precision (", dominant, ")")};
   }
   if (std::optional<Precision> announced = ParsePrecision(profile.precision)) {
-    return {*announced, ""};
+    return {*announced, "the announced precision"};
   }
-  return {Precision::kBf16, "assumed bf16 (announce precision=<p> or pass --precision)"};
+  if (std::optional<Precision> estimated = ParsePrecision(profile.estimated_precision)) {
+    return {*estimated, absl::StrCat("the precision the FLOPs were estimated in (",
+                                     profile.estimated_precision, ")")};
+  }
+  return {Precision::kBf16,
+          "assumed bf16: no precision counted, estimated or announced (announce precision=<p> "
+          "or pass --precision)"};
 }
 
 // MFU: fwd+bwd FLOPS per GPU over the peak of the chosen precision (--peak-tflops, else the
@@ -794,6 +875,7 @@ Profile BuildProfile(const Report& report, const ProfileOptions& options,
   const Announced announced = ReadMetadata(report);
   profile.batch_size = announced.batch_size;
   profile.precision = announced.precision;
+  profile.estimated_precision = announced.estimated_precision;
   profile.step_scope = StepScopeOf(report);
   const PhaseStats* step = FindPhase(report, kStepRange);
   // Uncounted steps: the daemon keeps counted ones out of the module totals too.
@@ -826,7 +908,7 @@ Profile BuildProfile(const Report& report, const ProfileOptions& options,
   FillSummaryFigures(report, profile);
   if (model_figures_measured) {
     profile.params_of_model.note.clear();
-    profile.fwd_flops_of_model.note.clear();
+    profile.fwd_flops_of_model.note = profile.fwd_flops_source;
   }
   DeriveRates(options, profile);
   return profile;

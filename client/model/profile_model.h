@@ -71,6 +71,12 @@ inline constexpr char kUnattributed[] = "<unattributed>";
 
 inline constexpr double kAnnouncedFlopsTolerance = 0.10;
 
+// Why there is no batch size, and the three ways to give one (the torch hooks find none when the
+// model is called with keyword arguments only: `model(**batch)`).
+inline constexpr char kBatchSizeUnknown[] =
+    "batch size not announced: set FLOPSCOPE_BATCH_SIZE=<n>, call "
+    "flopscope_torch.announce_batch_size(n) or mark batch_size=<n>";
+
 struct ModuleRow {
   std::string path;
   std::string name;
@@ -124,6 +130,10 @@ struct StepScope {
   int64_t last_step = -1;
   uint64_t uncounted_steps = 0;        // summed over the ranks included
   std::vector<int64_t> counted_steps;  // counter windows: left out of every latency
+  // Steps that did not finish (the session ended inside them): left out of every figure.
+  std::vector<int64_t> unfinished_steps;
+  // Median start of step N to start of step N+1 (the time between steps included), when known.
+  std::optional<double> step_period_s;
 };
 
 struct Profile {
@@ -151,6 +161,14 @@ struct Profile {
   Figure fwd_bwd_step_flops_per_s;  // 3 * fwd flops / iter latency (DeepSpeed's FLOPS per GPU)
   Figure fwd_flops_per_s, bwd_flops_per_s, fwd_bwd_flops_per_s;
   Figure samples_per_s, mfu;
+  // batch size x world size over the step-to-step period (StepScope.step_period_s): what the
+  // job achieved, data loading between steps included, beside DeepSpeed's samples_per_s.
+  Figure samples_per_s_step_to_step;
+  // Where the fwd flops come from: "measured", "announced", "estimated" or several joined by
+  // " + "; "" when there are none. Every FLOPs figure of the summary carries it.
+  std::string fwd_flops_source;
+  // The dtype the torch hooks' estimate ran in (`estimated_precision=<p>`), "" when not said.
+  std::string estimated_precision;
   // The one-GPU peak MFU divides by, when known.
   std::optional<double> peak_flops_per_s;
   std::string device;  // first device name seen, empty when none
@@ -198,6 +216,13 @@ std::string MergedSessionsLine(const Profile& profile);
 // Where a module's `flops` come from: "measured" (counted), "announced", "estimated" (the
 // torch hooks' estimate), or "" when it has none.
 std::string FlopsSourceOf(const ModuleRow& row);
+
+// One line on how to get measured FLOPs when none were counted (FLOPSCOPE_COUNTERS at the job's
+// start, or `flopscope profile JOB --count N` while it runs); "" when some were.
+std::string MeasuredFlopsHint(const Profile& profile);
+
+// "steps 4 did not finish ..." when some step of the window did not finish; "" otherwise.
+std::string UnfinishedStepsLine(const Profile& profile);
 
 // The class name fallback: "layer.3" -> "layer", "Qwen2DecoderLayer_13" (Kineto) ->
 // "Qwen2DecoderLayer", "0" -> "0".

@@ -547,5 +547,116 @@ TEST(ProfileModelTest, NonFiniteAnnouncementsAreIgnored) {
   EXPECT_FALSE(absl::StrContains(RenderSummary(profile), "inf")) << RenderSummary(profile);
 }
 
+// Issue 32: figures that misled without a word.
+
+// The summary line `label`, as RenderSummary / RenderAdditions print it (70 columns, 2 blanks).
+std::string SummaryLine(const std::string& text, const std::string& label) {
+  const size_t at = text.find("\n" + label);
+  if (at == std::string::npos) return "";
+  const size_t end = text.find('\n', at + 1);
+  return text.substr(at + 1, end - at - 1);
+}
+
+// BERT with its model FLOPs estimated by the torch hooks instead of counted, as on a run
+// without FLOPSCOPE_COUNTERS: every FLOPs figure says "estimated" and the additions say how to
+// get measured ones.
+TEST(ProfileModelTest, EveryFlopsFigureSaysWhereItsFlopsComeFrom) {
+  Report report = BertLargeReport();
+  report.mutable_modules(0)->clear_flops();
+  Announce(&report, "estimated_flops BertForPreTrainingPreLN", "6279860000000");
+  const Profile estimated = BuildProfile(report, {});
+  const std::string text = RenderSummary(estimated) + RenderAdditions(estimated);
+  for (const char* label :
+       {"fwd MACs per GPU: ", "fwd flops per GPU: ", "fwd flops of model = ",
+        "fwd FLOPS per GPU = ", "bwd FLOPS per GPU = ", "fwd+bwd FLOPS per GPU = ",
+        "FLOPS per GPU = 3 * fwd flops", "bwd flops per GPU: "}) {
+    EXPECT_TRUE(absl::StrContains(SummaryLine(text, label), "estimated")) << label << "\n" << text;
+  }
+  const std::string hint = SummaryLine(text, "measured flops: ");
+  EXPECT_TRUE(absl::StrContains(hint, "FLOPSCOPE_COUNTERS=steps=")) << text;
+  EXPECT_TRUE(absl::StrContains(hint, "flopscope profile bert --count N")) << text;
+
+  // Counted: "measured", and no hint.
+  const Profile counted = BuildProfile(BertLargeReport(), {});
+  const std::string counted_text = RenderSummary(counted) + RenderAdditions(counted);
+  for (const char* label :
+       {"fwd flops per GPU: ", "fwd flops of model = ", "fwd FLOPS per GPU = "}) {
+    EXPECT_TRUE(absl::StrContains(SummaryLine(counted_text, label), "(measured)")) << label << "\n"
+                                                                                   << counted_text;
+  }
+  EXPECT_EQ(SummaryLine(counted_text, "measured flops: "), "") << counted_text;
+
+  // Announced by the framework.
+  Report announced_report = BertLargeReport();
+  announced_report.mutable_modules(0)->clear_flops();
+  Announce(&announced_report, "flops BertForPreTrainingPreLN", "6279860000000");
+  const Profile announced = BuildProfile(announced_report, {});
+  EXPECT_TRUE(absl::StrContains(SummaryLine(RenderSummary(announced), "fwd flops per GPU: "),
+                                "(announced)"))
+      << RenderSummary(announced);
+}
+
+TEST(ProfileModelTest, UnfinishedStepsAreSaidInOneLine) {
+  Report report = BertLargeReport();
+  flopscope::v1::StepWindow* steps = report.mutable_steps();
+  steps->set_first_step(1);
+  steps->set_last_step(4);
+  steps->set_uncounted_steps(3);
+  steps->add_unfinished_steps(4);
+  const Profile profile = BuildProfile(report, {});
+  const std::string line = SummaryLine(RenderAdditions(profile), "unfinished steps: ");
+  EXPECT_TRUE(absl::StrContains(line, "step 4 did not finish")) << RenderAdditions(profile);
+  EXPECT_TRUE(absl::StrContains(line, "left out of every figure")) << line;
+  EXPECT_EQ(SummaryLine(RenderAdditions(BuildProfile(BertLargeReport(), {})), "unfinished"), "");
+}
+
+// DeepSpeed's samples/s divides by the iter latency (fwd + bwd + step); the time between steps
+// (data loading) is in the step-to-step period only.
+TEST(ProfileModelTest, SamplesPerSecondOverTheStepToStepPeriodStandsBesideDeepSpeeds) {
+  Report report = BertLargeReport();
+  report.mutable_steps()->set_uncounted_steps(3);
+  flopscope::v1::StepLatency* period = report.mutable_steps()->mutable_step_period();
+  period->set_samples(3);
+  period->set_median_ns(250'000'000);  // 184.73 ms of iter latency, the rest data loading
+  const Profile profile = BuildProfile(report, {});
+  ASSERT_TRUE(profile.samples_per_s_step_to_step.value.has_value());
+  EXPECT_DOUBLE_EQ(*profile.samples_per_s_step_to_step.value, 80 / 0.25);
+  const std::string additions = RenderAdditions(profile);
+  EXPECT_TRUE(absl::StrContains(
+      SummaryLine(additions, "samples/second over the step-to-step period: "), "320.0"))
+      << additions;
+  EXPECT_TRUE(absl::StrContains(SummaryLine(additions, "step-to-step period"), "250 ms"))
+      << additions;
+  // DeepSpeed's own figure is untouched.
+  EXPECT_TRUE(absl::StrContains(SummaryLine(RenderSummary(profile), "samples/second: "), "433.07"));
+}
+
+// An fp32 model whose FLOPs the torch hooks estimated: MFU against the fp32 peak, said so.
+TEST(ProfileModelTest, MfuUsesThePrecisionTheFlopsWereEstimatedIn) {
+  Report report = BertLargeReport();
+  report.clear_metadata();
+  Announce(&report, "batch_size", "80");
+  report.mutable_modules(0)->clear_flops();
+  Announce(&report, "estimated_flops BertForPreTrainingPreLN", "6279860000000");
+  Announce(&report, "estimated_precision", "fp32");
+  const Profile profile = BuildProfile(report, {});
+  EXPECT_EQ(profile.precision, "fp32");
+  ASSERT_TRUE(profile.mfu.value.has_value()) << profile.mfu.note;
+  EXPECT_TRUE(absl::StrContains(profile.mfu.note, "fp32")) << profile.mfu.note;
+  EXPECT_TRUE(absl::StrContains(profile.mfu.note, "estimated")) << profile.mfu.note;
+  EXPECT_FALSE(absl::StrContains(profile.mfu.note, "assumed")) << profile.mfu.note;
+}
+
+TEST(ProfileModelTest, AnUnknownBatchSizeNamesFlopscopeBatchSize) {
+  Report report = BertLargeReport();
+  report.clear_metadata();
+  const Profile profile = BuildProfile(report, {});
+  const std::string text = RenderSummary(profile);
+  EXPECT_TRUE(absl::StrContains(SummaryLine(text, "batch size per GPU: "), "FLOPSCOPE_BATCH_SIZE"))
+      << text;
+  EXPECT_TRUE(absl::StrContains(SummaryLine(text, "samples/second: "), "FLOPSCOPE_BATCH_SIZE"))
+      << text;
+}
+
 }  // namespace
 }  // namespace flopscope::client

@@ -235,6 +235,18 @@ std::string OutsideTheModel(const Profile& profile) {
   return "\nOutside the model (not part of its 100 %):\n" + out;
 }
 
+// The step-to-step period (start of a step to the start of the next, the time between steps
+// included) and the samples per second over it, beside DeepSpeed's over the iter latency.
+std::string StepToStepLines(const Profile& profile) {
+  const std::optional<double>& period = profile.step_scope.step_period_s;
+  std::string out = Line("step-to-step period (start to next start, median): ",
+                         period ? DurationToString(*period)
+                                : "-  (fewer than two steps in a session, or none marked)");
+  absl::StrAppend(&out, Line("samples/second over the step-to-step period: ",
+                             Shown(profile.samples_per_s_step_to_step, PythonFloat)));
+  return out;
+}
+
 }  // namespace
 
 std::string RenderSummary(const Profile& profile) {
@@ -262,8 +274,7 @@ std::string RenderSummary(const Profile& profile) {
   absl::StrAppend(&out, Line("model parallel size: ", absl::StrCat(profile.mp_size)));
   absl::StrAppend(&out, Line("batch size per GPU: ",
                              profile.batch_size ? absl::StrCat(*profile.batch_size)
-                                                : "-  (not announced: flopscope_torch."
-                                                  "announce_batch_size(n) or batch_size=<n>)"));
+                                                : absl::StrCat("-  (", kBatchSizeUnknown, ")")));
   absl::StrAppend(&out, Line("params per GPU: ", Shown(profile.params_per_gpu, Params)));
   absl::StrAppend(&out, Line("params of model = params per GPU * mp_size: ",
                              Shown(profile.params_of_model, Params)));
@@ -424,9 +435,13 @@ std::string RenderAdditions(const Profile& profile) {
     absl::StrAppend(&out, Line("ranks: ", partial));
   }
   if (!profile.warmup_note.empty()) absl::StrAppend(&out, Line("steps: ", profile.warmup_note));
+  if (std::string unfinished = UnfinishedStepsLine(profile); !unfinished.empty()) {
+    absl::StrAppend(&out, Line("unfinished steps: ", unfinished));
+  }
   absl::StrAppend(&out, Line("latencies: ", profile.latency_basis));
   absl::StrAppend(&out, Line("step range (measured, median per step): ",
                              Shown(profile.measured_step_range_s, Duration)));
+  absl::StrAppend(&out, StepToStepLines(profile));
   absl::StrAppend(&out, Line("MFU = fwd+bwd FLOPS per GPU / peak: ",
                              Shown(profile.mfu, [](double v) { return RoundedG(100 * v) + "%"; })));
   absl::StrAppend(
@@ -438,6 +453,9 @@ std::string RenderAdditions(const Profile& profile) {
                      : profile.device));
   absl::StrAppend(&out, GpuStatusLines(profile));
   absl::StrAppend(&out, Line("flops: ", profile.flops_source));
+  if (std::string hint = MeasuredFlopsHint(profile); !hint.empty()) {
+    absl::StrAppend(&out, Line("measured flops: ", hint));
+  }
   absl::StrAppend(&out, Line("bwd flops per GPU: ", Shown(profile.bwd_flops_per_gpu, Number)));
   if (std::none_of(profile.modules.begin(), profile.modules.end(),
                    [](const ModuleRow& row) { return row.flops.has_value(); })) {
