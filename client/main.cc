@@ -109,7 +109,9 @@ void AddRun(CLI::App& app, CommandLine& line) {
   line.run = app.add_subcommand(
       "run",
       "Run CMD under the injector; its exit status is flopscope's. Options after CMD are "
-      "CMD's own");
+      "CMD's own. FLOPs are estimated (--torch) or announced unless counted: for measured "
+      "FLOPs start CMD with FLOPSCOPE_COUNTERS=steps=3:4 in its environment (hardware counters "
+      "over steps 3-4), or run `flopscope profile JOB --count N` while it runs");
   line.run->add_option("--job", line.run_options.job_id,
                        "job id (default: FLOPSCOPE_JOB_ID, SLURM_JOB_ID, TORCHELASTIC_RUN_ID, "
                        "else <cmd>-<YYYYmmdd-HHMMSS>-<pid>); a second run under the id of a "
@@ -201,6 +203,9 @@ void AddRanks(CLI::App& app, CommandLine& line) {
       "MFU against this peak instead of the device's datasheet peak");
   line.ranks->add_option("--precision", options.precision,
                          "MFU against this precision's peak (fp64 fp32 tf32 bf16 fp16 fp8)");
+  line.ranks->add_option("--steps", options.steps,
+                         "A:B, A:, :B or A, as in `report --steps`: each rank's medians per step "
+                         "over those steps (default 1:, step 0 being warm-up, as `report`)");
 }
 
 void AddDiff(CLI::App& app, CommandLine& line) {
