@@ -151,6 +151,40 @@ TEST_F(CliTest, ReportUsageErrorsExitWithTwo) {
   EXPECT_EQ(Flopscope({"--help"}).exit_code, 0);
 }
 
+TEST_F(CliTest, HelpListsTheCommandsOrShowsOnesOptions) {
+  const ProcessResult top = Flopscope({"help"});
+  EXPECT_EQ(top.exit_code, 0) << top.err;
+  EXPECT_NE(top.out.find("counters"), std::string::npos) << top.out;
+  EXPECT_NE(top.out.find("help"), std::string::npos) << top.out;
+  const ProcessResult counters = Flopscope({"help", "counters"});
+  EXPECT_EQ(counters.exit_code, 0) << counters.err;
+  EXPECT_NE(counters.out.find("--list-chips"), std::string::npos) << counters.out;
+  const ProcessResult bogus = Flopscope({"help", "bogus"});
+  EXPECT_EQ(bogus.exit_code, 2);
+  EXPECT_NE(bogus.err.find("unknown command 'bogus'"), std::string::npos) << bogus.err;
+  EXPECT_NE(bogus.err.find("commands: run, jobs, report"), std::string::npos) << bogus.err;
+}
+
+TEST_F(CliTest, AnUnknownCommandIsNamedWithTheNearestOne) {
+  const ProcessResult bogus = Flopscope({"bogus"});
+  EXPECT_EQ(bogus.exit_code, 2);
+  EXPECT_NE(bogus.err.find("unknown command 'bogus'"), std::string::npos) << bogus.err;
+  EXPECT_EQ(bogus.err.find("subcommand is required"), std::string::npos) << bogus.err;
+  const ProcessResult typo = Flopscope({"reprot", "demo"});
+  EXPECT_EQ(typo.exit_code, 2);
+  EXPECT_NE(typo.err.find("did you mean 'report'?"), std::string::npos) << typo.err;
+}
+
+TEST_F(CliTest, CountersTakesAProductNameForItsChip) {
+  const ProcessResult h100 = Flopscope({"counters", "--chip", "H100"});
+  if (h100.err.find("without CUPTI") != std::string::npos ||
+      h100.err.find("libcupti") != std::string::npos) {
+    GTEST_SKIP() << "no CUPTI here: " << h100.err;
+  }
+  EXPECT_EQ(h100.exit_code, 0) << h100.err;
+  EXPECT_NE(h100.out.find("chip GH100"), std::string::npos) << h100.out;
+}
+
 class CliWithDaemonTest : public CliTest {
  protected:
   CliWithDaemonTest() : server_(Jobs(), testing::CpuOnlyReport()) {}

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "absl/time/clock.h"
+#include "client/commands/command_names.h"
 #include "client/commands/counter_window_command.h"
 #include "client/commands/counters_command.h"
 #include "client/commands/embedded_run.h"
@@ -267,7 +269,9 @@ void AddCounters(CLI::App& app, CommandLine& line) {
       "counters",
       "The hardware counters counted on a chip and their cost in replay passes, from CUPTI's "
       "Profiler Host API (no GPU needed; libcupti: $FLOPSCOPE_CUPTI_PATH, else the toolkit's)");
-  line.counters->add_option("--chip", options.chip, "chip name, e.g. GH100 (see --list-chips)");
+  line.counters->add_option("--chip", options.chip,
+                            "chip, as CUPTI names it (GH100; see --list-chips) or as the product "
+                            "is sold (H100, H200, A100, B200, L40S, RTX 4090, ...)");
   line.counters
       ->add_option("--set", options.set, "full (default) or cheap (2 passes, no tensor FLOPs)")
       ->check(CLI::IsMember({"full", "cheap"}));
@@ -359,6 +363,52 @@ std::vector<std::string> SplitOffRunCommand(const std::vector<std::string>& args
   return args;
 }
 
+// The first argument that is no global option (--help, --version): the command word, or "".
+std::string CommandWord(const std::vector<std::string>& args) {
+  for (size_t i = 1; i < args.size(); ++i) {
+    if (!args[i].empty() && args[i][0] == '-') continue;
+    return args[i];
+  }
+  return "";
+}
+
+std::vector<std::string> CommandNames(const CLI::App& app) {
+  std::vector<std::string> names;
+  for (const CLI::App* command : app.get_subcommands([](const CLI::App*) { return true; })) {
+    names.push_back(command->get_name());
+  }
+  return names;
+}
+
+// `flopscope help [CMD]` (what `flopscope --help` or `flopscope CMD --help` print, exit 0), or a
+// command word that names no command (exit 2, named, with the nearest). nullopt when CLI11
+// should parse: a known command, or no command word at all (--help, --version, nothing).
+std::optional<int> AnswerHelpOrUnknown(CLI::App& app, const std::vector<std::string>& args) {
+  const std::string word = CommandWord(args);
+  if (word.empty()) return std::nullopt;
+  const std::vector<std::string> names = CommandNames(app);
+  if (word != "help") {
+    if (std::find(names.begin(), names.end(), word) != names.end()) return std::nullopt;
+    std::cerr << "flopscope: " << client::UnknownCommandMessage(word, names) << "\n";
+    return kUsageExit;
+  }
+  std::vector<std::string> after_help(std::find(args.begin(), args.end(), "help"), args.end());
+  const std::string topic = CommandWord(after_help);  // its [0] is "help" itself, skipped
+  if (topic.empty()) {
+    const bool own_help = std::find_if(after_help.begin(), after_help.end(), [](const auto& arg) {
+                            return arg == "--help" || arg == "-h";
+                          }) != after_help.end();
+    std::cout << (own_help ? app.get_subcommand("help")->help() : app.help());
+    return 0;
+  }
+  if (std::find(names.begin(), names.end(), topic) == names.end()) {
+    std::cerr << "flopscope: " << client::UnknownCommandMessage(topic, names) << "\n";
+    return kUsageExit;
+  }
+  std::cout << app.get_subcommand(topic)->help();
+  return 0;
+}
+
 // Prints a failed command's error; returns the exit status for `status` (0 when OK).
 int Fail(const absl::Status& status) {
   if (status.ok()) return 0;
@@ -439,7 +489,11 @@ int main(int argc, char** argv) {
   AddExport(app, line);
   AddPrune(app, line);
 
+  // Answered before CLI11 parses (AnswerHelpOrUnknown); registered to be listed.
+  app.add_subcommand("help", "List the commands, or with CMD show CMD's options: help [CMD]");
+  app.footer("`flopscope help CMD` (or CMD --help) shows a command's options.");
   std::vector<std::string> args = SplitOffRunCommand({argv, argv + argc}, line);
+  if (std::optional<int> answered = AnswerHelpOrUnknown(app, args)) return *answered;
   std::vector<char*> cli_argv;
   for (std::string& arg : args) cli_argv.push_back(arg.data());
   try {

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <vector>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "client/commands/chip_names.h"
 #include "client/text/text_table.h"
 #include "common/flop_formulas.h"
 #include "common/json/json_writer.h"
@@ -182,12 +182,29 @@ std::string PlanText(const counters::MetricPlan& plan, const std::vector<MetricR
   return text;
 }
 
+// --chip as CUPTI names it: a chip name in any case, or a product (H100 -> GH100, chip_names.h).
+// INVALID_ARGUMENT, listing what is accepted, for a name that is neither.
+absl::StatusOr<std::string> ResolveChip(const Cupti& cupti, const std::string& name) {
+  counters::MetricPlanner planner(cupti.api);
+  std::vector<std::string> chips;
+  std::string error;
+  if (!planner.SupportedChips(&chips, &error)) return absl::InternalError(error);
+  std::string chip = ChipForName(name, chips);
+  if (!chip.empty()) return chip;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "chip '", name, "' is not known; accepted: the chips of this CUPTI (",
+      absl::StrJoin(chips, ", "), ") or a product name (", ChipAliasList(),
+      "), in any case, spaces and dashes ignored; see flopscope counters --list-chips"));
+}
+
 absl::StatusOr<std::string> RenderPlan(const Cupti& cupti, const CountersOptions& options) {
   counters::MetricSetKind kind = counters::MetricSetKind::kFull;
   if (!counters::ParseMetricSetKind(options.set, &kind)) {
     return absl::InvalidArgumentError(absl::StrCat("--set '", options.set, "' is not known"));
   }
-  const std::string chip = absl::AsciiStrToUpper(options.chip);
+  absl::StatusOr<std::string> resolved = ResolveChip(cupti, options.chip);
+  if (!resolved.ok()) return resolved.status();
+  const std::string& chip = *resolved;
   counters::MetricPlanner planner(cupti.api);
   counters::MetricPlan plan;
   std::string error;

@@ -11,7 +11,7 @@ namespace flopscope::client {
 // `flopscope counters`: which hardware counters the injector collects on a chip and what they
 // cost, answered by CUPTI's Profiler Host API on this machine (no GPU needed).
 struct CountersOptions {
-  std::string chip;          // --chip, e.g. GH100 (case-insensitive)
+  std::string chip;          // --chip, e.g. GH100 or H100 (chip_names.h)
   std::string set = "full";  // --set full|cheap
   std::string format = "text";
   bool list_chips = false;  // --list-chips
@@ -19,9 +19,10 @@ struct CountersOptions {
 };
 
 // The listing for `options`. INVALID_ARGUMENT (exit 2) for a bad --set/--format, for neither or
-// both of --chip/--list-chips, and for a chip with no metric set (the message lists the chips
-// that have one); FAILED_PRECONDITION when libcupti cannot be loaded (or this build has no
-// CUPTI); INTERNAL when CUPTI fails to plan a chip it should know.
+// both of --chip/--list-chips, for a name that is no chip nor product (the message lists both),
+// and for a chip with no metric set (the message lists the chips that have one);
+// FAILED_PRECONDITION when libcupti cannot be loaded (or this build has no CUPTI); INTERNAL when
+// CUPTI fails to plan a chip it should know.
 absl::StatusOr<std::string> RenderCounters(const CountersOptions& options);
 
 // RenderCounters written to `out`.

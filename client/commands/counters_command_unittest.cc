@@ -90,6 +90,28 @@ TEST(CountersCommandTest, UnknownChipIsTheUsersToFixAndListsTheChipsThatWork) {
   EXPECT_TRUE(absl::StrContains(text.status().message(), "--list-chips")) << text.status();
 }
 
+TEST(CountersCommandTest, ProductNamesAreTheirChips) {
+  for (const char* name : {"H100", "h200", "NVIDIA H100"}) {
+    absl::StatusOr<std::string> text = RenderCounters(Chip(name));
+    ASSERT_TRUE(text.ok()) << name << ": " << text.status();
+    EXPECT_TRUE(absl::StrContains(*text, "chip GH100 (family GH100)")) << *text;
+  }
+  absl::StatusOr<std::string> ada = RenderCounters(Chip("RTX 4090"));
+  ASSERT_TRUE(ada.ok()) << ada.status();
+  EXPECT_TRUE(absl::StrContains(*ada, "chip AD102")) << *ada;
+}
+
+TEST(CountersCommandTest, ANameOfNothingListsTheChipsAndTheProductNames) {
+  absl::StatusOr<std::string> text = RenderCounters(Chip("H1000"));
+  ASSERT_FALSE(text.ok());
+  EXPECT_EQ(text.status().code(), absl::StatusCode::kInvalidArgument);
+  const std::string message(text.status().message());
+  EXPECT_TRUE(absl::StrContains(message, "chip 'H1000' is not known")) << message;
+  EXPECT_TRUE(absl::StrContains(message, "GA10B")) << message;  // a chip of this CUPTI
+  EXPECT_TRUE(absl::StrContains(message, "H100, H200")) << message;
+  EXPECT_TRUE(absl::StrContains(message, "B200, GB200 -> GB100")) << message;
+}
+
 TEST(CountersCommandTest, BadOptionsAreInvalidArguments) {
   CountersOptions neither;
   EXPECT_EQ(RenderCounters(neither).status().code(), absl::StatusCode::kInvalidArgument);

@@ -1,15 +1,21 @@
 #!/usr/bin/env python3
-"""Every command-line option the programs take is documented and shown (issue 14 item 7).
+"""Every command-line option the programs take is documented and shown (issue 14 item 7, issue
+32 item 5).
 
 The code registers its options with CLI11 (`add_option("--steps", ...)`, `add_flag(...)`,
 `add_option_function<T>(...)`): in client/main.cc per subcommand (`line.report->add_option`), in
-daemon/server/daemon_options.cc for flopscoped. For each option this checks that
-  1. README.md, or a docs/ page README.md links to, names it as `--name` (or `-x` for a short
-     option without a long name);
+daemon/server/daemon_options.cc for flopscoped. The subcommands are those `flopscope --help`
+lists (the importer is `flopscope import`; it has no program of its own). For each option, the
+registered ones and every one `--help` shows, this checks that
+  1. docs/cli.md's section of its program or subcommand (`## flopscope SUB ...`, `## flopscoped`)
+     names it as `--name` (or `-x` for a short option without a long name), and that every
+     subcommand has such a section;
   2. `--help` of its program or subcommand shows it (CLI11 lists what was registered, so this
      catches an option registered on the wrong subcommand or hidden by a missing group);
-  3. the other way round, every `flopscope SUB ... --name` that README shows in a code block is an
-     option `flopscope SUB --help` lists (stale docs, such as an old spelling that is now refused).
+  3. the other way round, every option a docs/cli.md section's table names in its first column
+     is one its program's or subcommand's `--help` lists, and so is every `flopscope SUB ...
+     --name` that README shows in a code block (stale docs, such as an old spelling that is now
+     refused).
 Environment variables the help text names (`$FLOPSCOPE_...`) must be in README too. Defaults that
 depend on the machine (the socket path) are never compared as text.
 
@@ -33,6 +39,10 @@ HELP_OPTION = re.compile(r"^\s{2}(-[\w-]+(?:,--[\w-]+)?)\b", re.M)
 ENV_IN_HELP = re.compile(r"\$(FLOPSCOPE_[A-Z0-9_]+)")
 DOC_LINK = re.compile(r"\]\((docs/[\w./-]+\.md)\)")
 USAGE_LINE = re.compile(r"^\s*flopscope (\w+)\b(.*)$", re.M)
+SUBCOMMANDS_BLOCK = re.compile(r"^Subcommands:\n((?:  .*\n?)+)", re.M)
+CLI_SECTION = re.compile(r"^## (flopscoped|flopscope (\w+))\b.*$", re.M)
+TABLE_FIRST_CELL = re.compile(r"^\|([^|\n]*)\|", re.M)
+DAEMON = "flopscoped"  # the key of flopscoped's section among the subcommands'
 
 
 def option_names(spec):
@@ -85,6 +95,34 @@ def documentation(root):
     return "\n".join(pages)
 
 
+def listed_subcommands(top_help):
+    """The subcommands `flopscope --help` lists."""
+    block = SUBCOMMANDS_BLOCK.search(top_help)
+    if not block:
+        return []
+    return [line.split()[0] for line in block.group(1).splitlines() if line.strip()]
+
+
+def cli_sections(root):
+    """{subcommand or 'flopscoped': its docs/cli.md section's text}."""
+    text = (root / "docs" / "cli.md").read_text()
+    heads = list(CLI_SECTION.finditer(text))
+    sections = {}
+    for i, head in enumerate(heads):
+        end = heads[i + 1].start() if i + 1 < len(heads) else len(text)
+        key = DAEMON if head.group(1) == DAEMON else head.group(2)
+        sections[key] = sections.get(key, "") + text[head.start():end]
+    return sections
+
+
+def table_options(section):
+    """The options a section's table names in its first column (`--server HOST:PORT`, ...)."""
+    names = set()
+    for cell in TABLE_FIRST_CELL.findall(section):
+        names.update(re.findall(r"(?<![\w-])(--[A-Za-z][\w-]*|-[A-Za-z])(?![\w-])", cell))
+    return names
+
+
 def help_text(program, *args):
     result = subprocess.run([str(program), *args, "--help"], capture_output=True, text=True,
                             timeout=30)
@@ -95,6 +133,14 @@ def shown_options(text):
     names = set()
     for spec in HELP_OPTION.findall(text):
         names.add(shown_name(option_names(spec)))
+    return names
+
+
+def help_names(text):
+    """Every spelling --help shows, short names and aliases included ('-o', '--tcp', '--listen')."""
+    names = set()
+    for spec in HELP_OPTION.findall(text):
+        names.update(option_names(spec))
     return names
 
 
@@ -113,28 +159,44 @@ def readme_usage(readme):
     return used
 
 
+def check_program(label, where_of, help_output, section, problems):
+    """Options of one program or subcommand against its --help and its docs/cli.md section."""
+    shown = shown_options(help_output)
+    if section is None:
+        problems.append(f"docs/cli.md has no section for {label} (`## {label} ...`)")
+        section = ""
+    for name in sorted(set(where_of) | shown - {"--help"}):
+        where = where_of.get(name, f"{label} --help")
+        if not documented(name, section):
+            problems.append(f"{where}: {label} {name} is not in docs/cli.md's {label} section")
+        if name in where_of and name not in shown:
+            problems.append(f"{where}: {label} --help does not show {name}")
+    for name in sorted(table_options(section) - help_names(help_output) - {"--help"}):
+        problems.append(f"docs/cli.md: {label} {name} is documented but {label} --help has "
+                        f"no {name}")
+
+
 def check(root, build):
     problems = []
     docs = documentation(root)
+    sections = cli_sections(root)
     helps = {}
     flopscope, flopscoped = build / "bin" / "flopscope", build / "bin" / "flopscoped"
-    for sub, options in sorted(registered_client_options(root).items()):
+    registered = registered_client_options(root)
+    subcommands = listed_subcommands(help_text(flopscope))
+    if not subcommands:
+        problems.append("flopscope --help lists no subcommands")
+    for sub in sorted(set(subcommands) | set(registered)):
         helps[sub] = help_text(flopscope, sub)
-        shown = shown_options(helps[sub])
-        for name, where in sorted(options.items()):
-            if not documented(name, docs):
-                problems.append(f"{where}: flopscope {sub} {name} is not in README.md "
-                                f"(or a docs/ page it links to)")
-            if name not in shown:
-                problems.append(f"{where}: flopscope {sub} --help does not show {name}")
+        if sub not in subcommands:
+            problems.append(f"client/main.cc: flopscope --help does not list {sub}")
+        check_program(f"flopscope {sub}", registered.get(sub, {}), helps[sub], sections.get(sub),
+                      problems)
+    for sub in sorted(set(sections) - set(helps) - {DAEMON}):
+        problems.append(f"docs/cli.md: a section for `flopscope {sub}`, which is no subcommand")
     daemon_help = help_text(flopscoped)
-    daemon_shown = shown_options(daemon_help)
-    for name, where in sorted(registered_daemon_options(root).items()):
-        if not documented(name, docs):
-            problems.append(f"{where}: flopscoped {name} is not in README.md "
-                            f"(or a docs/ page it links to)")
-        if name not in daemon_shown:
-            problems.append(f"{where}: flopscoped --help does not show {name}")
+    check_program(DAEMON, registered_daemon_options(root), daemon_help, sections.get(DAEMON),
+                  problems)
     for sub, names in sorted(readme_usage((root / "README.md").read_text()).items()):
         if sub not in helps:
             continue  # not a subcommand (prose), or one README names that no longer exists
