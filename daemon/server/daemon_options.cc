@@ -91,7 +91,7 @@ int64_t TaskLimit() {
 void AddPeerBoundFlags(CLI::App& app, DaemonOptions* options) {
   app.add_option("--max-threads", options->max_threads,
                  "the most threads the daemon serves calls on; streams get all but a reserve "
-                 "kept for queries (default: 1024, or 3/4 of a lower task limit: the cgroup's "
+                 "kept for queries (default: 4096, or 3/4 of a lower task limit: the cgroup's "
                  "pids.max, RLIMIT_NPROC)")
       ->check(CLI::Range(32, 1 << 16));
   app.add_option("--max-streams-per-uid", options->max_streams_per_uid,
