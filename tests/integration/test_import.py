@@ -91,7 +91,8 @@ class ImportTest(DaemonTestCase):
             self.assertEqual(row["kernels"], len(complete_events(trace, "kernel")))
         text = client(["ranks", "tworank", "--socket", str(self.daemon.socket)])
         self.assertEqual(text.returncode, 0, text.stderr)
-        self.assertEqual(len(text.stdout.strip().splitlines()), 2 + len(traces), text.stdout)
+        # The steps line (which steps the figures cover), the header, its rule, one row a rank.
+        self.assertEqual(len(text.stdout.strip().splitlines()), 3 + len(traces), text.stdout)
 
     def test_module_tree_of_a_transformer(self):
         self.daemon.start()
