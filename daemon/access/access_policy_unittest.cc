@@ -240,6 +240,22 @@ TEST(PeerLimitsTest, StreamsAreBoundedPerUidAndInAll) {
   EXPECT_EQ(limits.streams(), 3);
 }
 
+TEST(PeerLimitsTest, QueriesInFlightAreBoundedPerUidButNotForRoot) {
+  PeerLimitOptions options;
+  options.max_queries_per_uid = 2;
+  PeerLimits limits(options);
+  std::vector<std::unique_ptr<PeerLimits::Slot>> held;
+  for (int i = 0; i < 2; ++i) held.push_back(*limits.AdmitQuery(Peer(kMallory)));
+  const absl::Status third = limits.AdmitQuery(Peer(kMallory)).status();
+  EXPECT_TRUE(absl::IsResourceExhausted(third)) << third;
+  EXPECT_THAT(third.message(), HasSubstr("--max-queries-per-uid"));
+  EXPECT_TRUE(limits.AdmitQuery(Peer(kAlice)).ok()) << "another user is not held back";
+  for (int i = 0; i < 5; ++i) held.push_back(*limits.AdmitQuery(Peer(0)));
+  EXPECT_EQ(limits.streams(), 0) << "queries are not streams";
+  held.erase(held.begin());  // a query answered: its place is free again
+  EXPECT_TRUE(limits.AdmitQuery(Peer(kMallory)).ok());
+}
+
 TEST_F(AccessControlTest, JobsListedBeforeOwnersBelongToTheDaemonsUser) {
   // A job the catalog held before version 3 (no owner row).
   ASSERT_TRUE(catalog_->SessionConnected(fixtures::Hello("old-job", 0, "s"), 1).ok());

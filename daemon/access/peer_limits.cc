@@ -5,9 +5,9 @@
 
 namespace flopscope::daemon {
 
-PeerLimits::StreamSlot::~StreamSlot() { limits_->Release(per_uid_, uid_); }
+PeerLimits::Slot::~Slot() { limits_->Release(*this); }
 
-absl::StatusOr<std::unique_ptr<PeerLimits::StreamSlot>> PeerLimits::AdmitStream(
+absl::StatusOr<std::unique_ptr<PeerLimits::Slot>> PeerLimits::AdmitStream(
     const PeerIdentity& caller) {
   // A forwarded stream counts against the total only (its node counted it per uid).
   const bool per_uid = !caller.node_daemon && caller.forwarded_by.empty();
@@ -23,14 +23,30 @@ absl::StatusOr<std::unique_ptr<PeerLimits::StreamSlot>> PeerLimits::AdmitStream(
   }
   ++streams_;
   if (per_uid) ++streams_by_uid_[caller.uid];
-  return std::unique_ptr<StreamSlot>(new StreamSlot(this, per_uid, caller.uid));
+  return std::unique_ptr<Slot>(new Slot(this, Slot::Kind::kStream, per_uid, caller.uid));
 }
 
-void PeerLimits::Release(bool per_uid, uid_t uid) {
+absl::StatusOr<std::unique_ptr<PeerLimits::Slot>> PeerLimits::AdmitQuery(
+    const PeerIdentity& caller) {
+  const bool per_uid = caller.uid != 0;
   absl::MutexLock lock(&mu_);
-  --streams_;
-  if (!per_uid) return;
-  if (--streams_by_uid_[uid] <= 0) streams_by_uid_.erase(uid);
+  if (per_uid && queries_by_uid_[caller.uid] >= options_.max_queries_per_uid) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("uid ", caller.uid, " has ", queries_by_uid_[caller.uid],
+                     " queries in flight, the most one user may (flopscoped "
+                     "--max-queries-per-uid): try again when they are answered"));
+  }
+  if (per_uid) ++queries_by_uid_[caller.uid];
+  return std::unique_ptr<Slot>(new Slot(this, Slot::Kind::kQuery, per_uid, caller.uid));
+}
+
+void PeerLimits::Release(const Slot& slot) {
+  absl::MutexLock lock(&mu_);
+  if (slot.kind_ == Slot::Kind::kStream) --streams_;
+  if (!slot.per_uid_) return;
+  absl::flat_hash_map<uid_t, int>& by_uid =
+      slot.kind_ == Slot::Kind::kStream ? streams_by_uid_ : queries_by_uid_;
+  if (--by_uid[slot.uid_] <= 0) by_uid.erase(slot.uid_);
 }
 
 absl::Status PeerLimits::AdmitNewJob(uid_t uid, absl::Time now) {

@@ -72,6 +72,8 @@ grpc::Status QueryService::PruneJobs(grpc::ServerContext* context, const v1::Pru
                                      v1::PruneResponse* response) {
   absl::StatusOr<PeerIdentity> caller = access_->Identify(*context);
   if (!caller.ok()) return ToGrpcStatus(caller.status());
+  absl::StatusOr<std::unique_ptr<PeerLimits::Slot>> slot = AdmitQuery(*context);
+  if (!slot.ok()) return ToGrpcStatus(slot.status());
   absl::StatusOr<v1::PruneResponse> answer = Prune(*caller, *request);
   if (!answer.ok()) return ToGrpcStatus(answer.status());
   *response = *std::move(answer);

@@ -32,9 +32,19 @@ std::string FormatRankList(std::vector<int32_t> ranks) {
   return out;
 }
 
+absl::StatusOr<std::unique_ptr<PeerLimits::Slot>> QueryService::AdmitQuery(
+    const grpc::ServerContext& context) const {
+  if (limits_ == nullptr) return nullptr;
+  absl::StatusOr<PeerIdentity> caller = access_->Identify(context);
+  if (!caller.ok()) return nullptr;
+  return limits_->AdmitQuery(*caller);
+}
+
 grpc::Status QueryService::ListJobs(grpc::ServerContext* context, const v1::ListJobsRequest*,
                                     v1::ListJobsResponse* response) {
   QuerySpans spans("ListJobs", "");
+  absl::StatusOr<std::unique_ptr<PeerLimits::Slot>> slot = AdmitQuery(*context);
+  if (!slot.ok()) return ToGrpcStatus(slot.status());
   // Only the jobs the caller may read; a caller with no identity (plain TCP) sees none.
   absl::StatusOr<PeerIdentity> caller = access_->Identify(*context);
   if (!caller.ok()) return grpc::Status::OK;
@@ -63,6 +73,8 @@ grpc::Status QueryService::ListRanks(grpc::ServerContext* context,
                                      const v1::ListRanksRequest* request,
                                      v1::ListRanksResponse* response) {
   QuerySpans spans("ListRanks", request->job_id());
+  absl::StatusOr<std::unique_ptr<PeerLimits::Slot>> slot = AdmitQuery(*context);
+  if (!slot.ok()) return ToGrpcStatus(slot.status());
   if (absl::Status s = access_->CheckJobAccess(*context, request->job_id(), Access::kRead);
       !s.ok()) {
     return ToGrpcStatus(s);
@@ -78,6 +90,8 @@ grpc::Status QueryService::ListRanks(grpc::ServerContext* context,
 grpc::Status QueryService::GetReport(grpc::ServerContext* context, const v1::ReportRequest* request,
                                      v1::Report* response) {
   QuerySpans spans("GetReport", request->job_id());
+  absl::StatusOr<std::unique_ptr<PeerLimits::Slot>> slot = AdmitQuery(*context);
+  if (!slot.ok()) return ToGrpcStatus(slot.status());
   if (absl::Status s = access_->CheckJobAccess(*context, request->job_id(), Access::kRead);
       !s.ok()) {
     return ToGrpcStatus(s);
@@ -97,6 +111,8 @@ grpc::Status QueryService::GetRankReports(grpc::ServerContext* context,
                                           const v1::ReportRequest* request,
                                           grpc::ServerWriter<v1::RankReport>* writer) {
   QuerySpans spans("GetRankReports", request->job_id());
+  absl::StatusOr<std::unique_ptr<PeerLimits::Slot>> slot = AdmitQuery(*context);
+  if (!slot.ok()) return ToGrpcStatus(slot.status());
   if (absl::Status s = access_->CheckJobAccess(*context, request->job_id(), Access::kRead);
       !s.ok()) {
     return ToGrpcStatus(s);

@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "daemon/access/access_policy.h"
+#include "daemon/access/peer_limits.h"
 #include "daemon/catalog/catalog.h"
 #include "daemon/query/query_spans.h"
 #include "daemon/query/range_row_cache.h"
@@ -73,6 +74,9 @@ class QueryService final : public v1::Query::Service {
   // Who may read which job (daemon/access/access_policy.h; required: set before serving). Every RPC
   // checks it first; ListJobs lists only the jobs the caller may read.
   void SetAccessControl(const AccessControl* access) { access_ = access; }
+  // How many queries one user may have in flight (peer_limits.h); set before serving, may stay
+  // null (no limit).
+  void SetLimits(PeerLimits* limits) { limits_ = limits; }
   // Where the records waiting in spool files are counted (spooled_records.h): listings and
   // reports say they wait instead of counting them lost. Set before serving; may stay null.
   void SetSpooledRecords(SpooledRecordsSource source) { spooled_ = std::move(source); }
@@ -106,6 +110,11 @@ class QueryService final : public v1::Query::Service {
                                  const std::function<bool(v1::TraceChunk)>& emit);
 
  private:
+  // The caller's place among its queries in flight, held until the handler returns: null for a
+  // caller with no identity (the handler's access check refuses it) or without limits;
+  // RESOURCE_EXHAUSTED beyond --max-queries-per-uid.
+  absl::StatusOr<std::unique_ptr<PeerLimits::Slot>> AdmitQuery(
+      const grpc::ServerContext& context) const;
   // The job's ranks, or the error for an unknown or malformed job id.
   absl::StatusOr<std::vector<v1::RankInfo>> RanksOf(const std::string& job_id);
   // The ranks `request` names (all when none), or NOT_FOUND naming the one the job lacks.
@@ -123,6 +132,7 @@ class QueryService final : public v1::Query::Service {
   const std::string data_dir_;
   Catalog* catalog_;
   const AccessControl* access_ = nullptr;
+  PeerLimits* limits_ = nullptr;
   JobPruner* pruner_ = nullptr;
   SpooledRecordsSource spooled_;
   ReaderPool readers_{ReaderPool::CapacityForFileLimit()};

@@ -37,6 +37,8 @@ v1::TraceChunk ProblemChunk(int32_t rank, const absl::Status& problem) {
 
 grpc::Status QueryService::GetTrace(grpc::ServerContext* context, const v1::TraceRequest* request,
                                     grpc::ServerWriter<v1::TraceChunk>* writer) {
+  absl::StatusOr<std::unique_ptr<PeerLimits::Slot>> slot = AdmitQuery(*context);
+  if (!slot.ok()) return ToGrpcStatus(slot.status());
   // The same read permission as every report of the job (daemon/access/access_policy.h).
   if (absl::Status s = access_->CheckJobAccess(*context, request->job_id(), Access::kRead);
       !s.ok()) {

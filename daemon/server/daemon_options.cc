@@ -102,6 +102,10 @@ void AddPeerBoundFlags(CLI::App& app, DaemonOptions* options) {
                  "the most new jobs one user may create per minute (default 120; root and "
                  "forwarded jobs are not limited); 0: no limit")
       ->check(CLI::Range(0, 1 << 20));
+  app.add_option("--max-queries-per-uid", options->max_queries_per_uid,
+                 "the most queries (jobs, report, ranks, export, prune) one user may have in "
+                 "flight at once (default 32; root is not limited)")
+      ->check(CLI::Range(1, 1 << 20));
   app.add_option_function<double>(
          "--hello-timeout-s", [options](double s) { options->hello_timeout = absl::Seconds(s); },
          "a stream that sends no hello within this many seconds is ended (default 10)")

@@ -50,6 +50,7 @@ struct DaemonOptions {
   int max_threads = 0;
   int max_streams_per_uid = 256;
   int max_new_jobs_per_minute = 120;  // 0: no limit
+  int max_queries_per_uid = 32;       // queries one user may have in flight (root: no limit)
   // A stream must send its hello within this, then a message at least every stream_idle_timeout
   // (daemon/ingest/stream_watchdog.h).
   absl::Duration hello_timeout = absl::Seconds(10);
@@ -120,7 +121,7 @@ absl::StatusOr<std::string> LoopbackTcpAddress(absl::string_view address,
 // Registers --data-dir, --socket, --tcp, --insecure-loopback-tcp, --tls-cert, --tls-key,
 // --tls-ca, --log-level, --metrics, --metrics-max-ranks, --max-disk, --disk-check-period-s,
 // --upstream, --outbox-max-mb, --upstream-drain-s, --report-cache-mb, --nice, --max-threads,
-// --max-streams-per-uid, --max-new-jobs-per-minute, --hello-timeout-s and
+// --max-streams-per-uid, --max-new-jobs-per-minute, --max-queries-per-uid, --hello-timeout-s and
 // --stream-idle-timeout-s.
 void AddDaemonFlags(CLI::App& app, DaemonOptions* options, std::string* log_level);
 

@@ -61,7 +61,7 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(const DaemonOp
   daemon->peers_ = std::make_unique<PeerRegistry>();
   daemon->limits_ = std::make_unique<PeerLimits>(
       PeerLimitOptions{MaxStreams(daemon->options_.max_threads), options.max_streams_per_uid,
-                       options.max_new_jobs_per_minute});
+                       options.max_new_jobs_per_minute, options.max_queries_per_uid});
   daemon->access_ =
       std::make_unique<AccessControl>(daemon->peers_.get(), daemon->catalog_.get(),
                                       MakeAccessRules(options.admin_group), daemon->limits_.get());
@@ -71,6 +71,7 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(const DaemonOp
   daemon->collector_->SetLimits(daemon->limits_.get());
   daemon->collector_->SetWatchdog(daemon->watchdog_.get());
   daemon->query_->SetAccessControl(daemon->access_.get());
+  daemon->query_->SetLimits(daemon->limits_.get());
   daemon->profiling_->SetAccessControl(daemon->access_.get());
   if (absl::Status s = daemon->StartForwarding(); !s.ok()) return s;
   daemon->StartPruner();
