@@ -121,8 +121,12 @@ class PoolSigtermTest(DaemonTestCase):
               f"{rep['sessions_without_final']} sessions without a final batch; "
               f"{elapsed:.2f} s with the injector (load {os.getloadavg()[0]:.1f})")
         self.assertEqual(calls.get("parent"), COUNT, rep["losses"])
-        # Stored + counted lost == produced, exactly: nothing lost silently.
-        self.assertEqual(stored + lost, 5 * COUNT, (rep["losses"], self.daemon.log()))
+        # Stored + counted lost == produced: nothing lost silently. A worker killed before its
+        # transport started is charged what it made, its drain's `process.end_signal` record
+        # included (a record it made, not a range): at most one more per charged session.
+        charged = self.daemon.log().count(" records made, no spool) to job ")
+        extra = stored + lost - 5 * COUNT
+        self.assertTrue(0 <= extra <= charged, (extra, charged, rep["losses"], self.daemon.log()))
 
     def test_a_spawn_pool_terminated_by_its_with_block_loses_nothing_silently(self):
         self.run_pool("spawn")
