@@ -225,7 +225,7 @@ TEST_F(AccessControlTest, NewJobsPerMinuteAreBoundedPerUser) {
 
 TEST(PeerLimitsTest, StreamsAreBoundedPerUidAndInAll) {
   PeerLimits limits(PeerLimitOptions{/*max_streams=*/4, /*max_streams_per_uid=*/2, 0});
-  std::vector<std::unique_ptr<PeerLimits::StreamSlot>> held;
+  std::vector<std::unique_ptr<PeerLimits::Slot>> held;
   for (int i = 0; i < 2; ++i) held.push_back(*limits.AdmitStream(Peer(kMallory)));
   const absl::Status third = limits.AdmitStream(Peer(kMallory)).status();
   EXPECT_TRUE(absl::IsResourceExhausted(third)) << third;

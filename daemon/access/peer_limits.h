@@ -57,7 +57,6 @@ class PeerLimits {
     const bool per_uid_;
     const uid_t uid_;
   };
-  using StreamSlot = Slot;
 
   // A slot for a stream of `caller` (the connection's identity, before any forwarding), or
   // RESOURCE_EXHAUSTED naming the limit reached. A node daemon's streams count in the total only.

@@ -100,10 +100,9 @@ grpc::Status CollectorService::Serve(grpc::ServerContext* context, ServerStream*
   absl::StatusOr<PeerIdentity> caller = access_->IdentifyWriter(*context);
   if (!caller.ok()) return ToGrpcStatus(caller.status());
   // Its place among the streams one peer may hold, kept until the stream ends (peer_limits.h).
-  std::unique_ptr<PeerLimits::StreamSlot> slot;
+  std::unique_ptr<PeerLimits::Slot> slot;
   if (limits_ != nullptr) {
-    absl::StatusOr<std::unique_ptr<PeerLimits::StreamSlot>> admitted =
-        limits_->AdmitStream(*caller);
+    absl::StatusOr<std::unique_ptr<PeerLimits::Slot>> admitted = limits_->AdmitStream(*caller);
     if (!admitted.ok()) {
       LogWarning("refused a stream from ", DescribePeer(*caller), ": ",
                  admitted.status().message());

@@ -313,9 +313,9 @@ class ForwardingTest(DaemonTestCase):
                                             self.aggregator.log())), 1, self.aggregator.log())
 
 
-class UpstreamDrainTest(DaemonTestCase):
-    """--upstream-drain-s, for node daemons that never start again on their data dir (a Slurm
-    job's, deploy/slurm): SIGTERM keeps forwarding until the outbox is empty, for so long."""
+class NodeAndAggregatorCase(DaemonTestCase):
+    """A node daemon and an aggregator, each in a directory of its own, both stopped at the end
+    (a stopped aggregator is continued first, so that it can stop)."""
 
     def setUp(self):
         super().setUp()
@@ -326,10 +326,17 @@ class UpstreamDrainTest(DaemonTestCase):
 
     def tearDown(self):
         try:
-            self.aggregator.stop()
+            if self.aggregator.process is not None and self.aggregator.process.poll() is None:
+                self.aggregator.process.send_signal(signal.SIGCONT)
             self.node.stop()
+            self.aggregator.stop()
         finally:
             super().tearDown()
+
+
+class UpstreamDrainTest(NodeAndAggregatorCase):
+    """--upstream-drain-s, for node daemons that never start again on their data dir (a Slurm
+    job's, deploy/slurm): SIGTERM keeps forwarding until the outbox is empty, for so long."""
 
     CALLS = 100
 
@@ -370,26 +377,10 @@ class UpstreamDrainTest(DaemonTestCase):
         self.assertGreater(waiting_in_outbox(self.node), 0)
 
 
-class OutboxDropsTest(DaemonTestCase):
+class OutboxDropsTest(NodeAndAggregatorCase):
     """Row 7c of the reliability campaign (issue 34): batches a node's full outbox drops while
     the aggregator is stopped are counted where the job is read, by cause, and the session whose
     final batch the node dropped is not said to have ended without one."""
-
-    def setUp(self):
-        super().setUp()
-        (self.root / "aggregator").mkdir()
-        (self.root / "node").mkdir()
-        self.aggregator = Daemon(self.root / "aggregator")
-        self.node = Daemon(self.root / "node")
-
-    def tearDown(self):
-        try:
-            if self.aggregator.process is not None and self.aggregator.process.poll() is None:
-                self.aggregator.process.send_signal(signal.SIGCONT)
-            self.node.stop()
-            self.aggregator.stop()
-        finally:
-            super().tearDown()
 
     CALLS = 40000  # two range events each: some MB of batches, far more than the 1 MB outbox
 
