@@ -165,6 +165,30 @@ TEST_F(CliTest, HelpListsTheCommandsOrShowsOnesOptions) {
   EXPECT_NE(bogus.err.find("commands: run, jobs, report"), std::string::npos) << bogus.err;
 }
 
+// Every usage line names the program as people type it, whichever way the help is asked for
+// (before: "Usage: counters [OPTIONS]" from `help counters`, the binary's whole path from
+// `counters --help`, "Usage: [OPTIONS] SUBCOMMAND" from `help`).
+TEST_F(CliTest, HelpUsageLinesNameTheProgram) {
+  const ProcessResult help_counters = Flopscope({"help", "counters"});
+  EXPECT_EQ(help_counters.exit_code, 0) << help_counters.err;
+  EXPECT_NE(help_counters.out.find("\nUsage: flopscope counters [OPTIONS]\n"), std::string::npos)
+      << help_counters.out;
+  const ProcessResult counters_help = Flopscope({"counters", "--help"});
+  EXPECT_EQ(counters_help.exit_code, 0) << counters_help.err;
+  EXPECT_EQ(counters_help.out, help_counters.out);
+  const ProcessResult report_help = Flopscope({"report", "--help"});
+  EXPECT_NE(report_help.out.find("\nUsage: flopscope report [OPTIONS] JOB\n"), std::string::npos)
+      << report_help.out;
+  EXPECT_EQ(Flopscope({"help", "report"}).out, report_help.out);
+  const ProcessResult top = Flopscope({"help"});
+  EXPECT_NE(top.out.find("\nUsage: flopscope [OPTIONS] SUBCOMMAND\n"), std::string::npos)
+      << top.out;
+  EXPECT_EQ(Flopscope({"--help"}).out, top.out);
+  const ProcessResult help_help = Flopscope({"help", "--help"});
+  EXPECT_NE(help_help.out.find("\nUsage: flopscope help [OPTIONS] [CMD]\n"), std::string::npos)
+      << help_help.out;
+}
+
 TEST_F(CliTest, AnUnknownCommandIsNamedWithTheNearestOne) {
   const ProcessResult bogus = Flopscope({"bogus"});
   EXPECT_EQ(bogus.exit_code, 2);

@@ -55,6 +55,7 @@ struct CommandLine {
   client::CounterWindowOptions profile_options;
   client::RunOptions run_options;
   std::vector<std::string> run_command_for_help;
+  std::string help_topic_for_help;  // `help CMD`: listed for its usage line only
   client::JobsOptions jobs_options;
   client::ReportOptions report_options;
   client::RanksOptions ranks_options;
@@ -398,14 +399,16 @@ std::optional<int> AnswerHelpOrUnknown(CLI::App& app, const std::vector<std::str
     const bool own_help = std::find_if(after_help.begin(), after_help.end(), [](const auto& arg) {
                             return arg == "--help" || arg == "-h";
                           }) != after_help.end();
-    std::cout << (own_help ? app.get_subcommand("help")->help() : app.help());
+    // A command's help is given its program's name ("Usage: flopscope help ..."), as CLI11
+    // gives it to `flopscope CMD --help`.
+    std::cout << (own_help ? app.get_subcommand("help")->help(app.get_name()) : app.help());
     return 0;
   }
   if (std::find(names.begin(), names.end(), topic) == names.end()) {
     std::cerr << "flopscope: " << client::UnknownCommandMessage(topic, names) << "\n";
     return kUsageExit;
   }
-  std::cout << app.get_subcommand(topic)->help();
+  std::cout << app.get_subcommand(topic)->help(app.get_name());
   return 0;
 }
 
@@ -474,7 +477,10 @@ int AskTheDaemon(CommandLine& line) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"flopscope: per-module GPU profiles of training jobs, from NVTX ranges and CUPTI"};
+  // Named here, not from argv[0]: every usage line says "flopscope", never the path it was
+  // started by ("Usage: /usr/local/bin/flopscope counters") or nothing ("Usage: counters").
+  CLI::App app{"flopscope: per-module GPU profiles of training jobs, from NVTX ranges and CUPTI",
+               "flopscope"};
   app.set_version_flag("--version", std::string(flopscope::kVersion));
   app.require_subcommand(1, 1);
   CommandLine line;
@@ -490,7 +496,8 @@ int main(int argc, char** argv) {
   AddPrune(app, line);
 
   // Answered before CLI11 parses (AnswerHelpOrUnknown); registered to be listed.
-  app.add_subcommand("help", "List the commands, or with CMD show CMD's options: help [CMD]");
+  app.add_subcommand("help", "List the commands, or with CMD show CMD's options: help [CMD]")
+      ->add_option("CMD", line.help_topic_for_help, "the command whose options to show");
   app.footer("`flopscope help CMD` (or CMD --help) shows a command's options.");
   std::vector<std::string> args = SplitOffRunCommand({argv, argv + argc}, line);
   if (std::optional<int> answered = AnswerHelpOrUnknown(app, args)) return *answered;
