@@ -9,8 +9,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <vector>
 
 namespace flopscope {
@@ -108,6 +110,31 @@ SpoolDirectoryChoice ChooseSpoolDirectory(const std::string& wanted,
                    (taken ? " (someone else may have made it first)" : "") + "; spooling to " +
                    fallback + " instead (remove the refused directory, or set FLOPSCOPE_SPOOL_DIR)";
   return choice;
+}
+
+std::string SpoolDestinationName(const std::string& target) {
+  // One spelling per address: a unix socket is its path, made lexically normal ("//", "/./").
+  std::string address = target;
+  if (address.rfind("unix:", 0) == 0) address.erase(0, 5);
+  if (!address.empty() && address[0] == '/') {
+    address = std::filesystem::path(address).lexically_normal().string();
+  }
+  // FNV-1a, 64 bits: stable across builds and hosts (the injector and the daemon must agree).
+  uint64_t hash = 14695981039346656037ull;
+  for (unsigned char c : address) {
+    hash ^= c;
+    hash *= 1099511628211ull;
+  }
+  constexpr size_t kReadableChars = 48;
+  std::string readable;
+  for (char c : address.substr(address.size() - std::min(address.size(), kReadableChars))) {
+    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                       c == '-' || c == '_' || c == '.';
+    if (plain || !readable.empty()) readable += plain ? c : '_';  // no leading '_'
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
+  return "to-" + readable + "-" + hex;
 }
 
 std::string SessionFileStem(const std::string& session_id) {

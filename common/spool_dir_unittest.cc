@@ -78,5 +78,39 @@ TEST(SpoolDirTest, WithoutAFallbackTheSpoolIsOffAndTheReasonSaysWhy) {
   EXPECT_EQ(choice.warning.rfind("SPOOL OFF: ", 0), 0u) << choice.warning;
 }
 
+// A spool waits in the folder of the daemon it was meant for: one folder per address, whatever
+// its spelling, and a name that stays inside the directory.
+TEST(SpoolDestinationNameTest, OneAddressOneFolderWhateverItsSpelling) {
+  const std::string name = SpoolDestinationName("unix:/run/user/1000/flopscope.sock");
+  EXPECT_EQ(SpoolDestinationName("/run/user/1000/flopscope.sock"), name);
+  EXPECT_EQ(SpoolDestinationName("unix:///run/user//1000/flopscope.sock"), name);
+  EXPECT_EQ(SpoolDestinationName("/run/user/1000/./flopscope.sock"), name);
+  EXPECT_NE(name.find("flopscope.sock"), std::string::npos) << name;  // `ls` shows which
+}
+
+TEST(SpoolDestinationNameTest, TwoAddressesNeverShareAFolder) {
+  EXPECT_NE(SpoolDestinationName("unix:/tmp/a/flopscope.sock"),
+            SpoolDestinationName("unix:/tmp/b/flopscope.sock"));
+  // The same readable tail, told apart by the hash of the whole address.
+  const std::string tail(60, 'x');
+  EXPECT_NE(SpoolDestinationName("/a/" + tail), SpoolDestinationName("/b/" + tail));
+  EXPECT_NE(SpoolDestinationName("node1:7000"), SpoolDestinationName("node2:7000"));
+}
+
+TEST(SpoolDestinationNameTest, TheNameIsOneBoundedFileName) {
+  for (const std::string& target :
+       {std::string("unix:/"), std::string(""), std::string("../../etc/passwd"),
+        std::string("unix:/tmp/\xe2\x9c\x93 space/..//x.sock"), std::string(5000, '/')}) {
+    const std::string name = SpoolDestinationName(target);
+    EXPECT_LE(name.size(), 80u) << name;
+    EXPECT_EQ(name.rfind("to-", 0), 0u) << name;
+    EXPECT_EQ(
+        name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                               "._-"),
+        std::string::npos)
+        << name;
+  }
+}
+
 }  // namespace
 }  // namespace flopscope

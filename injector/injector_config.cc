@@ -55,8 +55,20 @@ void ResolveSpoolDirectory(InjectorConfig* config, const std::string& fallback_r
   if (!config->dump_path.empty() || config->spool_bytes == 0) return;
   SpoolDirectoryChoice choice = ChooseSpoolDirectory(config->spool_dir, fallback_root);
   if (!choice.warning.empty()) config->warnings.push_back(std::move(choice.warning));
-  config->spool_dir = std::move(choice.dir);
   config->spool_off_reason = std::move(choice.error);
+  config->spool_dir.clear();
+  if (choice.dir.empty()) return;
+  // The folder of the daemon this session is for: only that daemon delivers what waits there.
+  const std::string folder = choice.dir + "/" + SpoolDestinationName(config->target);
+  std::string error;
+  if (!PrepareSpoolDirectory(folder, &error)) {
+    config->spool_off_reason = error;
+    config->warnings.push_back("SPOOL OFF: " + error +
+                               "; records the daemon has not acknowledged are lost if it is "
+                               "away or this process is killed");
+    return;
+  }
+  config->spool_dir = folder;
 }
 
 uint64_t ReadBoundedEnv(const EnvLookup& env, const char* name, uint64_t min, uint64_t max,

@@ -28,7 +28,8 @@ struct InjectorConfig {
   // memory budget"): FLOPSCOPE_SPOOL_MB bounds the session's file (0: no spool, default 1024);
   // FLOPSCOPE_SPOOL_DIR, else $XDG_RUNTIME_DIR/flopscope-spool, else
   // /var/tmp/flopscope-spool-<uid>. A directory that is not ours and 0700 is refused and
-  // ResolveSpoolDirectory falls back to a private one.
+  // ResolveSpoolDirectory falls back to a private one; it then sets spool_dir to the folder in
+  // it of the daemon at `target` (common/spool_dir.h, SpoolDestinationName).
   uint64_t spool_bytes = 1024ull << 20;
   std::string spool_dir;
   // Why there is no spool although FLOPSCOPE_SPOOL_MB asks for one (ResolveSpoolDirectory): for

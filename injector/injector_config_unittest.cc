@@ -1,9 +1,13 @@
 #include "injector/injector_config.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <map>
 #include <string>
+
+#include "common/spool_dir.h"
+#include "common/testing/scoped_temp_dir.h"
 
 namespace flopscope::injector {
 namespace {
@@ -55,6 +59,26 @@ TEST(InjectorConfigTest, MalformedValuesFallBackWithAWarning) {
   EXPECT_FALSE(config.realtime_clock);
   ASSERT_EQ(config.warnings.size(), 4u);
   EXPECT_NE(config.warnings[0].find("FLOPSCOPE_BUFFER_MB='lots'"), std::string::npos);
+}
+
+// Issue 32: a spool goes to the folder of the daemon the session was aimed at, so that no other
+// daemon of the user's delivers it.
+TEST(InjectorConfigTest, TheSpoolIsTheFolderOfTheDaemonAimedAt) {
+  ScopedTempDir dir;
+  std::map<std::string, std::string> vars = {{"FLOPSCOPE_SOCKET", "/tmp/a/d.sock"},
+                                             {"FLOPSCOPE_SPOOL_DIR", dir.path() + "/spool"}};
+  InjectorConfig a = ConfigFromEnvironment(Lookup(vars));
+  ResolveSpoolDirectory(&a, dir.path());
+  vars["FLOPSCOPE_SOCKET"] = "/tmp/b/d.sock";
+  InjectorConfig b = ConfigFromEnvironment(Lookup(vars));
+  ResolveSpoolDirectory(&b, dir.path());
+  EXPECT_EQ(a.spool_dir, dir.path() + "/spool/" + SpoolDestinationName("unix:/tmp/a/d.sock"));
+  EXPECT_NE(a.spool_dir, b.spool_dir);
+  struct stat st;
+  ASSERT_EQ(lstat(a.spool_dir.c_str(), &st), 0) << a.spool_dir;
+  EXPECT_TRUE(S_ISDIR(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  EXPECT_TRUE(a.warnings.empty());
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/spool/spool_file.h"
+#include "common/spool_dir.h"
 #include "daemon/server/daemon_server.h"
 #include "daemon/store/data_layout.h"
 #include "daemon/testing/test_batches.h"
@@ -151,20 +152,25 @@ class IngestRoutesTest : public ::testing::Test {
     ASSERT_TRUE(finished.ok()) << finished.error_message();
   }
 
-  // Route 2: the same session's spool file, left by a process that ended before delivering it.
-  void LeaveASpool(const std::string& spool_dir) {
+  // Route 2: the same session's spool file, left by a process that ended before delivering it,
+  // in the folder of `spool_dir` for the daemon at `socket`; returns that folder.
+  std::string LeaveASpool(const std::string& spool_dir, const std::string& socket) {
     std::string error;
-    ASSERT_TRUE(SpoolFile::PrepareDirectory(spool_dir, &error)) << error;
+    const std::string folder = spool_dir + "/" + SpoolDestinationName(socket);
+    EXPECT_TRUE(SpoolFile::PrepareDirectory(spool_dir, &error)) << error;
+    EXPECT_TRUE(SpoolFile::PrepareDirectory(folder, &error)) << error;
     v1::UpMessage hello;
     *hello.mutable_hello() = RouteHello();
-    std::unique_ptr<SpoolFile> file = SpoolFile::Create(spool_dir, hello, 1 << 30, &error);
-    ASSERT_NE(file, nullptr) << error;
+    std::unique_ptr<SpoolFile> file = SpoolFile::Create(folder, hello, 1 << 30, &error);
+    EXPECT_NE(file, nullptr) << error;
+    if (file == nullptr) return folder;
     for (const v1::Batch& batch : batches_) {
       v1::UpMessage up;
       *up.mutable_batch() = batch;
       SpoolFile::Entry entry;
-      ASSERT_TRUE(file->Append(batch.seq(), up, ProducerRecordCount(batch), &entry));
+      EXPECT_TRUE(file->Append(batch.seq(), up, ProducerRecordCount(batch), &entry));
     }
+    return folder;
   }
 
   static bool WaitUntilGone(const std::string& spool_dir) {
@@ -187,11 +193,11 @@ TEST_F(IngestRoutesTest, AStreamAndASpoolLeaveTheSameRowsInTheStoreAndTheCatalog
   streamed->Shutdown();
 
   const std::string spool_dir = dir_.File("spool");
-  LeaveASpool(spool_dir);
+  const std::string folder = LeaveASpool(spool_dir, dir_.File("spooled.sock"));
   // The collector's first pass runs as the daemon starts.
   std::unique_ptr<DaemonServer> spooled = StartDaemon("spooled", {spool_dir});
   ASSERT_NE(spooled, nullptr);
-  ASSERT_TRUE(WaitUntilGone(spool_dir)) << "the spool was never delivered";
+  ASSERT_TRUE(WaitUntilGone(folder)) << "the spool was never delivered";
   spooled->Shutdown();
 
   const std::string rank_file = absl::StrCat("/jobs/", kJob, "/rank-0000", kRank, ".sqlite");

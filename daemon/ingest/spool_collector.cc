@@ -27,19 +27,18 @@
 namespace flopscope::daemon {
 namespace {
 
-// Directories the patterns match, sorted and without repeats (glob(3) sorts each pattern's).
-std::vector<std::string> MatchingDirectories(const std::vector<std::string>& patterns) {
+// Directories a glob pattern matches (unsorted).
+std::vector<std::string> Glob(const std::string& pattern) {
   std::vector<std::string> dirs;
-  for (const std::string& pattern : patterns) {
-    if (pattern.empty()) continue;  // --collect-spools ''
-    glob_t matches{};
-    if (glob(pattern.c_str(), GLOB_ONLYDIR | GLOB_NOSORT, nullptr, &matches) == 0) {
-      for (size_t i = 0; i < matches.gl_pathc; ++i) dirs.emplace_back(matches.gl_pathv[i]);
+  glob_t matches{};
+  if (glob(pattern.c_str(), GLOB_ONLYDIR | GLOB_NOSORT, nullptr, &matches) == 0) {
+    for (size_t i = 0; i < matches.gl_pathc; ++i) {
+      std::string dir = matches.gl_pathv[i];
+      while (dir.size() > 1 && dir.back() == '/') dir.pop_back();  // "dir/*/" gives "a/b/"
+      dirs.push_back(std::move(dir));
     }
-    globfree(&matches);
   }
-  std::sort(dirs.begin(), dirs.end());
-  dirs.erase(std::unique(dirs.begin(), dirs.end()), dirs.end());
+  globfree(&matches);
   return dirs;
 }
 
@@ -89,9 +88,38 @@ v1::SessionHello HelloOf(const MadeSession& made) {
 
 }  // namespace
 
-SpoolCollector::SpoolCollector(std::vector<std::string> patterns, IngestPath* ingest,
-                               MayWrite may_write)
-    : patterns_(std::move(patterns)), ingest_(ingest), may_write_(std::move(may_write)) {}
+SpoolCollector::SpoolCollector(std::vector<std::string> patterns, Destinations destinations,
+                               IngestPath* ingest, MayWrite may_write)
+    : patterns_(std::move(patterns)),
+      destinations_(std::move(destinations)),
+      ingest_(ingest),
+      may_write_(std::move(may_write)) {}
+
+std::vector<SpoolCollector::Folder> SpoolCollector::MatchingFolders() const {
+  std::vector<Folder> folders;
+  for (const std::string& pattern : patterns_) {
+    if (pattern.empty()) continue;  // --collect-spools ''
+    for (const std::string& dir : Glob(pattern)) {
+      if (destinations_.any) {
+        for (std::string& folder : Glob(dir + "/*/")) folders.push_back({dir, std::move(folder)});
+        continue;
+      }
+      for (const std::string& name : destinations_.names) {
+        std::string folder = dir + "/" + name;
+        struct stat st;
+        if (lstat(folder.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+          folders.push_back({dir, std::move(folder)});
+        }
+      }
+    }
+  }
+  std::sort(folders.begin(), folders.end(),
+            [](const Folder& a, const Folder& b) { return a.path < b.path; });
+  folders.erase(std::unique(folders.begin(), folders.end(),
+                            [](const Folder& a, const Folder& b) { return a.path == b.path; }),
+                folders.end());
+  return folders;
+}
 
 SpoolCollector::~SpoolCollector() { Stop(); }
 
@@ -144,10 +172,10 @@ SpoolCollector::Outcome SpoolCollector::CollectOnce() {
     if (absl::IsCancelled(delivered)) return outcome;  // a stop: no more files this pass
     NoLongerWaiting(orphan);  // delivered, refused or gone: waiting no more
   }
-  for (const std::string& dir : MatchingDirectories(patterns_)) {
+  for (const Folder& folder : MatchingFolders()) {
     struct stat st;
-    if (lstat(dir.c_str(), &st) == 0 && PrivateTo(dir, st.st_uid)) {
-      CollectMadeCountsAlone(dir, st.st_uid, &outcome);
+    if (lstat(folder.path.c_str(), &st) == 0 && PrivateTo(folder, st.st_uid)) {
+      CollectMadeCountsAlone(folder.path, st.st_uid, &outcome);
     }
   }
   return outcome;
@@ -156,9 +184,10 @@ SpoolCollector::Outcome SpoolCollector::CollectOnce() {
 std::vector<SpoolCollector::Orphan> SpoolCollector::FindOrphans(Outcome* outcome) {
   std::vector<Orphan> orphans;
   SpooledRecords waiting;
-  for (const std::string& dir : MatchingDirectories(patterns_)) {
+  for (const Folder& folder : MatchingFolders()) {
+    const std::string& dir = folder.path;
     struct stat st;
-    const bool dir_private = lstat(dir.c_str(), &st) == 0 && PrivateTo(dir, st.st_uid);
+    const bool dir_private = lstat(dir.c_str(), &st) == 0 && PrivateTo(folder, st.st_uid);
     const uid_t dir_owner = dir_private ? st.st_uid : 0;
     if (dir_private) {
       SpoolFile::RemoveAbandonedCopies(dir);  // what a compaction left when SIGKILL cut it short
@@ -178,7 +207,7 @@ std::vector<SpoolCollector::Orphan> SpoolCollector::FindOrphans(Outcome* outcome
         if (!error.empty()) NoteRefusal(path, error);  // else its process still lives
         continue;
       }
-      std::string problem = DirectoryProblem(dir, owner);
+      std::string problem = FolderProblem(folder, owner);
       if (problem.empty()) problem = PredatesOwner(path, owner);
       if (!problem.empty()) {
         ++outcome->refused;
@@ -186,7 +215,7 @@ std::vector<SpoolCollector::Orphan> SpoolCollector::FindOrphans(Outcome* outcome
         continue;
       }
       const v1::SessionHello& hello = file->hello().hello();
-      Orphan orphan{dir, path, hello.job_id(), hello.rank(), 0};
+      Orphan orphan{folder, path, hello.job_id(), hello.rank(), 0};
       for (const SpoolFile::Entry& entry : file->entries()) orphan.records += entry.records;
       waiting[orphan.job_id][orphan.rank] += orphan.records;
       orphans.push_back(std::move(orphan));
@@ -201,7 +230,7 @@ absl::Status SpoolCollector::DeliverOrphan(const Orphan& orphan, Outcome* outcom
   uid_t owner = 0;
   std::string error;
   std::unique_ptr<SpoolFile> file = SpoolFile::OpenOrphanOfAnyOwner(orphan.path, &owner, &error);
-  if (file == nullptr || !PrivateTo(orphan.dir, owner)) {
+  if (file == nullptr || !PrivateTo(orphan.folder, owner)) {
     // Taken meanwhile (a concurrent pass), or replaced: the next pass looks again.
     return absl::NotFoundError(error);
   }
@@ -278,8 +307,21 @@ bool SpoolCollector::Stopping() {
   return stopping_;
 }
 
-bool SpoolCollector::PrivateTo(const std::string& dir, uid_t owner) {
-  return DirectoryProblem(dir, owner).empty();
+bool SpoolCollector::PrivateTo(const Folder& folder, uid_t owner) {
+  return FolderProblem(folder, owner).empty();
+}
+
+std::string SpoolCollector::FolderProblem(const Folder& folder, uid_t owner) {
+  if (std::string problem = DirectoryProblem(folder.spool_dir, owner); !problem.empty()) {
+    return problem;
+  }
+  struct stat st;
+  if (lstat(folder.path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != owner ||
+      (st.st_mode & 022) != 0) {
+    return absl::StrCat(folder.path, " is not a directory of uid ", owner,
+                        " that only it may write");
+  }
+  return "";
 }
 
 std::string SpoolCollector::DirectoryProblem(const std::string& dir, uid_t owner) {

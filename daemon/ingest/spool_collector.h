@@ -27,8 +27,12 @@ namespace flopscope::daemon {
 
 // Collects orphaned spool files (common/spool/spool_file.h): the batches a process could
 // not deliver before it ended, which otherwise wait for the same user's next injected process.
-// At start and then periodically, every `*.spool` file in the directories the patterns match
-// whose lock is free (its process is gone) is ingested through the same IngestPath as a stream's
+// A spool directory holds one folder per daemon address its sessions were aimed at
+// (common/spool_dir.h, SpoolDestinationName); the collector looks only in the folders of its
+// `destinations` (its own socket and TCP address, and those named by --collect-spools-for), so a
+// spool meant for another daemon is never stored here. At start and then periodically, every
+// `*.spool` file in those folders of the directories the patterns match whose lock is free (its
+// process is gone) is ingested through the same IngestPath as a stream's
 // batches (ingest_path.h: validated, deduplicated by (session, seq), the disk reserve checked
 // per batch, the catalog, metrics and forwarder told), the session's end is recorded as a
 // stream's would be (a file without a final batch leaves the session flagged), and the file is
@@ -48,7 +52,8 @@ namespace flopscope::daemon {
 // runs a pass at once (kNudgeSettle later) rather than at the next period.
 //
 // Untrusted input: the file's bytes, and who wrote it. A file counts as written by its owner
-// uid, and only in a directory that uid owns and no one else may write (mode without 022), whose
+// uid, and only in a folder that uid owns and no one else may write (mode without 022), in a
+// spool directory of the same kind, whose
 // name, when it names a uid (/var/tmp/flopscope-spool-<uid>[-*], /run/user/<uid>/...), names that
 // one: anyone may create another uid's directory first. The uid must have a passwd entry (a
 // deleted user's files are never handed to the next owner of its uid), and a spool file last
@@ -62,8 +67,7 @@ class SpoolCollector {
  public:
   // The job id `uid`'s records of `job_id` are stored under (AccessControl::ClaimForWrite), or
   // why they may not be.
-  using MayWrite =
-      std::function<absl::StatusOr<std::string>(uid_t uid, const std::string& job_id)>;
+  using MayWrite = std::function<absl::StatusOr<std::string>(uid_t uid, const std::string& job_id)>;
   struct Outcome {
     uint64_t files = 0;       // delivered and removed
     uint64_t batches = 0;     // committed (duplicates not)
@@ -81,8 +85,16 @@ class SpoolCollector {
   // with the process a moment later.
   static constexpr absl::Duration kNudgeSettle = absl::Milliseconds(300);
 
+  // The folders of a spool directory this daemon delivers: those named (SpoolDestinationName of
+  // each address), or every one (`any`: --collect-spools-for '*').
+  struct Destinations {
+    std::vector<std::string> names;
+    bool any = false;
+  };
+
   // `ingest` outlives the collector.
-  SpoolCollector(std::vector<std::string> patterns, IngestPath* ingest, MayWrite may_write);
+  SpoolCollector(std::vector<std::string> patterns, Destinations destinations, IngestPath* ingest,
+                 MayWrite may_write);
   ~SpoolCollector();  // Stop()
 
   // One pass over every matching directory.
@@ -101,7 +113,16 @@ class SpoolCollector {
   // to deliver: holding them open between would hold a descriptor and a lock per orphan.
   SpooledRecords WaitingRecords() const ABSL_LOCKS_EXCLUDED(mu_);
 
+  // A destination's folder (`path`) in a spool directory the patterns matched (`spool_dir`).
+  struct Folder {
+    std::string spool_dir;
+    std::string path;
+  };
+
   // The ownership rules, public for their tests.
+  // Why `folder` is not one of `owner`'s, or "": its spool directory must pass DirectoryProblem,
+  // and the folder itself be a directory `owner` owns that no one else may write.
+  static std::string FolderProblem(const Folder& folder, uid_t owner);
   // Why `dir` is no spool directory of `owner`'s, or "": it must be a directory `owner` owns that
   // no one else may write; the uid its name gives (UidNamedBy) must be `owner`; and `owner` must
   // be a user (a passwd entry), not the uid of a deleted one.
@@ -131,19 +152,22 @@ class SpoolCollector {
   // Opens the session of an orphan's `hello` (which must outlive it) for ingest, once it is valid
   // and `owner` may write; sets its job id to the one the records are stored under.
   absl::StatusOr<IngestPath::Session> OpenOrphanSession(v1::SessionHello* hello, uid_t owner);
-  // Whether `dir` is a directory only `owner` may write (DirectoryProblem says nothing).
-  static bool PrivateTo(const std::string& dir, uid_t owner);
+  // Whether `folder` is one only `owner` may write (FolderProblem says nothing).
+  static bool PrivateTo(const Folder& folder, uid_t owner);
+  // The destinations' folders in the directories the patterns match, sorted, without repeats.
+  std::vector<Folder> MatchingFolders() const;
   void NoteRefusal(const std::string& path, absl::string_view why) ABSL_LOCKS_EXCLUDED(mu_);
   // True once the destructor asked the thread to end: a replay stops between two batches.
   bool Stopping() ABSL_LOCKS_EXCLUDED(mu_);
   void Loop(absl::Duration period) ABSL_LOCKS_EXCLUDED(mu_);
 
   const std::vector<std::string> patterns_;
+  const Destinations destinations_;
   IngestPath* const ingest_;
   const MayWrite may_write_;
   // Finds the orphans of a pass and counts their records into waiting_.
   struct Orphan {
-    std::string dir;
+    Folder folder;
     std::string path;
     std::string job_id;
     int32_t rank = 0;

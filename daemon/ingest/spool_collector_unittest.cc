@@ -22,6 +22,7 @@
 #include "absl/time/clock.h"
 #include "common/made_counts_page.h"
 #include "common/spool/spool_file.h"
+#include "common/spool_dir.h"
 #include "daemon/catalog/catalog.h"
 #include "daemon/store/data_layout.h"
 #include "daemon/store/store_registry.h"
@@ -34,13 +35,22 @@ namespace {
 constexpr int kBatches = 3;
 constexpr int kRangesPerBatch = 10;
 
-// A spool file left by an ended process: its hello and kBatches batches, unlocked.
-std::string LeaveOrphan(const std::string& spool_dir) {
+// The daemon the tests' sessions were aimed at, and the folder of a spool directory for it.
+constexpr char kThisDaemon[] = "unix:/run/test/flopscoped.sock";
+std::string ThisDaemonsFolder() { return SpoolDestinationName(kThisDaemon); }
+SpoolCollector::Destinations ThisDaemon() { return {{ThisDaemonsFolder()}, false}; }
+
+// A spool file left by an ended process aimed at `daemon`: its hello and kBatches batches, in
+// its folder of `spool_dir`, unlocked.
+std::string LeaveOrphan(const std::string& spool_dir,
+                        const std::string& folder_name = ThisDaemonsFolder()) {
   std::string error;
   EXPECT_TRUE(SpoolFile::PrepareDirectory(spool_dir, &error)) << error;
+  const std::string folder = spool_dir + "/" + folder_name;
+  EXPECT_TRUE(SpoolFile::PrepareDirectory(folder, &error)) << error;
   v1::UpMessage hello;
   *hello.mutable_hello() = fixtures::Hello("job", 0, "s-orphan");
-  std::unique_ptr<SpoolFile> file = SpoolFile::Create(spool_dir, hello, 1 << 30, &error);
+  std::unique_ptr<SpoolFile> file = SpoolFile::Create(folder, hello, 1 << 30, &error);
   EXPECT_NE(file, nullptr) << error;
   if (file == nullptr) return "";
   for (uint64_t seq = 1; seq <= kBatches; ++seq) {
@@ -54,7 +64,7 @@ std::string LeaveOrphan(const std::string& spool_dir) {
     SpoolFile::Entry entry;
     EXPECT_TRUE(file->Append(seq, up, kRangesPerBatch, &entry));
   }
-  return SpoolFile::List(spool_dir).front();  // the file stays when `file` closes
+  return SpoolFile::List(folder).front();  // the file stays when `file` closes
 }
 
 absl::StatusOr<std::string> AnyoneMayWrite(uid_t, const std::string& job_id) { return job_id; }
@@ -66,6 +76,7 @@ class SpoolCollectorTest : public ::testing::Test {
     ASSERT_TRUE(std::filesystem::create_directories(data_dir_));
     std::string error;
     ASSERT_TRUE(SpoolFile::PrepareDirectory(spool_dir_, &error)) << error;
+    ASSERT_TRUE(SpoolFile::PrepareDirectory(folder_, &error)) << error;
     absl::StatusOr<std::unique_ptr<Catalog>> catalog = Catalog::Open(CatalogPath(data_dir_));
     ASSERT_TRUE(catalog.ok()) << catalog.status();
     catalog_ = *std::move(catalog);
@@ -75,6 +86,7 @@ class SpoolCollectorTest : public ::testing::Test {
   fixtures::ScopedTempDir dir_;
   const std::string data_dir_ = dir_.path() + "/data";
   const std::string spool_dir_ = dir_.path() + "/spool";
+  const std::string folder_ = spool_dir_ + "/" + ThisDaemonsFolder();
   std::unique_ptr<Catalog> catalog_;
   StoreRegistry stores_{data_dir_};
   std::unique_ptr<IngestPath> ingest_;
@@ -86,7 +98,7 @@ TEST_F(SpoolCollectorTest, AStopBetweenBatchesLeavesTheRestForTheNextStart) {
   // The daemon stops (the collector is destroyed) while the first batch is being committed.
   absl::Notification first_batch;
   auto collector = std::make_unique<SpoolCollector>(std::vector<std::string>{spool_dir_},
-                                                    ingest_.get(), AnyoneMayWrite);
+                                                    ThisDaemon(), ingest_.get(), AnyoneMayWrite);
   ingest_->SetCommittedHook([&](const v1::SessionHello&, const v1::Batch&) {
     if (first_batch.HasBeenNotified()) return;
     first_batch.Notify();
@@ -98,7 +110,7 @@ TEST_F(SpoolCollectorTest, AStopBetweenBatchesLeavesTheRestForTheNextStart) {
   EXPECT_TRUE(std::filesystem::exists(orphan)) << "the replay ran to the file's end";
 
   // The next start delivers the rest, once.
-  SpoolCollector next({spool_dir_}, ingest_.get(), AnyoneMayWrite);
+  SpoolCollector next({spool_dir_}, ThisDaemon(), ingest_.get(), AnyoneMayWrite);
   const SpoolCollector::Outcome outcome = next.CollectOnce();
   EXPECT_EQ(outcome.files, 1u);
   EXPECT_EQ(outcome.batches, static_cast<uint64_t>(kBatches - 1));
@@ -112,13 +124,13 @@ TEST_F(SpoolCollectorTest, AnOldEmptyOrphanIsRemovedNotRefusedAndTheOthersAreDel
   const std::string orphan = LeaveOrphan(spool_dir_);
   // An injector older than the spool's rename at creation ended between creating its spool and
   // writing into it, over a minute ago.
-  const std::string empty = spool_dir_ + "/s-empty" + SpoolFile::kSuffix;
+  const std::string empty = folder_ + "/s-empty" + SpoolFile::kSuffix;
   std::ofstream(empty) << "";
   const timespec old[2] = {{time(nullptr) - 2 * SpoolCollector::kEmptyOrphanAgeS, 0},
                            {time(nullptr) - 2 * SpoolCollector::kEmptyOrphanAgeS, 0}};
   ASSERT_EQ(utimensat(AT_FDCWD, empty.c_str(), old, 0), 0);
 
-  SpoolCollector collector({spool_dir_}, ingest_.get(), AnyoneMayWrite);
+  SpoolCollector collector({spool_dir_}, ThisDaemon(), ingest_.get(), AnyoneMayWrite);
   const SpoolCollector::Outcome outcome = collector.CollectOnce();
   EXPECT_EQ(outcome.emptied, 1u);
   EXPECT_EQ(outcome.refused, 0u);
@@ -139,14 +151,14 @@ TEST_F(SpoolCollectorTest, AMadeCountsFileWithoutASpoolIsChargedToTheSessionItNa
   session.host = "node";
   session.injector_version = "test";
   constexpr uint64_t kMade = 1234;
-  const std::string made_path = spool_dir_ + "/s-early" + MadeCountsPage::kSuffix;
+  const std::string made_path = folder_ + "/s-early" + MadeCountsPage::kSuffix;
   {
     std::unique_ptr<MadeCountsPage> page = MadeCountsPage::Create(made_path, session, &error);
     ASSERT_NE(page, nullptr) << error;
     page->Acquire().Add(kMade);
   }  // unlocked: its writer is gone
 
-  SpoolCollector collector({spool_dir_}, ingest_.get(), AnyoneMayWrite);
+  SpoolCollector collector({spool_dir_}, ThisDaemon(), ingest_.get(), AnyoneMayWrite);
   const SpoolCollector::Outcome outcome = collector.CollectOnce();
   EXPECT_EQ(outcome.made_alone, 1u);
   EXPECT_EQ(outcome.refused, 0u);
@@ -165,10 +177,10 @@ TEST_F(SpoolCollectorTest, AMadeCountsFileWhoseSessionIsRefusedStays) {
   MadeSession session;
   session.session_id = "s-bad";
   session.job_id = "../escape";  // not a job id: validated like a hello
-  const std::string made_path = spool_dir_ + "/s-bad" + MadeCountsPage::kSuffix;
+  const std::string made_path = folder_ + "/s-bad" + MadeCountsPage::kSuffix;
   ASSERT_NE(MadeCountsPage::Create(made_path, session, &error), nullptr) << error;
 
-  SpoolCollector collector({spool_dir_}, ingest_.get(), AnyoneMayWrite);
+  SpoolCollector collector({spool_dir_}, ThisDaemon(), ingest_.get(), AnyoneMayWrite);
   const SpoolCollector::Outcome outcome = collector.CollectOnce();
   EXPECT_EQ(outcome.made_alone, 0u);
   EXPECT_EQ(outcome.refused, 1u);
@@ -177,7 +189,7 @@ TEST_F(SpoolCollectorTest, AMadeCountsFileWhoseSessionIsRefusedStays) {
 
 TEST_F(SpoolCollectorTest, AnOrphansRecordsWaitUntilItIsDelivered) {
   LeaveOrphan(spool_dir_);
-  SpoolCollector collector({spool_dir_}, ingest_.get(), AnyoneMayWrite);
+  SpoolCollector collector({spool_dir_}, ThisDaemon(), ingest_.get(), AnyoneMayWrite);
   SpooledRecords during;  // as the query side sees them while the file is being delivered
   ingest_->SetCommittedHook([&](const v1::SessionHello&, const v1::Batch&) {
     if (during.empty()) during = collector.WaitingRecords();
@@ -190,7 +202,7 @@ TEST_F(SpoolCollectorTest, AnOrphansRecordsWaitUntilItIsDelivered) {
 }
 
 TEST_F(SpoolCollectorTest, ANudgeDeliversNowRatherThanAtTheNextPeriod) {
-  SpoolCollector collector({spool_dir_}, ingest_.get(), AnyoneMayWrite);
+  SpoolCollector collector({spool_dir_}, ThisDaemon(), ingest_.get(), AnyoneMayWrite);
   collector.Start(absl::Hours(1));   // its first pass finds nothing
   absl::SleepFor(absl::Seconds(1));  // and is over long before this
   const std::string orphan = LeaveOrphan(spool_dir_);
@@ -221,16 +233,16 @@ TEST(SpoolDirectoryNameTest, TheUidAPathNames) {
 TEST_F(SpoolCollectorTest, ADirectoryNamedForAnotherUidIsNotDeliveredAsItsOwners) {
   // Anyone may make /var/tmp/flopscope-spool-<uid> for another uid first: what is in it is the
   // maker's, whatever the name says.
-  const std::string squatted =
-      dir_.path() + "/flopscope-spool-" + std::to_string(geteuid() + 1);
+  const std::string squatted = dir_.path() + "/flopscope-spool-" + std::to_string(geteuid() + 1);
   const std::string orphan = LeaveOrphan(squatted);
-  SpoolCollector collector({dir_.path() + "/flopscope-spool-*"}, ingest_.get(), AnyoneMayWrite);
+  SpoolCollector collector({dir_.path() + "/flopscope-spool-*"}, ThisDaemon(), ingest_.get(),
+                           AnyoneMayWrite);
   SpoolCollector::Outcome outcome = collector.CollectOnce();
   EXPECT_EQ(outcome.files, 0u);
   EXPECT_EQ(outcome.refused, 1u);
   EXPECT_TRUE(std::filesystem::exists(orphan));
-  EXPECT_NE(SpoolCollector::DirectoryProblem(squatted, geteuid()).find(absl::StrCat(
-                "names uid ", geteuid() + 1, " but belongs to uid ", geteuid())),
+  EXPECT_NE(SpoolCollector::DirectoryProblem(squatted, geteuid())
+                .find(absl::StrCat("names uid ", geteuid() + 1, " but belongs to uid ", geteuid())),
             std::string::npos);
   // The injector's fallback of the same user, named for its owner, is delivered.
   const std::string fallback =
@@ -246,8 +258,9 @@ TEST_F(SpoolCollectorTest, AUidWithoutAUserIsLeftAlone) {
   const std::string orphan = LeaveOrphan(spool_dir_);
   constexpr uid_t kNobodyEver = 3'999'999;  // no passwd entry on any test host
   ASSERT_EQ(chown(spool_dir_.c_str(), kNobodyEver, kNobodyEver), 0);
+  ASSERT_EQ(chown(folder_.c_str(), kNobodyEver, kNobodyEver), 0);
   ASSERT_EQ(chown(orphan.c_str(), kNobodyEver, kNobodyEver), 0);
-  SpoolCollector collector({spool_dir_}, ingest_.get(), AnyoneMayWrite);
+  SpoolCollector collector({spool_dir_}, ThisDaemon(), ingest_.get(), AnyoneMayWrite);
   const SpoolCollector::Outcome outcome = collector.CollectOnce();
   EXPECT_EQ(outcome.files, 0u);
   EXPECT_EQ(outcome.refused, 1u);
@@ -268,12 +281,60 @@ TEST_F(SpoolCollectorTest, ASpoolOlderThanItsOwnersHomeIsAnEarlierUsersAndLeftAl
   // Last written in 2001, before this user's home was made: a reused uid's predecessor's.
   const timespec old[2] = {{1'000'000'000, 0}, {1'000'000'000, 0}};
   ASSERT_EQ(utimensat(AT_FDCWD, orphan.c_str(), old, 0), 0);
-  SpoolCollector collector({spool_dir_}, ingest_.get(), AnyoneMayWrite);
+  SpoolCollector collector({spool_dir_}, ThisDaemon(), ingest_.get(), AnyoneMayWrite);
   const SpoolCollector::Outcome outcome = collector.CollectOnce();
   EXPECT_EQ(outcome.files, 0u);
   EXPECT_EQ(outcome.refused, 1u);
   EXPECT_NE(SpoolCollector::PredatesOwner(orphan, geteuid()).find("earlier user"),
             std::string::npos);
+}
+
+// Issue 32: records aimed at a daemon that was down reached another daemon of the same user
+// (any daemon took every orphan of the user's spool directory).
+TEST_F(SpoolCollectorTest, ASpoolAimedAtAnotherDaemonIsLeftForIt) {
+  const std::string other = SpoolDestinationName("unix:/run/test/other.sock");
+  const std::string theirs = LeaveOrphan(spool_dir_, other);
+  const std::string loose = spool_dir_ + "/s-loose" + SpoolFile::kSuffix;  // aimed at no one
+  std::filesystem::copy_file(theirs, loose);
+
+  SpoolCollector mine({spool_dir_}, ThisDaemon(), ingest_.get(), AnyoneMayWrite);
+  SpoolCollector::Outcome outcome = mine.CollectOnce();
+  EXPECT_EQ(outcome.files, 0u);
+  EXPECT_EQ(outcome.refused, 0u);  // not refused: not ours to look at
+  EXPECT_TRUE(std::filesystem::exists(theirs));
+  EXPECT_TRUE(stores_.Acquire("job", 0).ok());  // a store may open; it holds nothing
+  EXPECT_EQ((*stores_.Acquire("job", 0))->Totals().range_events, 0u);
+
+  // The daemon it was aimed at delivers it.
+  SpoolCollector its_own({spool_dir_}, {{other}, false}, ingest_.get(), AnyoneMayWrite);
+  outcome = its_own.CollectOnce();
+  EXPECT_EQ(outcome.files, 1u);
+  EXPECT_FALSE(std::filesystem::exists(theirs));
+  EXPECT_TRUE(std::filesystem::exists(loose)) << "a spool in no folder was aimed at no daemon";
+}
+
+TEST_F(SpoolCollectorTest, ADaemonTheUserNamesDeliversEveryFolder) {
+  const std::string first = LeaveOrphan(spool_dir_, SpoolDestinationName("unix:/a.sock"));
+  const std::string second = LeaveOrphan(spool_dir_, SpoolDestinationName("unix:/b.sock"));
+  SpoolCollector any({spool_dir_}, {{}, true}, ingest_.get(), AnyoneMayWrite);
+  const SpoolCollector::Outcome outcome = any.CollectOnce();
+  EXPECT_EQ(outcome.refused, 0u);
+  EXPECT_GE(outcome.files, 1u);  // both sessions are "s-orphan": the second is a duplicate
+  EXPECT_FALSE(std::filesystem::exists(first));
+  EXPECT_FALSE(std::filesystem::exists(second));
+}
+
+TEST_F(SpoolCollectorTest, AFolderOthersMayWriteIsRefused) {
+  const std::string orphan = LeaveOrphan(spool_dir_);
+  ASSERT_EQ(chmod(folder_.c_str(), 0777), 0);
+  SpoolCollector collector({spool_dir_}, ThisDaemon(), ingest_.get(), AnyoneMayWrite);
+  const SpoolCollector::Outcome outcome = collector.CollectOnce();
+  EXPECT_EQ(outcome.files, 0u);
+  EXPECT_EQ(outcome.refused, 1u);
+  EXPECT_TRUE(std::filesystem::exists(orphan));
+  EXPECT_NE(
+      SpoolCollector::FolderProblem({spool_dir_, folder_}, geteuid()).find("only it may write"),
+      std::string::npos);
 }
 
 }  // namespace

@@ -210,6 +210,11 @@ void AddDaemonFlags(CLI::App& app, DaemonOptions* options, std::string* log_leve
          "/run/user/*/flopscope-spool); none when given no value")
       ->expected(0, CLI::detail::expected_max_vector_size)
       ->delimiter(',');
+  app.add_option("--collect-spools-for", options->spool_destinations,
+                 "also deliver the spools that were aimed at these daemon sockets or addresses "
+                 "(comma-separated; '*' for every one): by default only those aimed at this "
+                 "daemon's own --socket and --tcp are")
+      ->delimiter(',');
   app.add_option("--collect-spools-period-s", options->spool_period_s,
                  "seconds between two passes of --collect-spools")
       ->check(CLI::Range(0.05, 86400.0));

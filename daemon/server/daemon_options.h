@@ -65,6 +65,10 @@ struct DaemonOptions {
   std::vector<std::string> spool_patterns = {"/var/tmp/flopscope-spool-*",
                                              "/run/user/*/flopscope-spool"};
   double spool_period_s = 60;
+  // --collect-spools-for: the daemon addresses (besides this daemon's own socket and --tcp)
+  // whose spools it delivers too, or "*" for every one; a spool is otherwise only delivered to
+  // the daemon its session was aimed at (common/spool_dir.h).
+  std::vector<std::string> spool_destinations;
   // --keep-raw-steps: steps of a rank kept raw; older ones are folded
   // (daemon/store/step_folding.h). 0: never fold.
   int64_t keep_raw_steps = kDefaultKeepRawSteps;

@@ -8,8 +8,11 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/endpoint.h"
+#include "common/spool_dir.h"
 #include "common/tls/grpc_credentials.h"
 #include "common/version.h"
 #include "daemon/base/logger.h"
@@ -242,8 +245,21 @@ void DaemonServer::MakeSpoolCollector() {
     owner.gid = static_cast<gid_t>(-1);           // no group: an admin group cannot apply
     return access->ClaimForWrite(owner, job_id);  // the id it goes to: its own or kept apart
   };
-  spool_collector_ = std::make_unique<SpoolCollector>(options_.spool_patterns, ingest_.get(),
-                                                      std::move(may_write));
+  // Only the spools aimed at this daemon, or at one the operator names (common/spool_dir.h).
+  SpoolCollector::Destinations destinations;
+  destinations.names.push_back(SpoolDestinationName(options_.socket_path));
+  if (!options_.tcp_address.empty()) {
+    destinations.names.push_back(SpoolDestinationName(options_.tcp_address));
+  }
+  for (const std::string& address : options_.spool_destinations) {
+    if (address == "*") destinations.any = true;
+    destinations.names.push_back(SpoolDestinationName(GrpcTarget(address)));
+  }
+  LogInfo("collecting orphaned spools in ", absl::StrJoin(options_.spool_patterns, ","),
+          destinations.any ? " for every daemon" : ", folders ",
+          destinations.any ? "" : absl::StrJoin(destinations.names, ","));
+  spool_collector_ = std::make_unique<SpoolCollector>(
+      options_.spool_patterns, std::move(destinations), ingest_.get(), std::move(may_write));
   SpoolCollector* collector = spool_collector_.get();  // lives as long as the daemon
   collector_->SetEndedHook([collector] { collector->Nudge(); });
   query_->SetSpooledRecords([collector] { return collector->WaitingRecords(); });

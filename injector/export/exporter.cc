@@ -227,7 +227,8 @@ void Exporter::FinishSink() {
   }
   if (outcome.spooled_records > 0) {
     Warn(std::to_string(outcome.spooled_records) + " records spooled to " + outcome.spool_path +
-         ": the next flopscope process of this user that reaches the daemon delivers them (all "
+         ": they go only to the daemon at " + sink_->Destination() +
+         ", which delivers them (or the next flopscope process of this user aimed at it; all "
          "the records not acknowledged at exit: any the daemon had stored already are skipped "
          "then, so the store may lack fewer)");
   }

@@ -200,15 +200,16 @@ class ForwardingTest(DaemonTestCase):
                         str(TEST_BIN_DIR / "libnvtx_pyhelper.so"), str(ranges)],
                        env={"FLOPSCOPE_SPOOL_DIR": str(spool)}, timeout=60)
         self.assertEqual(left.returncode, 0, left.stderr)
-        self.assertEqual(len(list(spool.glob("*.spool"))), 1, left.stderr)
+        self.assertEqual(len(list(spool.glob("*/*.spool"))), 1, left.stderr)
         self.aggregator.start()
         node = self.nodes[0]
         node.start(extra_args=["--upstream", f"unix:{self.aggregator.socket}",
-                               "--collect-spools", str(spool)])
+                               "--collect-spools", str(spool),
+                               "--collect-spools-for", str(self.root / "nobody.sock")])
         deadline = time.monotonic() + 20
-        while list(spool.glob("*.spool")) and time.monotonic() < deadline:
+        while list(spool.glob("*/*.spool")) and time.monotonic() < deadline:
             time.sleep(0.05)
-        self.assertEqual(list(spool.glob("*.spool")), [], node.log())
+        self.assertEqual(list(spool.glob("*/*.spool")), [], node.log())
         self.wait_forwarded()
         here = calls_by_path(report(node.socket, "orphan"))
         self.assertEqual(here.get("work"), ranges, here)

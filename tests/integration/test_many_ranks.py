@@ -86,9 +86,9 @@ class ManyRanksTest(DaemonTestCase):
     def wait_for_spools(self, timeout=60.0):
         spool = self.root / "spool"
         deadline = time.monotonic() + timeout
-        while list(spool.glob("*.spool")) and time.monotonic() < deadline:
+        while list(spool.glob("*/*.spool")) and time.monotonic() < deadline:
             time.sleep(0.2)
-        self.assertEqual(list(spool.glob("*.spool")), [], "spooled records not delivered")
+        self.assertEqual(list(spool.glob("*/*.spool")), [], "spooled records not delivered")
 
     def daemon_spans(self, job):
         """Total daemon-side time of each query RPC on `job`, from its debug lines, and the

@@ -88,7 +88,8 @@ class PoolSigtermTest(DaemonTestCase):
     def leftovers(self):
         if not self.spool.exists():
             return []
-        return sorted(p.name for p in self.spool.iterdir() if p.suffix in (".spool", ".made"))
+        # One folder per daemon the sessions were aimed at (common/spool_dir.h).
+        return sorted(p.name for p in self.spool.glob("*/*") if p.suffix in (".spool", ".made"))
 
     def wait_until_collected(self, timeout=30.0):
         deadline = time.monotonic() + timeout
@@ -164,7 +165,7 @@ class PoolSigtermTest(DaemonTestCase):
                                       "--collect-spools-period-s", "0.2"])
         self.env["FLOPSCOPE_TRANSPORT_PATH"] = str(self.root / "missing-transport.so")
         self.start_waiting("killed-untransported", "none")
-        self.assertEqual([p.suffix for p in self.spool.iterdir()], [".made"])
+        self.assertEqual([p.suffix for p in self.spool.glob("*/*")], [".made"])
         self.job.send_signal(signal.SIGKILL)
         self.job.communicate(timeout=30)
         self.assertEqual(self.job.returncode, -signal.SIGKILL)

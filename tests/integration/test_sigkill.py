@@ -94,7 +94,7 @@ class SigkillTest(DaemonTestCase):
 
     def spool_files(self):
         spool = self.spool_dir()
-        return sorted(spool.glob("*.spool")) if spool.exists() else []
+        return sorted(spool.glob("*/*.spool")) if spool.exists() else []
 
     def start(self, socket, job, flush_ms=20):
         """`flopscope run` execs the program: the process is the injected job itself."""
@@ -145,7 +145,7 @@ class SigkillTest(DaemonTestCase):
     def wait_until_collected(self, timeout=30.0):
         # The collector removes a spool, then the made-counts file beside it: wait for both.
         def left():
-            return self.spool_files() + list(self.spool_dir().glob("*.made"))
+            return self.spool_files() + list(self.spool_dir().glob("*/*.made"))
         deadline = time.monotonic() + timeout
         while left() and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -184,7 +184,9 @@ class SigkillTest(DaemonTestCase):
         self.wait_for_spooled(made)
         self.kill_job()
         self.assertEqual(len(self.spool_files()), 1)  # the orphan
-        self.daemon.start(extra_args=["--collect-spools", str(self.spool_dir())])
+        # It was aimed at nobody.sock: this daemon delivers it when told to (issue 32).
+        self.daemon.start(extra_args=["--collect-spools", str(self.spool_dir()),
+                                      "--collect-spools-for", str(self.root / "nobody.sock")])
         self.wait_until_collected()
         self.check_whole("killed-away", made)
 
@@ -277,10 +279,10 @@ class SigkillTest(DaemonTestCase):
         time.sleep(0.5)
         self.assertEqual(self.stored_rows("killed-buffered"), stored)  # the rest still buffered
         self.assertLess(stored, made)
-        self.assertEqual(len(list(self.spool_dir().glob("*.made"))), 1)
+        self.assertEqual(len(list(self.spool_dir().glob("*/*.made"))), 1)
         self.kill_job()
         self.wait_until_collected()
-        self.assertEqual(list(self.spool_dir().glob("*.made")), [])  # removed with the spool
+        self.assertEqual(list(self.spool_dir().glob("*/*.made")), [])  # removed with the spool
         rep = report(self.daemon.socket, "killed-buffered")
         calls = {m["path"]: m["calls"] for m in rep["modules"]}.get("work", 0)
         self.assertEqual(calls, stored)
@@ -300,10 +302,10 @@ class SigkillTest(DaemonTestCase):
         while not self.spool_files() and time.monotonic() < deadline:
             time.sleep(0.02)
         self.assertEqual([spooled_records(f) for f in self.spool_files()], [0])  # its hello only
-        self.assertEqual(len(list(self.spool_dir().glob("*.made"))), 1)
+        self.assertEqual(len(list(self.spool_dir().glob("*/*.made"))), 1)
         self.kill_job()
         self.wait_until_collected()
-        self.assertEqual(list(self.spool_dir().glob("*.made")), [])
+        self.assertEqual(list(self.spool_dir().glob("*/*.made")), [])
         rep = report(self.daemon.socket, "killed-early")
         calls = {m["path"]: m["calls"] for m in rep["modules"]}.get("work", 0)
         self.assertEqual(calls, 0)

@@ -122,7 +122,7 @@ class SpoolTest(DaemonTestCase):
 
     def spool_files(self):
         spool = self.root / "spool"
-        return sorted(spool.glob("*.spool")) if spool.exists() else []
+        return sorted(spool.glob("*/*.spool")) if spool.exists() else []
 
     def kill_daemon(self):
         self.daemon.process.send_signal(signal.SIGKILL)

@@ -66,7 +66,8 @@ class SpoolSquattingTest(DaemonTestCase):
 
     def collect(self, *patterns):
         """A daemon that delivers the orphans of `patterns` at start; its log once it has."""
-        self.daemon.args = ["--collect-spools", ",".join(patterns)]
+        self.daemon.args = ["--collect-spools", ",".join(patterns),
+                            "--collect-spools-for", "/nonexistent/flopscope.sock"]
         self.daemon.start()
 
     def stored(self):
@@ -102,12 +103,12 @@ class SpoolSquattingTest(DaemonTestCase):
         # The daemon's default pattern finds the fallback and delivers it as the victim's; the
         # squatter's file in the directory named for the victim is left alone.
         self.collect(f"/var/tmp/flopscope-spool-{self.victim}*")
-        self.wait_for(lambda: not list(fallback.glob("*.spool")), self.daemon.log)
+        self.wait_for(lambda: not list(fallback.glob("*/*.spool")), self.daemon.log)
         stored = self.stored()
         self.assertEqual((stored.get("victim-job"), stored.get("victim-job2")),
                          (2 * CALLS, 2 * CALLS))
         self.assertNotIn("squat-job", stored)
-        self.assertEqual(len(list(self.squatted.glob("*.spool"))), 1)
+        self.assertEqual(len(list(self.squatted.glob("*/*.spool"))), 1)
         self.assertIn(f"{self.squatted} names uid {self.victim} but belongs to uid "
                       f"{self.squatter}", self.daemon.log())
 
@@ -124,7 +125,7 @@ class SpoolSquattingTest(DaemonTestCase):
         self.assertIn(f"uid {gone_uid}, the owner of {spool}, has no passwd entry",
                       self.daemon.log())
         self.assertNotIn("gone-job", self.stored())
-        self.assertEqual(len(list(spool.glob("*.spool"))), 1)  # left where it is
+        self.assertEqual(len(list(spool.glob("*/*.spool"))), 1)  # left where it is
 
     def wait_for(self, condition, log, timeout=20.0):
         import time

@@ -17,7 +17,7 @@ flopscope jobs --socket $D/s.sock
 flopscope ranks full1 --socket $D/s.sock
 echo "--- spool files: $(ls $D/spool | wc -l) ($(du -sh $D/spool | cut -f1))"
 mount -o remount,size=64m $D/data; echo "--- remounted 64m at $(date +%T)"
-for i in $(seq 120); do ls $D/spool/*.spool >/dev/null 2>&1 || break; sleep 0.5; done; echo "spool empty after ~$((i/2)) s at $(date +%T): $(ls $D/spool | wc -l) files"
+for i in $(seq 120); do ls $D/spool/*/*.spool >/dev/null 2>&1 || break; sleep 0.5; done; echo "spool empty after ~$((i/2)) s at $(date +%T): $(ls $D/spool | wc -l) files"
 python3 $R/count.py $D/data full1 | tail -1
 flopscope jobs --socket $D/s.sock
 flopscope report full1 --socket $D/s.sock --format json | python3 -c 'import json,sys; r=json.load(sys.stdin); print({k: r.get(k) for k in ("lost","losses","sessions_without_final","rejected") if k in r})'

@@ -21,7 +21,7 @@ uptime
 for sig in KILL TERM; do
   FLOPSCOPE_SPOOL_DIR=$D/spool flopscope run --job sig$sig --socket $D/s.sock -- $T 4 0 > $D/sig$sig.out 2> $D/sig$sig.err & P=$!
   sleep 2; kill -$sig $P; wait $P; rc=$?
-  for i in $(seq 100); do ls $D/spool/*.spool >/dev/null 2>&1 || break; sleep 0.1; done
+  for i in $(seq 100); do ls $D/spool/*/*.spool >/dev/null 2>&1 || break; sleep 0.1; done
   echo "sig$sig rc $rc store: $(python3 $R/count.py $D/data sig$sig | tail -1) stderr: $(grep -v 'no CUDA' $D/sig$sig.err | tr '\n' '|')"
   flopscope jobs --socket $D/s.sock | awk -v j=sig$sig '$1==j'
 done

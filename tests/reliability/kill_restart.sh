@@ -38,8 +38,8 @@ wait $killer
 after=$(echo "$end - $(cat "$D/restarted_at" 2>/dev/null || echo "$end")" | bc)
 ready || echo "no daemon serving after the job"
 at_end=$(python3 "$R/count.py" "$D/data" "$JOB" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["total"]["committed"])')
-for i in $(seq 600); do ls "$D"/spool/*.spool >/dev/null 2>&1 || break; sleep 0.1; done
-spools_left=$(ls "$D"/spool/*.spool 2>/dev/null | wc -l)
+for i in $(seq 600); do ls "$D"/spool/*/*.spool >/dev/null 2>&1 || break; sleep 0.1; done
+spools_left=$(ls "$D"/spool/*/*.spool 2>/dev/null | wc -l)
 total=$(python3 "$R/count.py" "$D/data" "$JOB" --json | python3 -c 'import json,sys; t=json.load(sys.stdin)["total"]; print(t["committed"], t["dup_instance"], t["dup_content"], t["not_final"], json.dumps(t["losses"]).replace(" ",""))')
 jobs_lost=$("$BIN/flopscope" jobs --socket "$D/s.sock" | awk -v j="$JOB" '$1==j {print "ranges="$4, "lost="$6}')
 nd=$(grep -h "not delivered" "$D"/ranks/*.err 2>/dev/null | sed 's/flopscope: //' | tr '\n' '|')

@@ -53,7 +53,7 @@ wait $JP; rc=$?
 [ "${PROBE:-0}" = 1 ] && kill -INT $PP 2>/dev/null
 end=$(date +%s.%N); load1=$(cut -d' ' -f1 /proc/loadavg)
 at_end=$(python3 "$R/count.py" "$D/data" "$JOB" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["total"]["committed"])')
-for i in $(seq 1200); do ls "$D"/spool/*.spool >/dev/null 2>&1 || break; sleep 0.1; done
+for i in $(seq 1200); do ls "$D"/spool/*/*.spool >/dev/null 2>&1 || break; sleep 0.1; done
 drained=$(echo "$(date +%s.%N) - $end" | bc)
 python3 "$R/count.py" "$D/data" "$JOB" --json >"$D/count.json"
 python3 - "$D" "$N" "$STEPS" <<'PY'
@@ -78,7 +78,7 @@ rss = [l.split() for l in open(f"{d}/rss") if len(l.split()) == 2]
 if rss:
     print(f"  daemon VmRSS max {max(int(r[0]) for r in rss) // 1024} MB, threads max {max(int(r[1]) for r in rss)}")
 PY
-echo "  job rc $rc, wall $(echo "$end - $start" | bc | cut -c1-5) s, stored at job end $at_end, spools drained $(echo $drained | cut -c1-5) s after (left: $(ls "$D"/spool/*.spool 2>/dev/null | wc -l)), load $load0 -> $load1"
+echo "  job rc $rc, wall $(echo "$end - $start" | bc | cut -c1-5) s, stored at job end $at_end, spools drained $(echo $drained | cut -c1-5) s after (left: $(ls "$D"/spool/*/*.spool 2>/dev/null | wc -l)), load $load0 -> $load1"
 [ -f "$D/query_errors" ] && sort "$D/query_errors" | uniq -c | sed 's/^/  failed query: /' | cut -c1-300
 echo "  ranks' stderr: $(grep -l 'not delivered' "$D"/ranks/*.err 2>/dev/null | wc -l) 'not delivered', $(grep -l 'spooled' "$D"/ranks/*.err 2>/dev/null | wc -l) 'spooled'; jobs: $("$BIN/flopscope" jobs --socket "$D/s.sock" | awk -v j="$JOB" '$1==j {print "ranks "$2, "connected "$3, "ranges "$4, "lost "$6}')"
 [ "${PROBE:-0}" = 1 ] && { wait $PP; grep -E '^(ranks|report) ' "$D/probe" | sed 's/^/  probe: /'; }
