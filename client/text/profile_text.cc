@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -26,11 +27,13 @@ std::string Rule(const std::string& title) {
                       std::string(dashes - dashes / 2, '-'), "\n");
 }
 
-// The summary's "{:<70}  {:<8}" line (values shorter than 8 are padded, as DeepSpeed's are).
-// `value` may be producer text (device name, flops source): printable only.
+// The summary's "{:<70}  {:<8}" line, as DeepSpeed's but for the padding after a value shorter
+// than 8, which is left off: no line ends in blanks. `value` may be producer text (device name,
+// flops source): printable only.
 std::string Line(const std::string& label, const std::string& value) {
-  return absl::StrFormat("%-*s  %-*s\n", kLabelWidth, label, kValueWidth,
-                         PrintableForTerminal(value));
+  const std::string line =
+      absl::StrFormat("%-*s  %-*s", kLabelWidth, label, kValueWidth, PrintableForTerminal(value));
+  return absl::StrCat(absl::StripTrailingAsciiWhitespace(line), "\n");
 }
 
 // Python's str(round(value, 2)) for the samples per second: "433.07", "12.0".
@@ -382,7 +385,7 @@ std::string RenderDetailed(const Profile& profile, const ProfileTextOptions&) {
   std::string out = absl::StrCat("\n", kDetailedBanner, "\n");
   absl::StrAppend(
       &out,
-      "Each module profile is listed after its name in the following order: \n"
+      "Each module profile is listed after its name in the following order:\n"
       "params, percentage of total params, MACs, percentage of total MACs, fwd latency, "
       "percentage of total fwd latency, fwd FLOPS\n",
       "\nNote: 1. Latency is measured by flopscope from the module's ranges inside the forward "

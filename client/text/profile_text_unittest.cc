@@ -294,6 +294,19 @@ TEST(DeepSpeedLayoutTest, TheAdditionsFollowTheClosingRuleNeverInterleaved) {
   }
 }
 
+// DeepSpeed pads each summary value to 8 characters ("{:<8}") and ends a note with a blank;
+// flopscope's text ends no line in blanks (they only show up in diffs and copies).
+TEST(DeepSpeedLayoutTest, NoLineEndsInBlanks) {
+  Report report = TorchJob().Build();
+  Announce(&report, "batch_size", "4");
+  for (const Report& job : {report, testing::CpuOnlyReport()}) {
+    const std::string text = RenderProfileText(BuildProfile(job, {}), {});
+    for (absl::string_view line : absl::StrSplit(text, '\n')) {
+      EXPECT_FALSE(absl::EndsWith(line, " ")) << "'" << line << "'\n" << text;
+    }
+  }
+}
+
 TEST(WhyNoGpuFiguresTest, TheTextSaysWhyPerRankWhereRanksDiffer) {
   const std::string no_driver = "no CUDA driver: NVTX ranges only";
   const std::string held = "CUPTI is held by another tool (Nsight Systems): NVTX ranges only";
