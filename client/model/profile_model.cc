@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client/model/profile_flops.h"
+#include "common/metadata_keys.h"
 #include "common/nvtx_vocabulary.h"
 
 namespace flopscope::client {
@@ -904,6 +905,9 @@ Profile BuildProfile(const Report& report, const ProfileOptions& options,
   FillCountedSummary(report, profile);
   profile.latency_basis = LatencyBasis(report, profile);
   FillGpuStatus(report, profile);
+  for (const auto& entry : report.metadata()) {
+    if (entry.key() == kEndSignalKey) ++profile.end_signals[entry.value()];
+  }
   profile.flops_source = FlopsSource(profile.modules, report, profile);
   FillSummaryFigures(report, profile);
   if (model_figures_measured) {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -176,6 +177,9 @@ struct Profile {
   // held by another tool, counters restricted to admins...), by rank; "" when all was well.
   std::vector<std::pair<int32_t, std::string>> gpu_status;
   std::string no_gpu_why;  // why there are no GPU figures, in words ("" when there are)
+  // How sessions ended when a signal ended them after the injector drained them
+  // (`process.end_signal` metadata): signal name ("SIGINT", "SIGTERM") -> sessions.
+  std::map<std::string, uint64_t> end_signals;
   // Ranks with more than one session, and how many: a restart, or a second run that reused the
   // job id; the figures merge them, so the report warns.
   std::vector<std::pair<int32_t, uint32_t>> merged_sessions;

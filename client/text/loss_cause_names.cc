@@ -1,8 +1,12 @@
 #include "client/text/loss_cause_names.h"
 
+#include <vector>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/utf8.h"
 
 namespace flopscope::client {
 
@@ -71,6 +75,18 @@ std::string SessionsWithoutFinalNote(uint64_t sessions) {
   return absl::StrCat(sessions, sessions == 1 ? " session" : " sessions",
                       " ended without a final batch (killed, _exit or exec?): records recorded "
                       "after its last delivery are missing");
+}
+
+std::string EndSignalsNote(const std::map<std::string, uint64_t>& sessions) {
+  std::vector<std::string> parts;
+  for (const auto& [signal_name, count] : sessions) {
+    const std::string name = PrintableForTerminal(signal_name);
+    parts.push_back(absl::StrCat(name, name == "SIGINT" ? " (Ctrl-C) " : " ", count,
+                                 count == 1 ? " session" : " sessions"));
+  }
+  if (parts.empty()) return "";
+  return absl::StrCat(absl::StrJoin(parts, ", "),
+                      "; drained first: what was recorded before the signal was delivered");
 }
 
 std::string SpooledNote(uint64_t records) {

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <string>
 
 #include "flopscope/v1/records.pb.h"
@@ -23,6 +25,11 @@ uint64_t SessionsWithoutFinal(
 
 // The one-line note views print for them ("" when there are none).
 std::string SessionsWithoutFinalNote(uint64_t sessions);
+// How the sessions a signal ended after the injector drained them ended, from their
+// `process.end_signal` records (signal name -> sessions): "SIGINT (Ctrl-C) 1 session; drained
+// first: what was recorded before the signal was delivered"; "" for none. Printable only.
+std::string EndSignalsNote(const std::map<std::string, uint64_t>& sessions);
+
 // "N records wait in spool files ...": records a process that ended left in its spool, which
 // the daemon delivers soon (Report.spooled_records); "" for none. Never part of what is lost.
 std::string SpooledNote(uint64_t records);

@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "client/model/profile_flops.h"
 #include "client/text/deepspeed_format.h"
+#include "client/text/loss_cause_names.h"
 #include "client/text/text_table.h"
 #include "common/utf8.h"
 
@@ -436,6 +437,9 @@ std::string RenderAdditions(const Profile& profile) {
   absl::StrAppend(&out, Line("job: ", absl::StrCat(profile.job_id, " (", profile.scope, ")")));
   if (std::string partial = PartialRanksLine(profile); !partial.empty()) {
     absl::StrAppend(&out, Line("ranks: ", partial));
+  }
+  if (!profile.end_signals.empty()) {
+    absl::StrAppend(&out, Line("ended by: ", EndSignalsNote(profile.end_signals)));
   }
   if (!profile.warmup_note.empty()) absl::StrAppend(&out, Line("steps: ", profile.warmup_note));
   if (std::string unfinished = UnfinishedStepsLine(profile); !unfinished.empty()) {

@@ -423,5 +423,23 @@ TEST(ProfileSemanticsTest, EstimatedFlopsAreUsedWhereNothingWasCountedAndLabelle
   EXPECT_TRUE(absl::StrContains(additions, "estimated")) << additions;
 }
 
+// A run a signal ended after the injector drained it (the `process.end_signal` record of each
+// session) says so in the DeepSpeed layout's additions, as the tree view does: `flopscope run`
+// prints this text when a Ctrl-C'd job ends.
+TEST(HowTheRunEndedTest, SessionsEndedBySignalAreNamedInTheAdditions) {
+  Report report = TorchJob().Build();
+  for (const char* signal_name : {"SIGINT", "SIGTERM", "SIGINT"}) {
+    Announce(&report, "process.end_signal", signal_name);
+  }
+  const std::string text = RenderProfileText(BuildProfile(report, {}), {});
+  const std::regex line(
+      "\nended by: +SIGINT \\(Ctrl-C\\) 2 sessions, SIGTERM 1 session; drained first: what "
+      "was recorded before the signal was delivered\n");
+  EXPECT_TRUE(std::regex_search(text, line)) << text;
+  EXPECT_GT(text.find("ended by:"), text.find("flopscope additions")) << text;
+  const std::string undisturbed = RenderProfileText(BuildProfile(TorchJob().Build(), {}), {});
+  EXPECT_EQ(undisturbed.find("ended by"), std::string::npos) << undisturbed;
+}
+
 }  // namespace
 }  // namespace flopscope::client

@@ -174,14 +174,7 @@ std::string EndSignalSection(const Report& report) {
     if (entry.key() == kEndSignalKey) ++sessions[entry.value()];
   }
   if (sessions.empty()) return "";
-  std::vector<std::string> parts;
-  for (const auto& [signal_name, count] : sessions) {
-    const std::string name = PrintableForTerminal(signal_name);
-    parts.push_back(absl::StrCat(name, name == "SIGINT" ? " (Ctrl-C) " : " ", count,
-                                 count == 1 ? " session" : " sessions"));
-  }
-  return absl::StrCat("Ended by: ", absl::StrJoin(parts, ", "),
-                      "; drained first: what was recorded before the signal was delivered\n");
+  return absl::StrCat("Ended by: ", EndSignalsNote(sessions), "\n");
 }
 
 // Which steps counter windows covered where, and the convention of every fp16 figure.

@@ -109,10 +109,19 @@ class OneCommandTest(unittest.TestCase):
         deadline = time.monotonic() + 30
         while not self.daemons_left() and time.monotonic() < deadline:
             time.sleep(0.05)
-        time.sleep(0.5)  # the job is started and waits for `go`
+        # The job's session has started (its spool, or its made-counts file, exists) and its
+        # drain is installed a moment later; then it waits for `go`.
+        spool = Path(self.env["FLOPSCOPE_SPOOL_DIR"])
+        while (not any(spool.rglob("*.spool")) and not any(spool.rglob("*.made"))
+               and time.monotonic() < deadline):
+            time.sleep(0.05)
+        time.sleep(0.5)
         os.killpg(run.pid, signal.SIGINT)  # a Ctrl-C: the terminal's whole foreground group
         out, err = run.communicate(timeout=60)
         self.assertEqual(run.returncode, -signal.SIGINT, err)
+        # The report run prints at the end says how the job ended.
+        self.assertIn("DeepSpeed Flops Profiler", out)
+        self.assertRegex(out, r"\nended by: +SIGINT \(Ctrl-C\) 1 session; drained first")
         self.assertIn("a private one records this job", err)
         self.assertEqual(self.daemons_left(), [])
 

@@ -9,8 +9,8 @@ report blamed a kill: "ended without a final batch (killed, _exit or exec?)". No
     itself with SIGINT (SIG_DFL) instead of calling exit(), so no atexit handler runs: the
     injector's kill() wrapper runs the exit path first (injector/entry_points.cc);
   - either way every record made before the signal is stored, the session has its final batch,
-    and the report (its tree view) says "Ended by: SIGINT (Ctrl-C)"; no view says 'killed,
-    _exit or exec'.
+    and the report says "Ended by: SIGINT (Ctrl-C)" (the tree view) or "ended by: SIGINT
+    (Ctrl-C)" (the DeepSpeed layout's additions); no view says 'killed, _exit or exec'.
 The flush interval is a minute: nothing is delivered before the signal but by the drain."""
 
 import json
@@ -82,6 +82,11 @@ class SigintTest(DaemonTestCase):
         tree = client(["report", job, "--format", "tree", "--socket", str(self.daemon.socket)])
         self.assertEqual(tree.returncode, 0, tree.stderr)
         self.assertIn("Ended by: SIGINT (Ctrl-C) 1 session", tree.stdout)
+        # The DeepSpeed layout (`report JOB`, and what `flopscope run` prints at the job's end)
+        # says it too, in its additions.
+        text = client(["report", job, "--socket", str(self.daemon.socket)])
+        self.assertEqual(text.returncode, 0, text.stderr)
+        self.assertRegex(text.stdout, r"\nended by: +SIGINT \(Ctrl-C\) 1 session; drained first")
         for listing in (["report", job], ["report", job, "--format", "tree"], ["jobs"],
                         ["ranks", job]):
             out = client([*listing, "--socket", str(self.daemon.socket)])
