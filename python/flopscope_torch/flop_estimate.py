@@ -187,13 +187,23 @@ _PRECISION_NAMES = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16
                     torch.float64: "fp64"}
 
 
-def _compute_dtype(tensor):
-    """The dtype a call on `tensor` computes in: autocast's where it is on, else the tensor's."""
-    if tensor.is_cuda and torch.is_autocast_enabled():
-        return torch.get_autocast_gpu_dtype()
-    if not tensor.is_cuda and torch.is_autocast_cpu_enabled():
-        return torch.get_autocast_cpu_dtype()
-    return tensor.dtype
+if hasattr(torch, "get_autocast_dtype"):
+    def _compute_dtype(tensor):
+        """The dtype a call on `tensor` computes in: autocast's where it is on, else the
+        tensor's. torch 2.4 on asks by device type (is_autocast_cpu_enabled and
+        get_autocast_{cpu,gpu}_dtype are deprecated there)."""
+        device = "cuda" if tensor.is_cuda else "cpu"
+        if torch.is_autocast_enabled(device):
+            return torch.get_autocast_dtype(device)
+        return tensor.dtype
+else:
+    def _compute_dtype(tensor):
+        """The dtype a call on `tensor` computes in (torch before 2.4: one function a device)."""
+        if tensor.is_cuda and torch.is_autocast_enabled():
+            return torch.get_autocast_gpu_dtype()
+        if not tensor.is_cuda and torch.is_autocast_cpu_enabled():
+            return torch.get_autocast_cpu_dtype()
+        return tensor.dtype
 
 
 def _counting_body(original, formula, local, dtypes):

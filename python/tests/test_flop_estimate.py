@@ -6,6 +6,7 @@ import math
 import pickle
 import re
 import unittest
+import warnings
 from pathlib import Path
 
 import torch
@@ -202,6 +203,26 @@ class PerStepTest(unittest.TestCase):
             marks = [text for _, op, _, text in recorder.events
                      if op == "mark" and text.startswith("estimated_precision")]
             self.assertEqual(marks, [f"estimated_precision={name}"])
+
+    def test_autocast_precision_without_deprecated_calls(self):
+        # torch 2.4 deprecated is_autocast_cpu_enabled and get_autocast_{cpu,gpu}_dtype (issue 29):
+        # the estimate reads autocast's dtype on both torches and warns about nothing.
+        recorder = Recorder()
+        profiler = Profiler()
+        profiler.enable(backend=recorder.backend(), environ={})
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                model = nn.Sequential(nn.Linear(6, 4), nn.Linear(4, 2))
+                with torch.autocast("cpu", dtype=torch.bfloat16):
+                    model(torch.randn(3, 6))
+        finally:
+            profiler.disable()
+        marks = [text for _, op, _, text in recorder.events
+                 if op == "mark" and text.startswith("estimated_precision")]
+        self.assertEqual(marks, ["estimated_precision=bf16"])
+        ours = [str(w.message) for w in caught if "flopscope_torch" in w.filename]
+        self.assertEqual(ours, [])
 
 
 class SwitchTest(unittest.TestCase):
