@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -21,6 +22,12 @@ namespace {
 
 static_assert(sizeof(std::atomic<uint64_t>) == sizeof(uint64_t) &&
               std::atomic<uint64_t>::is_always_lock_free);
+static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t) &&
+              std::atomic<uint32_t>::is_always_lock_free);
+
+// The header: magic, slot count, session length, end signal, zeros.
+constexpr size_t kEndSignalOffset = sizeof MadeCountsPage::kMagic + 2 * sizeof(uint32_t);
+constexpr size_t kHeaderUsed = kEndSignalOffset + sizeof(uint32_t);
 
 std::string ErrnoText(const char* what, const std::string& path) {
   return std::string(what) + " " + path + ": " + std::strerror(errno);
@@ -153,6 +160,7 @@ std::unique_ptr<MadeCountsPage> MadeCountsPage::Create(const std::string& path,
   std::memcpy(map + sizeof kMagic, &slots, sizeof slots);
   std::memcpy(map + sizeof kMagic + sizeof slots, &session_bytes, sizeof session_bytes);
   std::memcpy(map + kLineBytes * (kSlots + 1), encoded.data(), encoded.size());
+  new (map + kEndSignalOffset) std::atomic<uint32_t>(0);
   for (uint32_t slot = 0; slot < kSlots; ++slot) {
     new (map + kLineBytes * (slot + 1)) std::atomic<uint64_t>(0);
   }
@@ -173,6 +181,13 @@ MadeCountsPage::~MadeCountsPage() {
 }
 
 void MadeCountsPage::Remove() { unlink(path_.c_str()); }
+
+void MadeCountsPage::NameEndSignal(int signo) {
+  if (signo != SIGINT && signo != SIGTERM) return;
+  uint32_t none = 0;
+  EndSignal()->compare_exchange_strong(none, static_cast<uint32_t>(signo),
+                                       std::memory_order_relaxed);
+}
 
 bool MadeCountsPage::ReadOrphan(const std::string& path, uid_t* owner, uint64_t* total,
                                 MadeSession* session, std::string* error) {
@@ -203,6 +218,10 @@ bool MadeCountsPage::ReadOrphan(const std::string& path, uid_t* owner, uint64_t*
 
 std::atomic<uint64_t>* MadeCountsPage::SlotCount(uint32_t slot) const {
   return std::launder(reinterpret_cast<std::atomic<uint64_t>*>(map_ + kLineBytes * (slot + 1)));
+}
+
+std::atomic<uint32_t>* MadeCountsPage::EndSignal() const {
+  return std::launder(reinterpret_cast<std::atomic<uint32_t>*>(map_ + kEndSignalOffset));
 }
 
 MadeCountsPage::Counter MadeCountsPage::Acquire() {
@@ -244,9 +263,15 @@ bool ParseMadeCounts(const char* data, size_t size, uint64_t* total, MadeSession
     *error = "made-counts file has no valid header";
     return false;
   }
+  uint32_t end_signal = 0;
+  std::memcpy(&end_signal, data + kEndSignalOffset, sizeof end_signal);
+  if (end_signal != 0 && end_signal != SIGINT && end_signal != SIGTERM) {
+    *error = "made-counts file names signal " + std::to_string(end_signal) +
+             " as its end, neither SIGINT nor SIGTERM";
+    return false;
+  }
   static const char kZeros[Page::kLineBytes] = {};
-  const size_t header_used = sizeof Page::kMagic + sizeof slots + sizeof session_bytes;
-  if (std::memcmp(data + header_used, kZeros, Page::kLineBytes - header_used) != 0) {
+  if (std::memcmp(data + kHeaderUsed, kZeros, Page::kLineBytes - kHeaderUsed) != 0) {
     *error = "made-counts file has bytes where its header has none";
     return false;
   }
@@ -277,6 +302,7 @@ bool ParseMadeCounts(const char* data, size_t size, uint64_t* total, MadeSession
       return false;
     }
   }
+  named.end_signal = static_cast<int32_t>(end_signal);
   *total = sum;
   *session = std::move(named);
   return true;

@@ -8,7 +8,8 @@
 //
 // Layout (host byte order: written and read on the same node), exactly kFileBytes long:
 //   header, 64 bytes: the 8-byte magic "FSMADE02", u32 slot count (kSlots), u32 length of the
-//   encoded session (at most kSessionBytes; 0: none), zeros;
+//   encoded session (at most kSessionBytes; 0: none), u32 end signal (0, or SIGINT / SIGTERM
+//   once the injector began draining for that signal: NameEndSignal), zeros;
 //   kSlots slots of 64 bytes each (one cache line: no two writers share a line), a u64 count at
 //   the start of each, zeros after it;
 //   kSessionBytes for the session that made the records (MadeSession, written once at creation,
@@ -17,6 +18,11 @@
 //   session_id, job_id, host, injector_version, layout_source, command; zeros after it. With it a
 //   collector can charge what the file counts to its session even when the process died before
 //   its spool (and the hello in it) existed.
+// The end signal tells a collector that a session which never delivered its final batch was
+// ended by Ctrl-C or SIGTERM and its drain cut short (injector/sigterm_drain.h: its bound ran
+// out, or the transport had not started), not killed: it is written when the drain begins, so
+// it outlives a drain that never finishes. A collector older than it refuses a file that names
+// one (bytes where its header had none) and leaves it, logged.
 // Slot 0 is shared (an atomic add) by the threads that find every other slot taken; each other
 // slot has one writer at a time, which adds with a relaxed load and store of its own line, no
 // atomic read-modify-write. A slot freed by an exiting thread keeps its count: the next owner
@@ -49,6 +55,9 @@ struct MadeSession {
   int32_t rank = 0, local_rank = 0, world_size = 1;
   uint32_t tp_size = 1, pp_size = 1, dp_size = 1, tp_rank = 0, pp_rank = 0, dp_rank = 0;
   int64_t pid = 0, start_time_ns = 0;
+  // Not part of the encoded session: the header's end signal (0: none; SIGINT or SIGTERM), read
+  // back by ParseMadeCounts whether the file names a session or not.
+  int32_t end_signal = 0;
   bool known() const { return !session_id.empty(); }
 };
 
@@ -94,6 +103,9 @@ class MadeCountsPage {
   ~MadeCountsPage();  // unmaps and unlocks; the file stays unless Remove() was called
   // Deletes the file (a clean exit: every record made is delivered, spooled or counted).
   void Remove();
+  // Writes the end signal into the header (SIGINT or SIGTERM; anything else is ignored): one
+  // relaxed store to the mapped page, async-signal-safe; the first one written stays.
+  void NameEndSignal(int signo);
 
   // Reads a file left by a process that is gone (its lock free): true with *total, the *session
   // it names (cleared when none) and its *owner uid. False when the owner still holds it
@@ -114,6 +126,7 @@ class MadeCountsPage {
  private:
   MadeCountsPage(std::string path, int fd, char* map);
   std::atomic<uint64_t>* SlotCount(uint32_t slot) const;
+  std::atomic<uint32_t>* EndSignal() const;
 
   const std::string path_;
   const int fd_;  // held open for its lock
@@ -123,9 +136,10 @@ class MadeCountsPage {
 };
 
 // Reads a made-counts file's bytes (untrusted: the collector reads files other users wrote).
-// True with *total the sum of the slots and *session the session it names (cleared when none)
-// when `data` is exactly such a file; false with *error naming what is wrong otherwise (wrong
-// size or magic, a sum past 2^64, non-zero padding, a session field past its area or its end).
+// True with *total the sum of the slots and *session the session it names (cleared when none;
+// its end_signal set either way) when `data` is exactly such a file; false with *error naming
+// what is wrong otherwise (wrong size or magic, an end signal other than SIGINT or SIGTERM, a sum
+// past 2^64, non-zero padding, a session field past its area or its end).
 // The session's strings are bytes as written: the caller validates them as it would a hello.
 bool ParseMadeCounts(const char* data, size_t size, uint64_t* total, MadeSession* session,
                      std::string* error);

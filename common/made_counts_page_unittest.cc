@@ -141,6 +141,46 @@ TEST_F(MadeCountsPageTest, TheSessionItNamesIsReadBackFromAnOrphan) {
   ExpectSameSession(read, written);
 }
 
+// The signal a drain began for outlives a writer that never finishes it (killed here, as the
+// drain's bound or a second Ctrl-C ends the process): the collector reads it back, with the
+// session or without one. The first one named stays.
+TEST_F(MadeCountsPageTest, TheEndSignalADrainNamedIsReadBackFromAnOrphan) {
+  for (const bool named : {true, false}) {
+    std::string error;
+    std::unique_ptr<MadeCountsPage> page = named ? MadeCountsPage::Create(path_, ASession(), &error)
+                                                 : MadeCountsPage::Create(path_, &error);
+    ASSERT_NE(page, nullptr) << error;
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      page->Acquire().Add(3);
+      page->NameEndSignal(SIGKILL);  // not a drain's: ignored
+      page->NameEndSignal(SIGINT);
+      page->NameEndSignal(SIGTERM);  // a second signal: the first stays
+      raise(SIGKILL);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    page.reset();
+    uid_t owner = 0;
+    uint64_t total = 0;
+    MadeSession read;
+    ASSERT_TRUE(MadeCountsPage::ReadOrphan(path_, &owner, &total, &read, &error)) << error;
+    EXPECT_EQ(total, 3u);
+    EXPECT_EQ(read.known(), named);
+    EXPECT_EQ(read.end_signal, SIGINT);
+    unlink(path_.c_str());
+  }
+  // A file no drain touched names none.
+  std::string error;
+  ASSERT_NE(MadeCountsPage::Create(path_, ASession(), &error), nullptr) << error;
+  uid_t owner = 0;
+  uint64_t total = 0;
+  MadeSession read;
+  ASSERT_TRUE(MadeCountsPage::ReadOrphan(path_, &owner, &total, &read, &error)) << error;
+  EXPECT_EQ(read.end_signal, 0);
+}
+
 TEST_F(MadeCountsPageTest, ALongCommandIsCutToFitAtACharacterBoundary) {
   MadeSession written = ASession();
   written.command.clear();
@@ -239,6 +279,16 @@ TEST_F(MadeCountsPageTest, ParserRefusesMalformedFiles) {
   bad[0] = 'X';
   EXPECT_FALSE(Parse(bad, &total, &error));
   EXPECT_NE(error.find("header"), std::string::npos) << error;
+
+  bad = good;
+  bad[16] = 9;  // the end signal: SIGKILL is no drain's
+  EXPECT_FALSE(Parse(bad, &total, &error));
+  EXPECT_NE(error.find("neither SIGINT nor SIGTERM"), std::string::npos) << error;
+  bad[16] = SIGTERM;
+  EXPECT_TRUE(Parse(bad, &total, &error)) << error;
+  bad[20] = 1;  // past the end signal
+  EXPECT_FALSE(Parse(bad, &total, &error));
+  EXPECT_NE(error.find("header has none"), std::string::npos) << error;
 
   bad = good;
   bad[MadeCountsPage::kLineBytes + sizeof(uint64_t)] = 1;  // padding after slot 0's count

@@ -15,4 +15,10 @@ bool IsPerModuleKey(std::string_view key);
 // its records were drained (injector/sigterm_drain.h): "SIGTERM" or "SIGINT".
 inline constexpr std::string_view kEndSignalKey = "process.end_signal";
 
+// The daemon's row in a session that never delivered its final batch although its process began
+// a drain for a signal (the made-counts file names it: common/made_counts_page.h): the drain was
+// cut short (its bound ran out, the transport had not started, a second signal came). "SIGTERM"
+// or "SIGINT". Views name the signal instead of guessing a kill (daemon/store/rank_store.h).
+inline constexpr std::string_view kEndSignalCutShortKey = "process.end_signal_cut_short";
+
 }  // namespace flopscope

@@ -297,6 +297,9 @@ void Session::RunExitPath() {
 void Session::NameEndSignal(int signo) {
   Session* session = Current();
   if (session == nullptr || (signo != SIGTERM && signo != SIGINT)) return;
+  // First in the made-counts file, which outlives a drain cut short (its bound, a second
+  // signal): the daemon's collector then names the signal instead of guessing a kill.
+  if (session->made_counts_ != nullptr) session->made_counts_->NameEndSignal(signo);
   try {
     session->tracker_.AppendMetadata(std::string(kEndSignalKey),
                                      signo == SIGINT ? "SIGINT" : "SIGTERM");

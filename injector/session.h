@@ -46,7 +46,8 @@ class Session {
   // path already (exit() came first), waits for it instead. Returns once it is done.
   static void DrainOnSigterm();
   // The process is about to die of `signo` (SIGTERM or SIGINT; others are ignored): says so in
-  // the final batch (`process.end_signal` metadata). Before the exit path runs.
+  // the final batch (`process.end_signal` metadata) and in the made-counts file (for a drain
+  // that never delivers it). Before the exit path runs.
   static void NameEndSignal(int signo);
   // Registers the tracer's exit handler again, so that it runs before the exit handlers
   // registered since (TraceSink::RearmExitHandler). At most kMaxTracingExitRearms times.

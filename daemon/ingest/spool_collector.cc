@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <glob.h>
 #include <pwd.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -82,7 +83,13 @@ v1::SessionHello HelloOf(const MadeSession& made) {
   hello.set_injector_version(made.injector_version);
   hello.set_start_time_ns(made.start_time_ns);
   hello.set_command(made.command);
-  hello.set_gpu_status("unknown: the process ended before its transport started");
+  // A drain the process began and never finished: the signal is named, not guessed at.
+  hello.set_gpu_status(
+      made.end_signal == SIGINT    ? "unknown: the process was ended by SIGINT (Ctrl-C) before its "
+                                     "transport started"
+      : made.end_signal == SIGTERM ? "unknown: the process was ended by SIGTERM before its "
+                                     "transport started"
+                                   : "unknown: the process ended before its transport started");
   return hello;
 }
 
@@ -287,6 +294,7 @@ void SpoolCollector::CollectMadeCountsAlone(const std::string& dir, uid_t owner,
     StreamTally tally;
     tally.made_known = true;
     tally.made = made;
+    tally.end_signal = named.end_signal;
     absl::StatusOr<IngestPath::Session> session = OpenOrphanSession(&hello, owner);
     absl::Status status = session.status();
     if (status.ok()) status = ingest_->End(*session, tally);
@@ -439,7 +447,7 @@ void SpoolCollector::ReadMadeCounts(const std::string& spool_path, uid_t owner,
   struct stat st;
   if (lstat(path.c_str(), &st) != 0) return;  // a clean exit removed it, or there never was one
   uid_t file_owner = 0;
-  MadeSession named;  // the spool's hello names the session already
+  MadeSession named;  // the spool's hello names the session already; the file adds its end signal
   std::string error;
   if (!MadeCountsPage::ReadOrphan(path, &file_owner, &tally->made, &named, &error)) {
     NoteRefusal(path, error.empty() ? "its writer still holds it" : error);
@@ -450,6 +458,7 @@ void SpoolCollector::ReadMadeCounts(const std::string& spool_path, uid_t owner,
     return;
   }
   tally->made_known = true;
+  tally->end_signal = named.end_signal;
 }
 
 void SpoolCollector::NoteRefusal(const std::string& path, absl::string_view why) {

@@ -8,6 +8,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -23,6 +24,8 @@
 #include "common/made_counts_page.h"
 #include "common/spool/spool_file.h"
 #include "common/spool_dir.h"
+#include "common/sqlite/sqlite_db.h"
+#include "common/sqlite/sqlite_statement.h"
 #include "daemon/catalog/catalog.h"
 #include "daemon/store/data_layout.h"
 #include "daemon/store/store_registry.h"
@@ -68,6 +71,19 @@ std::string LeaveOrphan(const std::string& spool_dir,
 }
 
 absl::StatusOr<std::string> AnyoneMayWrite(uid_t, const std::string& job_id) { return job_id; }
+
+// The first column of the first row `sql` selects in rank 2's file of job "job" ("" for none).
+std::string OneValue(const std::string& data_dir, const std::string& sql) {
+  absl::StatusOr<std::unique_ptr<SqliteDb>> db =
+      SqliteDb::OpenReadOnly(RankFilePath(data_dir, "job", 2));
+  EXPECT_TRUE(db.ok()) << db.status();
+  if (!db.ok()) return "";
+  absl::StatusOr<std::unique_ptr<SqliteStatement>> query = (*db)->Prepare(sql);
+  EXPECT_TRUE(query.ok()) << query.status();
+  if (!query.ok()) return "";
+  absl::StatusOr<bool> row = (*query)->Step();
+  return row.ok() && *row ? (*query)->ColumnString(0) : "";
+}
 
 // A data dir with its catalog and stores, and a spool directory for the collector to find.
 class SpoolCollectorTest : public ::testing::Test {
@@ -170,6 +186,45 @@ TEST_F(SpoolCollectorTest, AMadeCountsFileWithoutASpoolIsChargedToTheSessionItNa
   EXPECT_EQ(totals.range_events, 0u);
   static_assert(v1::LOSS_CAUSE_KILLED == 13);
   EXPECT_EQ(totals.losses.at(v1::LOSS_CAUSE_KILLED), kMade);
+  // No drain began (a SIGKILL): nothing names a signal.
+  EXPECT_EQ(OneValue(data_dir_, "SELECT gpu_status FROM sessions"),
+            "unknown: the process ended before its transport started");
+  EXPECT_EQ(OneValue(data_dir_, "SELECT COUNT(*) FROM metadata"), "0");
+}
+
+// A process a Ctrl-C's drain began in but never finished (before its transport started): its
+// made-counts file names SIGINT, so its session is said to have been ended by SIGINT, not
+// guessed at. What it made (the drain's own record included) is still charged as killed; the
+// daemon's row naming the signal is no record of the process's.
+TEST_F(SpoolCollectorTest, AMadeCountsFileNamingTheSignalOfACutShortDrainNamesIt) {
+  std::string error;
+  MadeSession session;
+  session.session_id = "s-ctrl-c";
+  session.job_id = "job";
+  session.rank = 2;
+  session.world_size = 4;
+  constexpr uint64_t kMade = 77;
+  const std::string made_path = folder_ + "/s-ctrl-c" + MadeCountsPage::kSuffix;
+  {
+    std::unique_ptr<MadeCountsPage> page = MadeCountsPage::Create(made_path, session, &error);
+    ASSERT_NE(page, nullptr) << error;
+    page->Acquire().Add(kMade);
+    page->NameEndSignal(SIGINT);
+  }
+
+  SpoolCollector collector({spool_dir_}, ThisDaemon(), ingest_.get(), AnyoneMayWrite);
+  EXPECT_EQ(collector.CollectOnce().made_alone, 1u);
+  absl::StatusOr<std::shared_ptr<RankStore>> store = stores_.Acquire("job", 2);
+  ASSERT_TRUE(store.ok()) << store.status();
+  static_assert(v1::LOSS_CAUSE_KILLED == 13 && v1::LOSS_CAUSE_ENDED_WITHOUT_FINAL == 12);
+  EXPECT_EQ((*store)->Totals().losses.at(v1::LOSS_CAUSE_KILLED), kMade);
+  EXPECT_EQ((*store)->Totals().losses.at(v1::LOSS_CAUSE_ENDED_WITHOUT_FINAL), 1u);
+  EXPECT_EQ(OneValue(data_dir_, "SELECT gpu_status FROM sessions"),
+            "unknown: the process was ended by SIGINT (Ctrl-C) before its transport started");
+  EXPECT_EQ(OneValue(data_dir_,
+                     "SELECT group_concat(key || '=' || value) FROM metadata WHERE sid = "
+                     "(SELECT sid FROM sessions WHERE session_id = 's-ctrl-c')"),
+            "process.end_signal_cut_short=SIGINT");
 }
 
 TEST_F(SpoolCollectorTest, AMadeCountsFileWhoseSessionIsRefusedStays) {

@@ -1,10 +1,13 @@
 #include "daemon/store/rank_store.h"
 
+#include <signal.h>
+
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/metadata_keys.h"
 #include "daemon/base/logger.h"
 #include "daemon/base/resume_token.h"
 #include "daemon/store/rank_schema.h"
@@ -13,6 +16,11 @@
 
 namespace flopscope::daemon {
 namespace {
+
+// The key as SQLite binds it (SQLITE_STATIC: the literal outlives every statement).
+absl::string_view CutShortKey() {
+  return absl::string_view(kEndSignalCutShortKey.data(), kEndSignalCutShortKey.size());
+}
 
 struct StoredPath {
   uint64_t id;
@@ -345,6 +353,7 @@ absl::Status RankStore::EndStream(int64_t sid, const StreamTally& tally) {
   }
   if (absl::Status s = begin_->Run(); !s.ok()) return s;
   absl::Status status = SetEndCounts(sid, final, not_arrived, tally.made_known, killed);
+  if (status.ok()) status = SetCutShortSignal(sid, final, tally);
   if (status.ok()) status = commit_->Run();
   if (!status.ok() && sqlite3_get_autocommit(db_->handle()) == 0) rollback_->Run().IgnoreError();
   if (!status.ok()) return status;
@@ -357,11 +366,12 @@ absl::StatusOr<uint64_t> RankStore::StoredRecords(int64_t sid) {
       "SELECT (SELECT range_events FROM sessions WHERE sid = ?1) + "
       "(SELECT COUNT(*) FROM kernels WHERE sid = ?1) + "
       "(SELECT COALESCE(SUM(count), 0) FROM kernel_folds WHERE sid = ?1) + "
-      "(SELECT COUNT(*) FROM metadata WHERE sid = ?1) + "
+      "(SELECT COUNT(*) FROM metadata WHERE sid = ?1 AND key != ?2) + "
       "(SELECT COUNT(*) FROM kernel_flops WHERE sid = ?1) + "
       "(SELECT COUNT(*) FROM counter_windows WHERE sid = ?1)");
   if (!count.ok()) return count.status();
   (*count)->BindInt(1, sid);
+  (*count)->BindText(2, CutShortKey());  // the daemon's row, not a record
   absl::StatusOr<bool> row = (*count)->Step();
   if (!row.ok()) return row.status();
   return *row ? (*count)->ColumnUint(0) : 0;
@@ -424,6 +434,28 @@ absl::Status RankStore::SetEndCounts(int64_t sid, bool final, uint64_t not_arriv
   (*insert)->BindInt(1, sid);
   (*insert)->BindUint(2, not_arrived);
   (*insert)->BindUint(3, killed);
+  return (*insert)->Run();
+}
+
+absl::Status RankStore::SetCutShortSignal(int64_t sid, bool final, const StreamTally& tally) {
+  // Only a stream that read the made-counts file (or a final batch) says anything new.
+  if (!final && !tally.made_known) return absl::OkStatus();
+  absl::StatusOr<std::unique_ptr<SqliteStatement>> clear =
+      db_->Prepare("DELETE FROM metadata WHERE sid = ? AND key = ?");
+  if (!clear.ok()) return clear.status();
+  (*clear)->BindInt(1, sid);
+  (*clear)->BindText(2, CutShortKey());
+  if (absl::Status s = (*clear)->Run(); !s.ok()) return s;
+  if (final || (tally.end_signal != SIGINT && tally.end_signal != SIGTERM)) {
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::unique_ptr<SqliteStatement>> insert =
+      db_->Prepare("INSERT INTO metadata(sid, time_ns, key, value) VALUES(?, ?, ?, ?)");
+  if (!insert.ok()) return insert.status();
+  (*insert)->BindInt(1, sid);
+  (*insert)->BindInt(2, absl::GetCurrentTimeNanos());
+  (*insert)->BindText(3, CutShortKey());
+  (*insert)->BindText(4, tally.end_signal == SIGINT ? "SIGINT" : "SIGTERM");
   return (*insert)->Run();
 }
 

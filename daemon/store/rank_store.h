@@ -41,6 +41,8 @@ struct StreamTally {
   // unknown on a live stream.
   bool made_known = false;
   uint64_t made = 0;
+  // The signal the process's drain began for (SIGINT, SIGTERM), from the same file; 0: none.
+  int end_signal = 0;
 };
 
 struct CommitOutcome {
@@ -88,7 +90,11 @@ class RankStore {
   // only takes what it delivered off the earlier figure. With the records the process made
   // known (tally.made), LOSS_CAUSE_KILLED becomes made - stored - the losses counted after a
   // record was made (DAEMON_UNREACHABLE, REJECTED, EXIT_UNDELIVERED, NOT_ARRIVED), floored at 0:
-  // what was still in its thread buffers. OpenSession clears the flag again.
+  // what was still in its thread buffers. OpenSession clears the flag again. With that file
+  // naming the signal whose drain the process began (tally.end_signal) and still no final batch,
+  // the session gets one `process.end_signal_cut_short` metadata row (kEndSignalCutShortKey):
+  // views name the signal instead of guessing a kill. It is the daemon's, never a record the
+  // producer made (StoredRecords leaves it out).
   absl::Status EndStream(int64_t sid, const StreamTally& tally) ABSL_LOCKS_EXCLUDED(mu_);
 
   RankTotals Totals() const ABSL_LOCKS_EXCLUDED(mu_);
@@ -117,6 +123,8 @@ class RankStore {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status SetEndCounts(int64_t sid, bool final, uint64_t not_arrived, bool made_known,
                             uint64_t killed) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status SetCutShortSignal(int64_t sid, bool final, const StreamTally& tally)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status LoadInstanceIds(int64_t sid, InstanceIdSet* ids) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status WriteInTransaction(int64_t sid, const v1::Batch& batch, const Session& session,
                                   const InstanceIdSet::Change& new_ids)

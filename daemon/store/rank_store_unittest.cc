@@ -2,6 +2,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sqlite3.h>
 
 #include <limits>
@@ -382,6 +383,50 @@ TEST_F(RankStoreTest, RecordsMadeButNeitherStoredNorCountedAreCountedAsKilled) {
   ASSERT_TRUE(store_->Commit(sid, last).ok());
   ASSERT_TRUE(store_->EndStream(sid, StreamTally{}).ok());
   EXPECT_EQ(Query("SELECT COUNT(*) FROM losses WHERE cause = 13"), 0);
+}
+
+// A made-counts file that names the signal a drain began for (SIGINT, SIGTERM), with no final
+// batch stored: the session gets one row naming it, the daemon's, which is never counted as a
+// record the process made (what is killed stays made - stored), is written once however often
+// the session ends, and goes when a final batch comes after all.
+TEST_F(RankStoreTest, ACutShortDrainsSignalIsNamedOnceAndNeverCountedAsARecord) {
+  const int64_t sid = OpenSession();
+  v1::Batch first = FirstBatch();
+  ASSERT_TRUE(store_->Commit(sid, first).ok());
+  const uint64_t stored = ProducerRecordCount(first);
+  constexpr uint64_t kMade = 20;
+  StreamTally tally{0, stored};
+  tally.made_known = true;
+  tally.made = kMade;
+  tally.end_signal = SIGTERM;
+  const std::string named =
+      "SELECT COUNT(*) FROM metadata WHERE key = 'process.end_signal_cut_short' AND "
+      "value = 'SIGTERM'";
+  for (int end = 0; end < 2; ++end) {
+    ASSERT_TRUE(store_->EndStream(sid, tally).ok());
+    EXPECT_EQ(Query(named), 1);
+    EXPECT_EQ(Query("SELECT records FROM losses WHERE cause = 13"),
+              static_cast<int64_t>(kMade - stored));
+    ASSERT_EQ(OpenSession(), sid);
+  }
+  // A stream that knows nothing of the file leaves the row; a final batch takes it away.
+  ASSERT_TRUE(store_->EndStream(sid, StreamTally{}).ok());
+  EXPECT_EQ(Query(named), 1);
+  ASSERT_EQ(OpenSession(), sid);
+  v1::Batch last;
+  last.set_seq(2);
+  last.set_final(true);
+  ASSERT_TRUE(store_->Commit(sid, last).ok());
+  ASSERT_TRUE(store_->EndStream(sid, tally).ok());
+  EXPECT_EQ(Query("SELECT COUNT(*) FROM metadata WHERE key = 'process.end_signal_cut_short'"), 0);
+
+  // Without a signal in the file (a SIGKILL), no row at all.
+  const int64_t killed = OpenSession("node-1-200-1");
+  StreamTally no_signal;
+  no_signal.made_known = true;
+  no_signal.made = 5;
+  ASSERT_TRUE(store_->EndStream(killed, no_signal).ok());
+  EXPECT_EQ(Query("SELECT COUNT(*) FROM metadata WHERE key = 'process.end_signal_cut_short'"), 0);
 }
 
 TEST_F(RankStoreTest, MoreAccountedForThanMadeCountsNoneKilled) {

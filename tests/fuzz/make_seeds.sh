@@ -207,10 +207,11 @@ PY
 rm -rf "$spool_dir"
 
 # ---- made_counts_page: a session's made-counts file (common/made_counts_page.h): a 64-byte
-# header (magic, u32 slot count, u32 session length), 1023 64-byte slots each starting with a u64
-# count, then 8192 bytes for the session that made the records (fixed fields, six strings).
-made_counts() {  # made_counts NAME NAMED: NAMED=1 writes a session
-  python3 - "$2" <<'PY' | seed made_counts_page "$1"
+# header (magic, u32 slot count, u32 session length, u32 end signal), 1023 64-byte slots each
+# starting with a u64 count, then 8192 bytes for the session that made the records (fixed
+# fields, six strings).
+made_counts() {  # made_counts NAME NAMED [SIGNAL]: NAMED=1 writes a session; SIGNAL: 2 or 15
+  python3 - "$2" "${3:-0}" <<'PY' | seed made_counts_page "$1"
 import struct, sys
 line, slots, session_area = 64, 1023, 8192
 data = bytearray(line * (slots + 1) + session_area)
@@ -224,11 +225,12 @@ if sys.argv[1] == "1":
                  "python3 train.py --name caf\u00e9".encode()):
         session += struct.pack("<I", len(text)) + text
 data[line * (slots + 1):line * (slots + 1) + len(session)] = session
-struct.pack_into("<II", data, 8, slots, len(session))
+struct.pack_into("<III", data, 8, slots, len(session), int(sys.argv[2]))
 sys.stdout.buffer.write(data)
 PY
 }
 made_counts three_slots 0
 made_counts named_session 1
+made_counts named_sigint 1 2
 
 echo "seeds: $(find "$CORPUS" -type f | wc -l) files, $(du -sk "$CORPUS" | cut -f1) KiB in $CORPUS"
