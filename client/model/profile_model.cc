@@ -907,6 +907,7 @@ Profile BuildProfile(const Report& report, const ProfileOptions& options,
   FillGpuStatus(report, profile);
   for (const auto& entry : report.metadata()) {
     if (entry.key() == kEndSignalKey) ++profile.end_signals[entry.value()];
+    if (entry.key() == kEndSignalCutShortKey) ++profile.cut_short_signals[entry.value()];
   }
   profile.flops_source = FlopsSource(profile.modules, report, profile);
   FillSummaryFigures(report, profile);

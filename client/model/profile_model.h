@@ -178,8 +178,11 @@ struct Profile {
   std::vector<std::pair<int32_t, std::string>> gpu_status;
   std::string no_gpu_why;  // why there are no GPU figures, in words ("" when there are)
   // How sessions ended when a signal ended them after the injector drained them
-  // (`process.end_signal` metadata): signal name ("SIGINT", "SIGTERM") -> sessions.
+  // (`process.end_signal` metadata): signal name ("SIGINT", "SIGTERM") -> sessions. And those
+  // whose drain was cut short before their final batch (the daemon's
+  // `process.end_signal_cut_short` rows), the same way.
   std::map<std::string, uint64_t> end_signals;
+  std::map<std::string, uint64_t> cut_short_signals;
   // Ranks with more than one session, and how many: a restart, or a second run that reused the
   // job id; the figures merge them, so the report warns.
   std::vector<std::pair<int32_t, uint32_t>> merged_sessions;

@@ -1,11 +1,13 @@
 #include "client/text/loss_cause_names.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/metadata_keys.h"
 #include "common/utf8.h"
 
 namespace flopscope::client {
@@ -70,23 +72,79 @@ uint64_t SessionsWithoutFinal(
   return sessions;
 }
 
-std::string SessionsWithoutFinalNote(uint64_t sessions) {
-  if (sessions == 0) return "";
-  return absl::StrCat(sessions, sessions == 1 ? " session" : " sessions",
-                      " ended without a final batch (killed, _exit or exec?): records recorded "
-                      "after its last delivery are missing");
+namespace {
+
+// "SIGINT (Ctrl-C)", "SIGTERM": printable only (the names come from producers' records).
+std::string SignalLabel(const std::string& name) {
+  const std::string printable = PrintableForTerminal(name);
+  return printable == "SIGINT" ? "SIGINT (Ctrl-C)" : printable;
 }
 
-std::string EndSignalsNote(const std::map<std::string, uint64_t>& sessions) {
+std::string Sessions(uint64_t count) {
+  return absl::StrCat(count, count == 1 ? " session" : " sessions");
+}
+
+// "SIGINT (Ctrl-C) 2 sessions, SIGTERM 1 session".
+std::string SignalList(const SignalSessions& sessions) {
   std::vector<std::string> parts;
-  for (const auto& [signal_name, count] : sessions) {
-    const std::string name = PrintableForTerminal(signal_name);
-    parts.push_back(absl::StrCat(name, name == "SIGINT" ? " (Ctrl-C) " : " ", count,
-                                 count == 1 ? " session" : " sessions"));
+  for (const auto& [name, count] : sessions) {
+    if (count > 0) parts.push_back(absl::StrCat(SignalLabel(name), " ", Sessions(count)));
   }
-  if (parts.empty()) return "";
-  return absl::StrCat(absl::StrJoin(parts, ", "),
-                      "; drained first: what was recorded before the signal was delivered");
+  return absl::StrJoin(parts, ", ");
+}
+
+uint64_t Total(const SignalSessions& sessions) {
+  uint64_t total = 0;
+  for (const auto& [name, count] : sessions) total += count;
+  return total;
+}
+
+}  // namespace
+
+void EndSignalsOf(const google::protobuf::RepeatedPtrField<flopscope::v1::Metadata>& metadata,
+                  SignalSessions* drained, SignalSessions* cut_short) {
+  for (const auto& entry : metadata) {
+    if (entry.key() == kEndSignalKey) ++(*drained)[entry.value()];
+    if (entry.key() == kEndSignalCutShortKey) ++(*cut_short)[entry.value()];
+  }
+}
+
+std::string SessionsWithoutFinalNote(uint64_t sessions, const SignalSessions& cut_short) {
+  if (sessions == 0) return "";
+  std::vector<std::string> parts;
+  const uint64_t named = std::min(sessions, Total(cut_short));
+  if (named > 0) {
+    std::vector<std::string> labels;
+    for (const auto& [name, count] : cut_short) {
+      if (count > 0) labels.push_back(SignalLabel(name));
+    }
+    parts.push_back(absl::StrCat(
+        Sessions(named), " ended by ", absl::StrJoin(labels, " or "), " before ",
+        named == 1 ? "its" : "their",
+        " final batch was delivered (the drain was cut short: the transport had not started, "
+        "its bound ran out or a second signal came): records recorded after the last delivery "
+        "are counted as killed"));
+  }
+  if (sessions > named) {
+    parts.push_back(absl::StrCat(Sessions(sessions - named),
+                                 " ended without a final batch (killed, _exit or exec?): records "
+                                 "recorded after its last delivery are missing"));
+  }
+  return absl::StrJoin(parts, "; ");
+}
+
+std::string EndSignalsNote(const SignalSessions& drained, const SignalSessions& cut_short) {
+  std::vector<std::string> parts;
+  if (const std::string list = SignalList(drained); !list.empty()) {
+    parts.push_back(
+        absl::StrCat(list, "; drained first: what was recorded before the signal was delivered"));
+  }
+  if (const std::string list = SignalList(cut_short); !list.empty()) {
+    parts.push_back(absl::StrCat(list,
+                                 " whose drain was cut short before the final batch: what did not "
+                                 "arrive is counted as killed"));
+  }
+  return absl::StrJoin(parts, "; ");
 }
 
 std::string SpooledNote(uint64_t records) {

@@ -438,8 +438,9 @@ std::string RenderAdditions(const Profile& profile) {
   if (std::string partial = PartialRanksLine(profile); !partial.empty()) {
     absl::StrAppend(&out, Line("ranks: ", partial));
   }
-  if (!profile.end_signals.empty()) {
-    absl::StrAppend(&out, Line("ended by: ", EndSignalsNote(profile.end_signals)));
+  if (std::string ended = EndSignalsNote(profile.end_signals, profile.cut_short_signals);
+      !ended.empty()) {
+    absl::StrAppend(&out, Line("ended by: ", ended));
   }
   if (!profile.warmup_note.empty()) absl::StrAppend(&out, Line("steps: ", profile.warmup_note));
   if (std::string unfinished = UnfinishedStepsLine(profile); !unfinished.empty()) {

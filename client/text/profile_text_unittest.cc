@@ -439,6 +439,15 @@ TEST(HowTheRunEndedTest, SessionsEndedBySignalAreNamedInTheAdditions) {
   EXPECT_GT(text.find("ended by:"), text.find("flopscope additions")) << text;
   const std::string undisturbed = RenderProfileText(BuildProfile(TorchJob().Build(), {}), {});
   EXPECT_EQ(undisturbed.find("ended by"), std::string::npos) << undisturbed;
+
+  // A session whose drain was cut short before its final batch (the daemon's row) too.
+  Report cut = TorchJob().Build();
+  Announce(&cut, "process.end_signal_cut_short", "SIGINT");
+  const std::string cut_text = RenderProfileText(BuildProfile(cut, {}), {});
+  EXPECT_TRUE(
+      std::regex_search(cut_text, std::regex("\\nended by: +SIGINT \\(Ctrl-C\\) 1 session whose "
+                                             "drain was cut short before the final batch")))
+      << cut_text;
 }
 
 }  // namespace

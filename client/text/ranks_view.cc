@@ -137,10 +137,17 @@ std::string RenderRanksText(const flopscope::v1::ListRanksResponse& ranks,
   for (const std::string& status : gpu_statuses) {
     absl::StrAppend(&text, "No GPU records: ", PrintableForTerminal(status), "\n");
   }
-  for (const auto& rank : ranks.ranks()) {
+  for (int i = 0; i < ranks.ranks_size(); ++i) {
+    const auto& rank = ranks.ranks(i);
     if (const uint64_t unfinished = SessionsWithoutFinal(rank.losses()); unfinished > 0) {
-      absl::StrAppend(&text, "Rank ", rank.rank(), ": ", SessionsWithoutFinalNote(unfinished),
-                      "\n");
+      // The rank's own report says which of them a signal's drain was cut short in.
+      const RankFigures* rank_figures = FiguresAt(figures, i);
+      absl::StrAppend(
+          &text, "Rank ", rank.rank(), ": ",
+          SessionsWithoutFinalNote(unfinished, rank_figures == nullptr
+                                                   ? SignalSessions{}
+                                                   : rank_figures->profile.cut_short_signals),
+          "\n");
     }
     if (rank.spooled_records() > 0) {
       absl::StrAppend(&text, "Rank ", rank.rank(), ": ", SpooledNote(rank.spooled_records()), "\n");

@@ -186,6 +186,29 @@ TEST(RenderRanksTextTest, ARankReadFromBesideAFileLeftAloneSaysSo) {
   EXPECT_EQ(flat->count("ranks[0].left_alone[0]"), 0u);
 }
 
+// A rank whose session never delivered its final batch: named as ended by the signal its drain
+// was cut short after (its own report's `process.end_signal_cut_short` row), guessed at only
+// where nothing names one.
+TEST(RenderRanksTextTest, ASessionWhoseDrainWasCutShortIsNamedNotGuessed) {
+  flopscope::v1::ListRanksResponse ranks = TwoRanks();
+  for (auto* rank : {ranks.mutable_ranks(0), ranks.mutable_ranks(1)}) {
+    auto* unfinished = rank->add_losses();
+    unfinished->set_cause(flopscope::v1::LOSS_CAUSE_ENDED_WITHOUT_FINAL);
+    unfinished->set_records(1);
+  }
+  std::vector<RankFigures> figures = TwoRankFigures();
+  figures[0].profile.cut_short_signals["SIGINT"] = 1;
+  const std::string text = RenderRanksText(ranks, figures);
+  EXPECT_NE(text.find("\nRank 0: 1 session ended by SIGINT (Ctrl-C) before its final batch was "
+                      "delivered (the drain was cut short: "),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\nRank 1: 1 session ended without a final batch (killed, _exit or exec?)"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("Rank 0: 1 session ended without"), std::string::npos) << text;
+}
+
 TEST(RenderRanksJsonTest, NoFiguresNoFigureKeys) {
   const std::string json = RenderRanksJson(TwoRanks());
   EXPECT_EQ(json.find("step_s"), std::string::npos);

@@ -85,7 +85,9 @@ std::string LossesSection(const Report& report) {
     text = absl::StrCat("Lost records: ", total, " (", absl::StrJoin(parts, "; "), ")\n");
   }
   if (const uint64_t unfinished = SessionsWithoutFinal(report.losses()); unfinished > 0) {
-    absl::StrAppend(&text, "Unfinished: ", SessionsWithoutFinalNote(unfinished), "\n");
+    SignalSessions drained, cut_short;
+    EndSignalsOf(report.metadata(), &drained, &cut_short);
+    absl::StrAppend(&text, "Unfinished: ", SessionsWithoutFinalNote(unfinished, cut_short), "\n");
   }
   if (report.spooled_records() > 0) {
     absl::StrAppend(&text, "Waiting: ", SpooledNote(report.spooled_records()), "\n");
@@ -156,7 +158,7 @@ std::string AnnouncedSection(const Report& report) {
   std::set<std::string> seen;
   for (const auto& entry : report.metadata()) {
     if (IsPerModuleKey(entry.key()) || IsInjectorGpuKey(entry.key()) ||
-        entry.key() == kEndSignalKey) {
+        entry.key() == kEndSignalKey || entry.key() == kEndSignalCutShortKey) {
       continue;
     }
     std::string fact = PrintableForTerminal(absl::StrCat(entry.key(), "=", entry.value()));
@@ -166,15 +168,14 @@ std::string AnnouncedSection(const Report& report) {
   return absl::StrCat("Announced: ", absl::StrJoin(facts, ", "), "\n");
 }
 
-// Sessions whose process a signal ended after the injector drained it (kEndSignalKey): named,
-// so that Ctrl-C reads as Ctrl-C and not as a kill. "Ended by: SIGINT (Ctrl-C) 2 sessions, ...".
+// Sessions whose process a signal ended, drained (kEndSignalKey) or with the drain cut short
+// (kEndSignalCutShortKey): named, so that Ctrl-C reads as Ctrl-C and not as a kill.
+// "Ended by: SIGINT (Ctrl-C) 2 sessions, ...".
 std::string EndSignalSection(const Report& report) {
-  std::map<std::string, uint64_t> sessions;
-  for (const auto& entry : report.metadata()) {
-    if (entry.key() == kEndSignalKey) ++sessions[entry.value()];
-  }
-  if (sessions.empty()) return "";
-  return absl::StrCat("Ended by: ", EndSignalsNote(sessions), "\n");
+  SignalSessions drained, cut_short;
+  EndSignalsOf(report.metadata(), &drained, &cut_short);
+  const std::string note = EndSignalsNote(drained, cut_short);
+  return note.empty() ? "" : absl::StrCat("Ended by: ", note, "\n");
 }
 
 // Which steps counter windows covered where, and the convention of every fp16 figure.

@@ -86,6 +86,34 @@ TEST(RenderReportTextTest, SessionsEndedBySignalAfterTheDrainAreNamed) {
   EXPECT_EQ(text.find("killed, _exit or exec"), std::string::npos) << text;
 }
 
+// Sessions without a final batch whose drain a signal began and the daemon found cut short (its
+// `process.end_signal_cut_short` rows) are named with the signal; only the others are guessed
+// at, as before.
+TEST(RenderReportTextTest, SessionsWhoseDrainWasCutShortAreNamedNotGuessed) {
+  flopscope::v1::Report report = testing::CpuOnlyReport();
+  auto* flag = report.add_losses();
+  flag->set_cause(flopscope::v1::LOSS_CAUSE_ENDED_WITHOUT_FINAL);
+  flag->set_records(2);
+  testing::Announce(&report, "process.end_signal_cut_short", "SIGINT");
+  testing::Announce(&report, "process.end_signal", "SIGTERM");  // another session, drained
+  const std::string text = RenderReportText(report);
+  EXPECT_EQ(LineStartingWith(text, "Unfinished:"),
+            "Unfinished: 1 session ended by SIGINT (Ctrl-C) before its final batch was delivered "
+            "(the drain was cut short: the transport had not started, its bound ran out or a "
+            "second signal came): records recorded after the last delivery are counted as "
+            "killed; 1 session ended without a final batch (killed, _exit or exec?): records "
+            "recorded after its last delivery are missing");
+  EXPECT_EQ(LineStartingWith(text, "Ended by:"),
+            "Ended by: SIGTERM 1 session; drained first: what was recorded before the signal was "
+            "delivered; SIGINT (Ctrl-C) 1 session whose drain was cut short before the final "
+            "batch: what did not arrive is counted as killed");
+  EXPECT_EQ(text.find("process.end_signal"), std::string::npos) << text;  // not "Announced"
+
+  flag->set_records(1);  // every unfinished session named: no guess left
+  const std::string named = RenderReportText(report);
+  EXPECT_EQ(named.find("killed, _exit or exec"), std::string::npos) << named;
+}
+
 TEST(RenderReportTextTest, ModuleTreeIsIndentedByDepthWithCallsAndCpuTimes) {
   const std::string text = RenderReportText(testing::CpuOnlyReport());
   EXPECT_EQ(Cells(LineStartingWith(text, "module")),

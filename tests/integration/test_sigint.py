@@ -18,7 +18,9 @@ import os
 import select
 import signal
 import subprocess
+import struct
 import sys
+import time
 import unittest
 
 from harness import TEST_BIN_DIR, DaemonTestCase, client, report, start_job
@@ -103,6 +105,72 @@ class SigintTest(DaemonTestCase):
         self.assertIn("KeyboardInterrupt", err)  # Python's own way out is unchanged
         self.check_stored_and_named("sigint-python")
 
+    def leave_made_counts_file(self, job, signal_number):
+        """Runs the waiting program with no transport (its library is missing): its only trace is
+        its made-counts file, which names its session. Kills it with SIGKILL, so that no drain
+        ever finishes, and writes `signal_number` (0: none) where a drain that began writes the
+        signal it drains for (common/made_counts_page.h: the header's u32 at byte 16). A real
+        drain cut short (its bound run out before the transport started, or a second Ctrl-C) is
+        a race; what the injector writes there is tested apart (MadeCountsPageTest)."""
+        self.env["FLOPSCOPE_TRANSPORT_PATH"] = str(self.root / "missing-transport.so")
+        before = set(self.spool.glob("*/*.made"))
+        self.job = start_job(self.daemon.socket, job,
+                             [sys.executable, "-c", PROGRAM, str(COUNT), "default"], env=self.env)
+        ready, _, _ = select.select([self.job.stdout], [], [], 60)
+        self.assertTrue(ready, "the job never said it had recorded")
+        self.assertEqual(self.job.stdout.readline(), f"recorded {COUNT}\n")
+        made = sorted(set(self.spool.glob("*/*.made")) - before)
+        self.assertEqual(len(made), 1, made)
+        self.job.kill()
+        self.job.communicate(timeout=30)
+        with open(made[0], "r+b") as page:
+            page.seek(16)
+            page.write(struct.pack("<I", signal_number))
+
+    def test_a_drain_cut_short_before_the_transport_started_is_named_not_guessed(self):
+        # Two sessions whose processes never delivered anything: one began a SIGINT drain (its
+        # made-counts file names SIGINT), one was SIGKILLed. The daemon's collector charges each
+        # what it made; the first is named as ended by Ctrl-C, the second still guessed at.
+        self.spool = self.root / "spool"
+        self.leave_made_counts_file("cut-short", signal.SIGINT)
+        self.leave_made_counts_file("killed", 0)
+        self.daemon.start(extra_args=["--collect-spools", str(self.spool),
+                                      "--collect-spools-period-s", "0.2"])
+        deadline = time.monotonic() + 30
+        while any(self.spool.glob("*/*.made")) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertEqual(list(self.spool.glob("*/*.made")), [], self.daemon.log())
+        socket = ["--socket", str(self.daemon.socket)]
+        for job in ("cut-short", "killed"):
+            rep = report(self.daemon.socket, job)
+            self.assertEqual(rep["sessions_without_final"], 1)
+            self.assertGreaterEqual(rep["losses"].get("killed", 0), COUNT, rep["losses"])
+
+        tree = client(["report", "cut-short", "--format", "tree", *socket])
+        self.assertEqual(tree.returncode, 0, tree.stderr)
+        self.assertIn("\nUnfinished: 1 session ended by SIGINT (Ctrl-C) before its final batch "
+                      "was delivered (the drain was cut short", tree.stdout)
+        self.assertIn("\nNo GPU records: unknown: the process was ended by SIGINT (Ctrl-C) "
+                      "before its transport started\n", tree.stdout)
+        self.assertIn("\nEnded by: SIGINT (Ctrl-C) 1 session whose drain was cut short",
+                      tree.stdout)
+        ranks = client(["ranks", "cut-short", *socket])
+        self.assertIn("\nRank 0: 1 session ended by SIGINT (Ctrl-C) before its final batch",
+                      ranks.stdout)
+        text = client(["report", "cut-short", *socket])
+        self.assertRegex(text.stdout, r"\nended by: +SIGINT \(Ctrl-C\) 1 session whose drain "
+                                      r"was cut short")
+        for out in (tree, ranks, text):
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertNotIn("killed, _exit or exec", out.stdout + out.stderr)
+
+        # A real kill keeps the guess: nothing says otherwise.
+        killed = client(["report", "killed", "--format", "tree", *socket])
+        self.assertIn("\nUnfinished: 1 session ended without a final batch (killed, _exit or "
+                      "exec?)", killed.stdout)
+        self.assertIn("No GPU records: unknown: the process ended before its transport started",
+                      killed.stdout)
+        self.assertNotIn("Ended by", killed.stdout)
 
 if __name__ == "__main__":
     unittest.main()
