@@ -14,7 +14,7 @@ absl::Status MemberError(uint64_t offset, absl::string_view key, absl::string_vi
   return absl::InvalidArgumentError(absl::StrCat("offset ", offset, ": ", key, ": ", problem));
 }
 
-uint32_t ToU32(std::optional<int64_t> value) {
+uint32_t SignedToU32(std::optional<int64_t> value) {
   return value.has_value() && *value >= 0 && *value <= UINT32_MAX ? static_cast<uint32_t>(*value)
                                                                   : 0;
 }
@@ -87,15 +87,16 @@ absl::Status KinetoHeader::ReadDevices(simdjson::dom::element devices, uint64_t 
       return MemberError(offset, "deviceProperties", "an entry is not an object");
     }
     v1::Device device;
-    device.set_index(ToU32(IntField(entry, "id")));
+    device.set_index(SignedToU32(IntField(entry, "id")));
     device.set_name(CleanText(StringField(entry, "name"), kMaxNameBytes));
     const std::optional<int64_t> memory = IntField(entry, "totalGlobalMem");
     device.set_memory_bytes(memory.has_value() && *memory > 0 ? static_cast<uint64_t>(*memory) : 0);
-    device.set_sm_count(ToU32(IntField(entry, "numSms")));
-    device.set_sm_clock_khz(ToU32(IntField(entry, "clockRate")));  // cudaDeviceProp: kHz
+    device.set_sm_count(SignedToU32(IntField(entry, "numSms")));
+    device.set_sm_clock_khz(SignedToU32(IntField(entry, "clockRate")));  // cudaDeviceProp: kHz
     const std::optional<int64_t> major = IntField(entry, "computeMajor");
     const std::optional<int64_t> minor = IntField(entry, "computeMinor");
-    if (major.has_value()) device.set_compute_capability(ToU32(*major * 10 + minor.value_or(0)));
+    if (major.has_value())
+      device.set_compute_capability(SignedToU32(*major * 10 + minor.value_or(0)));
     recording_->devices.push_back(std::move(device));
   }
   return absl::OkStatus();

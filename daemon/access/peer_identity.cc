@@ -14,8 +14,6 @@ namespace flopscope::daemon {
 namespace {
 
 constexpr absl::string_view kFdPrefix = "fd:";
-// More supplementary groups than Linux's NGROUPS_MAX (65536) cannot be.
-constexpr size_t kMaxGroups = 65536;
 
 // The peer's supplementary groups; an empty list when the kernel cannot say (before Linux 4.13),
 // which only means fewer admins are recognised.

@@ -2,6 +2,7 @@
 
 #include <sys/types.h>
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,6 +14,10 @@
 #include "absl/synchronization/mutex.h"
 
 namespace flopscope::daemon {
+
+// More supplementary groups than Linux's NGROUPS_MAX (65536) a user cannot have: the bound on a
+// group list read from the kernel or the group database.
+inline constexpr size_t kMaxGroups = 65536;
 
 // Who is at the other end of a unix-socket connection, as the kernel says (SO_PEERCRED and
 // SO_PEERGROUPS, read when the connection was accepted), never as a message claims.

@@ -16,14 +16,13 @@ namespace {
 
 // Longer than any user name a host accepts (LOGIN_NAME_MAX is 256).
 constexpr size_t kMaxUserName = 256;
-// More groups than Linux's NGROUPS_MAX cannot be.
-constexpr int kMaxGroups = 65536;
 
 std::vector<gid_t> GroupsOf(const char* user, gid_t primary) {
   std::vector<gid_t> groups(64);
   int count = static_cast<int>(groups.size());
   while (getgrouplist(user, primary, groups.data(), &count) < 0) {
-    if (count <= static_cast<int>(groups.size()) || count > kMaxGroups) return {};
+    if (count <= static_cast<int>(groups.size()) || static_cast<size_t>(count) > kMaxGroups)
+      return {};
     groups.resize(static_cast<size_t>(count));
   }
   groups.resize(static_cast<size_t>(count));

@@ -15,7 +15,7 @@
 namespace flopscope::daemon::forwarding {
 namespace {
 
-std::string SessionKey(const v1::SessionHello& hello) {
+std::string OutboxKey(const v1::SessionHello& hello) {
   return absl::StrCat(hello.job_id(), std::string(1, '\0'), hello.rank(), std::string(1, '\0'),
                       hello.session_id());
 }
@@ -168,7 +168,7 @@ absl::Status Outbox::Prepare() {
 
 absl::StatusOr<int64_t> Outbox::SessionFor(const v1::SessionHello& hello,
                                            const OwnerLookup& owner) {
-  const std::string key = SessionKey(hello);
+  const std::string key = OutboxKey(hello);
   if (auto it = sessions_.find(key); it != sessions_.end()) return it->second;
   find_session_->BindText(1, hello.job_id());
   find_session_->BindInt(2, hello.rank());

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "injector/export/abi_text.h"
+
 namespace flopscope::injector {
 namespace {
 
@@ -22,10 +24,6 @@ size_t FlopsBytes(const fs_kernel_flops& k) {
     bytes += kCounterEntryBytes + k.flops.raw[i].metric.size;
   }
   return bytes;
-}
-
-fs_str View(const std::string& text) {
-  return fs_str{text.data(), static_cast<uint32_t>(text.size())};
 }
 
 }  // namespace
@@ -87,10 +85,10 @@ void BatchAssembler::ViewCounterRecords() {
   }
   window_views_.clear();
   for (const CounterWindowRecord& w : content_.records.windows) {
-    window_views_.push_back(fs_counter_window{
-        w.first_step, w.last_step, View(w.trigger), View(w.metric_set), View(w.chip),
-        View(w.status), w.passes, w.kernels_counted, w.ranges_unmatched, w.start_ns, w.end_ns,
-        w.comm_kernels_excluded});
+    window_views_.push_back(fs_counter_window{w.first_step, w.last_step, View(w.trigger),
+                                              View(w.metric_set), View(w.chip), View(w.status),
+                                              w.passes, w.kernels_counted, w.ranges_unmatched,
+                                              w.start_ns, w.end_ns, w.comm_kernels_excluded});
   }
 }
 

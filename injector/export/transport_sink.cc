@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/version.h"
+#include "injector/export/abi_text.h"
 #include "injector/warn.h"
 
 namespace flopscope::injector {
@@ -13,10 +14,6 @@ namespace {
 
 constexpr uint32_t kReconnectInitialMs = 100;
 constexpr uint32_t kReconnectMaxMs = 5000;
-
-fs_str View(const std::string& text) {
-  return fs_str{text.data(), static_cast<uint32_t>(text.size())};
-}
 
 // "a by cause1, b by cause2": the parts that are not zero.
 std::string ByCause(const std::vector<std::pair<uint64_t, std::string>>& parts) {
