@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (cmake/FlopscopeFuzz.cmake) in a clang build dir of their own and
 # runs each for a few seconds on a copy of its seed corpus (tests/fuzz/corpus/<name>/, so the
-# repository stays clean). A crash, sanitizer report, leak or timeout fails the run and leaves
-# its reproducer in BUILD_DIR/artifacts/, whose path is printed.
+# repository stays clean), N at a time (--jobs N: also the compilers that build them). A crash,
+# sanitizer report, leak or timeout fails the run and leaves its reproducer in
+# BUILD_DIR/artifacts/, whose path is printed.
 #
 #   run_fuzzers.sh --source-dir DIR --build-dir DIR [--generator G] [--seconds N] [--jobs N]
 #                  [--shared-data DIR]
@@ -19,7 +20,7 @@ set -euo pipefail
 SOURCE_DIR=""
 BUILD_DIR=""
 GENERATOR=""
-SECONDS_EACH=${FLOPSCOPE_FUZZ_SECONDS:-8}
+SECONDS_EACH=${FLOPSCOPE_FUZZ_SECONDS:-6}
 # A fixed seed by default: `make test` replays the same inputs each run (only their number varies
 # with the machine's speed), so CI never turns red on a lucky draw; FLOPSCOPE_FUZZ_SEED=0 asks
 # libFuzzer for a fresh one, for exploring by hand.
@@ -70,58 +71,95 @@ cmake --build "$BUILD_DIR" --target flopscope_fuzzers -j "$JOBS" >"$probe_dir/bu
   { tail -60 "$probe_dir/build.log"; echo "fuzz: FAILED: the fuzzers do not build" >&2; exit 1; }
 echo "fuzz: built in $(( $(date +%s) - start )) s: $BUILD_DIR/fuzzers"
 
-# ---- run each on a scratch copy of its seeds.
+# ---- run each on a scratch copy of its seeds, then the recordings, JOBS at a time (ctest gives
+# fuzz_smoke both of CI's cores; each libFuzzer run uses one). Each job leaves its log and its
+# exit status; they are reported in order once all have ended.
 readonly ARTIFACTS=$BUILD_DIR/artifacts
 mkdir -p "$ARTIFACTS"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=0:detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-failed=()
-count=0
+jobs_running=0
+in_background() {  # in_background COMMAND...: starts it once fewer than JOBS are running
+  if [[ $jobs_running -ge $JOBS ]]; then
+    wait -n || true
+    jobs_running=$((jobs_running - 1))
+  fi
+  "$@" &
+  jobs_running=$((jobs_running + 1))
+}
+fuzz_one() {  # fuzz_one NAME: SECONDS_EACH of fuzzing on a scratch copy of NAME's seeds
+  local name=$1 corpus=$probe_dir/corpus-$1 status=0
+  mkdir -p "$corpus"
+  [[ ! -d "$SOURCE_DIR/tests/fuzz/corpus/$name" ]] ||
+    cp -R "$SOURCE_DIR/tests/fuzz/corpus/$name/." "$corpus/"
+  "$BUILD_DIR/fuzzers/${name}_fuzzer" -seed="$SEED" -max_total_time="$SECONDS_EACH" -timeout=20 \
+    -rss_limit_mb=2048 -artifact_prefix="$ARTIFACTS/$name-" "$corpus" \
+    >"$ARTIFACTS/$name.log" 2>&1 || status=$?
+  echo "$status" >"$probe_dir/$name.status"
+}
+replay_one() {  # replay_one NAME FILE...: NAME's fuzzer once on each file
+  local name=$1 status=0
+  shift
+  "$BUILD_DIR/fuzzers/${name}_fuzzer" -timeout=120 -rss_limit_mb=4096 "$@" \
+    >"$ARTIFACTS/$name-replay.log" 2>&1 || status=$?
+  echo "$status" >"$probe_dir/$name-replay.status"
+}
+
+names=()
 for fuzzer in "$BUILD_DIR"/fuzzers/*_fuzzer; do
   [[ -x "$fuzzer" ]] || continue
   name=$(basename "$fuzzer" _fuzzer)
-  count=$((count + 1))
-  corpus=$probe_dir/corpus-$name
-  mkdir -p "$corpus"
-  if [[ -d "$SOURCE_DIR/tests/fuzz/corpus/$name" ]]; then
-    cp -R "$SOURCE_DIR/tests/fuzz/corpus/$name/." "$corpus/"
-  else
+  names+=("$name")
+  [[ -d "$SOURCE_DIR/tests/fuzz/corpus/$name" ]] ||
     echo "fuzz: note: no seed corpus tests/fuzz/corpus/$name/" >&2
-  fi
+  in_background fuzz_one "$name"
+done
+# ---- real recordings, once each: what the readers meet in practice, under the sanitizers.
+replays=()
+replay() {  # replay NAME FIND-ARGS...: NAME's fuzzer once on each file found in SHARED_DATA
+  local name=$1 files=()
+  shift
+  mapfile -t files < <(find "$SHARED_DATA" -type f \( "$@" \) | sort)
+  [[ ${#files[@]} -gt 0 && -x "$BUILD_DIR/fuzzers/${name}_fuzzer" ]] || return 0
+  replays+=("$name:${#files[@]}")
+  in_background replay_one "$name" "${files[@]}"
+}
+if [[ -n "$SHARED_DATA" && -d "$SHARED_DATA" ]]; then
+  replay kineto_trace_reader -name '*.json' -o -name '*.json.gz'
+  replay nsys_export_reader -name '*.sqlite'
+fi
+wait
+
+failed=()
+for name in "${names[@]}"; do
   log=$ARTIFACTS/$name.log
-  if "$fuzzer" -seed="$SEED" -max_total_time="$SECONDS_EACH" -timeout=20 -rss_limit_mb=2048 \
-       -artifact_prefix="$ARTIFACTS/$name-" "$corpus" >"$log" 2>&1; then
+  if [[ "$(cat "$probe_dir/$name.status")" == 0 ]]; then
     echo "fuzz: $name: ok, $(grep -o 'Done [0-9]* runs in [0-9]* second(s)' "$log" || echo 'ran')"
   else
     failed+=("$name")
     echo "fuzz: $name: FAILED; last lines of $log:" >&2
     grep -v '^#[0-9]' "$log" | tail -40 >&2
     reproducer=$(grep -o "Test unit written to .*" "$log" | sed 's/Test unit written to //' || true)
-    echo "fuzz: reproduce with: $fuzzer ${reproducer:-<see $log>}" >&2
+    echo "fuzz: reproduce with: $BUILD_DIR/fuzzers/${name}_fuzzer ${reproducer:-<see $log>}" >&2
   fi
 done
-# ---- real recordings, once each: what the readers meet in practice, under the sanitizers.
-replay() {  # replay NAME FIND-ARGS...: runs fuzzer NAME once on each file found in SHARED_DATA
-  local name=$1 fuzzer=$BUILD_DIR/fuzzers/$1_fuzzer files=()
-  shift
-  mapfile -t files < <(find "$SHARED_DATA" -type f \( "$@" \) | sort)
-  [[ ${#files[@]} -gt 0 && -x "$fuzzer" ]] || return 0
-  if "$fuzzer" -timeout=120 -rss_limit_mb=4096 "${files[@]}" >"$ARTIFACTS/$name-replay.log" 2>&1; then
-    echo "fuzz: $name: ok on ${#files[@]} recordings from $SHARED_DATA"
+for replayed in "${replays[@]}"; do
+  name=${replayed%%:*}
+  log=$ARTIFACTS/$name-replay.log
+  if [[ "$(cat "$probe_dir/$name-replay.status")" == 0 ]]; then
+    echo "fuzz: $name: ok on ${replayed#*:} recordings from $SHARED_DATA"
   else
     failed+=("$name(replay)")
-    grep -v '^#[0-9]' "$ARTIFACTS/$name-replay.log" | tail -40 >&2
-    echo "fuzz: reproduce with: $fuzzer <the recording named in $ARTIFACTS/$name-replay.log>" >&2
+    grep -v '^#[0-9]' "$log" | tail -40 >&2
+    echo "fuzz: reproduce with: $BUILD_DIR/fuzzers/${name}_fuzzer <the recording named in $log>" >&2
   fi
-}
-if [[ -n "$SHARED_DATA" && -d "$SHARED_DATA" ]]; then
-  replay kineto_trace_reader -name '*.json' -o -name '*.json.gz'
-  replay nsys_export_reader -name '*.sqlite'
-fi
+done
 
-[[ $count -gt 0 ]] || { echo "fuzz: FAILED: no fuzzer was built in $BUILD_DIR/fuzzers" >&2; exit 1; }
+[[ ${#names[@]} -gt 0 ]] ||
+  { echo "fuzz: FAILED: no fuzzer was built in $BUILD_DIR/fuzzers" >&2; exit 1; }
 if [[ ${#failed[@]} -gt 0 ]]; then
   echo "fuzz: FAILED: ${failed[*]} (inputs in $ARTIFACTS)" >&2
   exit 1
 fi
-echo "fuzz: $count fuzzers clean, ${SECONDS_EACH} s each, $(( $(date +%s) - start )) s in all"
+echo "fuzz: ${#names[@]} fuzzers clean, ${SECONDS_EACH} s each, $JOBS at a time," \
+     "$(( $(date +%s) - start )) s in all"
