@@ -7,7 +7,9 @@
 # `build` is what building the tree and `make demo` need (about 60 MB of -dev packages);
 # `test` adds what only the tests use: Debian's torch and grpcio (about 1 GB with their
 # dependencies), clang for the thread-safety pass and the fuzzers, patchelf for `make dist`,
-# chromium for the HTML report's browser test and `make screenshot`.
+# chromium for the HTML report's browser test and `make screenshot`; then the torch 2 test
+# environment, scripts/setup_torch2.sh (PyTorch 2.x through pip, pinned by
+# requirements/torch2.txt: no time once made, a few minutes and 2.9 GB of downloads before).
 set -euo pipefail
 
 readonly SET=${1:-test}
@@ -27,6 +29,7 @@ PACKAGES=("${BUILD_PACKAGES[@]}")
 [[ "$SET" == build ]] || PACKAGES+=(
   clang libclang-rt-dev  # the thread-safety pass; the fuzzers' libFuzzer/ASan runtimes
   python3-grpcio python3-protobuf python3-torch
+  python3-venv  # scripts/setup_torch2.sh: the torch 2 test environment
   python3-dev  # flopscope_torch._native, the torch hooks' fast paths (pure Python without it)
   python3-jsonschema  # tests: the report's JSON against docs/report.schema.json
   patchelf  # make dist: $ORIGIN RPATHs in the bundle
@@ -44,22 +47,27 @@ for pkg in "${PACKAGES[@]}"; do
   [[ "$status" == "install ok installed" ]] || missing+=("$pkg")
 done
 
-if [[ ${#missing[@]} -eq 0 ]]; then
-  echo "setup: all ${#PACKAGES[@]} Debian packages present"
-  exit 0
-fi
+install_missing() {
+  if [[ ${#missing[@]} -eq 0 ]]; then
+    echo "setup: all ${#PACKAGES[@]} Debian packages present"
+    return
+  fi
 
-echo "setup: installing ${missing[*]}"
-SUDO=""
-if [[ $(id -u) -ne 0 ]]; then
-  command -v sudo >/dev/null || { echo "setup: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
-  SUDO="sudo"
-fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  echo "setup: installing ${missing[*]}"
+  SUDO=""
+  if [[ $(id -u) -ne 0 ]]; then
+    command -v sudo >/dev/null || { echo "setup: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+    SUDO="sudo"
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 
-if [[ ! -d /usr/local/cuda/include ]]; then
-  echo "setup: note: no CUDA toolkit at /usr/local/cuda; the injector builds in NVTX-only mode" \
-       "once NVTX headers are found, otherwise the build stops with a clear message" >&2
-fi
+  if [[ ! -d /usr/local/cuda/include ]]; then
+    echo "setup: note: no CUDA toolkit at /usr/local/cuda; the injector builds in NVTX-only mode" \
+         "once NVTX headers are found, otherwise the build stops with a clear message" >&2
+  fi
+}
+
+install_missing
+[[ "$SET" == build ]] || bash "$(dirname "$0")/setup_torch2.sh"
