@@ -20,7 +20,8 @@ build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 
 # ctest ends with its "Label Time Summary": the time of each label (unit, integration, deploy,
-# dist, style, fuzz, python, gpu, bench-smoke), every test carrying at least one.
+# dist, style, fuzz, python, gpu, bench-smoke), every test carrying at least one; torch2 is the
+# torch tests run again on PyTorch 2.x (docs/testing.md), each also under its own label.
 test: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 300
 

@@ -7,6 +7,10 @@ file sees sys.argv as [TEST, ARG...]. Registered by flopscope_python_test
 (cmake/FlopscopeTargets.cmake) with SKIP_RETURN_CODE 77. Scripts that also run on their own
 (tests/gpu, tests/dist) end with `sys.exit(unittest_runner.run_module(__name__))`.
 
+With FLOPSCOPE_TEST_INTERPRETER=PYTHON in the environment, the runner first runs itself again
+under that Python (the *_torch2 tests: the environment scripts/setup_torch2.sh makes,
+docs/testing.md), or exits 77 saying why where that Python is not there.
+
 The exit code:
   1   a test failed or errored (setUpModule and setUpClass included), or none was found;
   77  every test skipped (skipTest, a skip decorator, SkipTest raised at import or in
@@ -14,11 +18,13 @@ The exit code:
   0   at least one test passed and none failed; the skipped ones are listed with their reasons.
 """
 
+import os
 import sys
 import unittest
 from pathlib import Path
 
 SKIP = 77
+INTERPRETER_ENV = "FLOPSCOPE_TEST_INTERPRETER"
 
 
 class _CountingResult(unittest.TextTestResult):
@@ -67,10 +73,29 @@ def run_module(name):
     return run(unittest.defaultTestLoader.loadTestsFromModule(sys.modules[name]))
 
 
+def run_under_interpreter(script, argv):
+    """Runs `script argv...` again under $FLOPSCOPE_TEST_INTERPRETER where that names another
+    Python (this process is replaced, the variable left out of its environment); exits 77 with
+    the reason where that Python is not there; returns where the variable is unset."""
+    wanted = os.environ.pop(INTERPRETER_ENV, "")
+    if not wanted or os.path.abspath(sys.executable) == os.path.abspath(wanted):
+        return
+    if not os.path.exists(wanted):
+        print(f"every test skipped: no Python at {wanted} ({INTERPRETER_ENV}): the torch 2 "
+              "environment, which scripts/setup_torch2.sh makes (make test runs it)",
+              file=sys.stderr)
+        sys.exit(SKIP)
+    print(f"running under {wanted}", file=sys.stderr)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(wanted, [wanted, str(script), *argv])
+
+
 def main(argv):
     if not argv:
         print(__doc__)
         return 2
+    run_under_interpreter(Path(__file__).resolve(), argv)
     target = Path(argv[0]).resolve()
     folder, pattern = (target, "test_*.py") if target.is_dir() else (target.parent, target.name)
     sys.argv = [str(target)] + argv[1:]

@@ -25,7 +25,8 @@ CPU_ROWS = ["bundle", "daemon", "client", "counters-GH100"]
 GPU_ROWS = ["nvcc-build", "gpu-tests-kernels", "gpu-tests-flops", "ncu-compare", "torch-gpu-job",
             "torch-after-window", "overhead", "recording"]
 STATUSES = ("PASS", "FAIL", "SKIPPED")
-# The torch the repository's own tests use (Debian's python3-torch).
+# The torch the job runs on: Debian's python3-torch, or the torch 2 environment's for
+# acceptance_cpu_torch2 (tests/dist/CMakeLists.txt).
 TORCH_PYTHON = os.environ.get("FLOPSCOPE_TORCH_TEST_PYTHON", "/usr/bin/python3")
 
 

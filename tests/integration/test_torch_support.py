@@ -7,13 +7,17 @@ import os
 import socket
 import sqlite3
 import subprocess
+import sys
 from pathlib import Path
 
 from harness import tool
 
 HERE = Path(__file__).resolve().parent
 JOB_SCRIPT = HERE / "test_torch_job.py"
-PYTHON = "/usr/bin/python3"  # Debian's python3-torch lives here, not in a pyenv python
+# The ranks run on the Python that runs the test, so the torch that builds the expected model
+# here is theirs: Debian's /usr/bin/python3 (torch 1.13), or the torch 2 environment's for the
+# *_torch2 tests (FLOPSCOPE_TEST_INTERPRETER, tests/unittest_runner.py).
+PYTHON = sys.executable
 
 try:
     import torch  # noqa: F401  pylint: disable=unused-import
@@ -114,4 +118,5 @@ def range_events(store_path):
                 db.execute("SELECT sid, path_id, thread_id, start_ns, end_ns FROM range_events")]
 
 
-NO_TORCH = "torch is not installed for /usr/bin/python3 (apt-get install python3-torch)"
+NO_TORCH = (f"torch is not installed for {PYTHON} (Debian's /usr/bin/python3: apt-get install "
+            "python3-torch; the torch 2 environment: scripts/setup_torch2.sh)")
