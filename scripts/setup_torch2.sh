@@ -20,7 +20,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 readonly PYTHON=/usr/bin/python3  # Debian's: the one _native is built for, python3-venv's
-readonly IN=requirements/torch2.in LOCK=requirements/torch2.txt LINK=.venv/torch2
+readonly IN=requirements/torch2.in LOCK=requirements/torch2.txt BUILT=requirements/torch2-built.txt
+readonly LINK=.venv/torch2
 readonly CACHE=${FLOPSCOPE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/flopscope}
 readonly WHEELS=$CACHE/wheels
 # pip's network bounds: a dead registry fails the setup within minutes, not hours.
@@ -29,25 +30,45 @@ readonly PIP_NET=(--timeout 60 --retries 3)
 say() { echo "setup: torch 2: $*"; }
 
 scratch=""
+# name==version of a wheel or sdist file name, the name normalised as pip writes it.
+pin_of() {
+  "$PYTHON" - "$@" <<'PY'
+import re, sys
+for path in sys.argv[1:]:
+    file = path.rsplit("/", 1)[-1]
+    if file.endswith(".whl"):
+        name, version = file.split("-")[:2]
+    else:  # an sdist: NAME-VERSION.tar.gz
+        name, version = file[:-len(".tar.gz")].rsplit("-", 1)
+    print(f"{re.sub(r'[-_.]+', '-', name).lower()}=={version}")
+PY
+}
+
 relock() {
   scratch=$(mktemp -d)
   trap 'rm -rf "$scratch"' EXIT
   "$PYTHON" -m venv "$scratch/venv"
-  "$scratch/venv/bin/pip" download -q "${PIP_NET[@]}" --only-binary=:all: -d "$scratch/wheels" \
-    -r "$IN"
+  # Wheels wherever one is served; a package that ships none (DeepSpeed) comes as its sdist.
+  "$scratch/venv/bin/pip" download -q "${PIP_NET[@]}" --prefer-binary -d "$scratch/files" -r "$IN"
+  local header="# Made by scripts/setup_torch2.sh --relock from torch2.in, for CPython 3.11 on x86_64
+# Linux (Debian 12's /usr/bin/python3). Edit torch2.in, not this file."
+  local file
   {
-    echo "# Made by scripts/setup_torch2.sh --relock from torch2.in: every package the torch 2 test"
-    echo "# environment installs (pip install --no-deps --require-hashes), for CPython 3.11 on"
-    echo "# x86_64 Linux (Debian 12's /usr/bin/python3). Edit torch2.in, not this file."
-    for wheel in "$scratch"/wheels/*.whl; do
-      local file name version
-      file=$(basename "$wheel")
-      name=$(cut -d- -f1 <<<"$file" | tr '_' '-' | tr '[:upper:]' '[:lower:]')
-      version=$(cut -d- -f2 <<<"$file")
-      echo "$name==$version --hash=sha256:$(sha256sum "$wheel" | cut -d' ' -f1)"
+    echo "$header"
+    echo "# Every wheel the torch 2 test environment installs (pip install --no-deps --require-hashes)."
+    for file in "$scratch"/files/*.whl; do
+      echo "$(pin_of "$file") --hash=sha256:$(sha256sum "$file" | cut -d' ' -f1)"
     done | sort
   } >"$LOCK"
-  say "wrote $LOCK ($(grep -vc '^#' "$LOCK") packages)"
+  {
+    echo "$header"
+    echo "# The packages served only as source, built into wheels on install, after torch2.txt's."
+    for file in "$scratch"/files/*.tar.gz; do
+      [[ -e "$file" ]] || continue
+      echo "$(pin_of "$file") --hash=sha256:$(sha256sum "$file" | cut -d' ' -f1)"
+    done | sort
+  } >"$BUILT"
+  say "wrote $LOCK ($(grep -vc '^#' "$LOCK") wheels) and $BUILT ($(grep -vc '^#' "$BUILT"))"
 }
 
 install() {
@@ -58,8 +79,13 @@ install() {
   if ! "$pip" install "${offline[@]}" -r "$LOCK" 2>/dev/null; then
     say "downloading what $WHEELS lacks"
     mkdir -p "$WHEELS"
-    "$pip" download -q "${PIP_NET[@]}" --no-deps --require-hashes -d "$WHEELS" -r "$LOCK"
+    "$pip" download -q "${PIP_NET[@]}" --no-deps --require-hashes -d "$WHEELS" -r "$LOCK" -r "$BUILT"
     "$pip" install "${offline[@]}" -r "$LOCK"
+  fi
+  # Built with what the environment now holds (its setuptools, torch beside it), as a user's
+  # `pip install deepspeed` after torch does.
+  if grep -q '^[^#]' "$BUILT"; then
+    "$pip" install "${offline[@]}" --no-build-isolation --use-pep517 -r "$BUILT"
   fi
   "$venv/bin/python" -c 'import torch, numpy, grpc, google.protobuf
 x = torch.randn(2, 2)
@@ -67,14 +93,12 @@ assert (x @ torch.eye(2)).allclose(x)'
   touch "$venv/.complete"
 }
 
-# Files of $WHEELS no line of the lock names (an older torch, say): removed.
+# Files of $WHEELS no line of the locks names (an older torch, say): removed.
 prune_wheels() {
-  local wheel name version
-  for wheel in "$WHEELS"/*.whl; do
-    [[ -e "$wheel" ]] || continue
-    name=$(basename "$wheel" | cut -d- -f1 | tr '_' '-' | tr '[:upper:]' '[:lower:]')
-    version=$(basename "$wheel" | cut -d- -f2)
-    grep -q "^$name==$version " "$LOCK" || rm -f "$wheel"
+  local file
+  for file in "$WHEELS"/*.whl "$WHEELS"/*.tar.gz; do
+    [[ -e "$file" ]] || continue
+    grep -q "^$(pin_of "$file") " "$LOCK" "$BUILT" || rm -f "$file"
   done
 }
 
@@ -88,7 +112,7 @@ main() {
     return
   fi
   local hash venv started
-  hash=$(sha256sum "$LOCK" | cut -c1-12)
+  hash=$(cat "$LOCK" "$BUILT" | sha256sum | cut -c1-12)
   venv=$CACHE/venvs/torch2-$hash
   mkdir -p "$CACHE/venvs" "$(dirname "$LINK")"
   exec 9>"$CACHE/venvs/.lock"
