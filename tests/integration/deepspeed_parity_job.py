@@ -1,0 +1,162 @@
+"""One model, one input, two profilers (tests/integration/test_deepspeed_parity.py).
+
+    deepspeed_parity_job.py MODEL deepspeed OUT   DeepSpeed's get_model_profile, its text to OUT
+    deepspeed_parity_job.py MODEL flopscope       the same forwards, for `flopscope run --torch`
+
+Both build MODEL from its configuration with seeded random weights (no download), in eval mode,
+with gradients on, as get_model_profile runs it. DeepSpeed profiles one forward after WARM_UP;
+the flopscope side runs that one forward alone (a report with no step marked totals the run), with
+no flopscope code: `--torch` adds the hooks.
+
+The DeepSpeed side also writes, beside OUT, OUT.json: every module's params and MACs as DeepSpeed
+counted them in that run, formatted by its own params_to_string and macs_to_string, read just
+before get_model_profile ends its profile. Its text leaves them out for modules whose class
+defines __repr__ (torch 2's ModuleList, transformers' Conv1D), so the test compares those from
+here.
+"""
+
+import sys
+
+import torch
+from torch import nn
+
+WARM_UP = 1
+BATCH = 2
+SEQ = 16
+
+
+def gpt2():
+    from transformers import GPT2Config, GPT2LMHeadModel  # pylint: disable=import-outside-toplevel
+    config = GPT2Config(vocab_size=512, n_positions=64, n_embd=64, n_layer=2, n_head=4)
+    return GPT2LMHeadModel(config), (torch.randint(0, 512, (BATCH, SEQ)),)
+
+
+def llama():
+    from transformers import LlamaConfig, LlamaForCausalLM  # pylint: disable=import-outside-toplevel
+    config = LlamaConfig(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
+    return LlamaForCausalLM(config), (torch.randint(0, 512, (BATCH, SEQ)),)
+
+
+def bert():
+    from transformers import BertConfig, BertModel  # pylint: disable=import-outside-toplevel
+    config = BertConfig(vocab_size=512, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=128, max_position_embeddings=64)
+    return BertModel(config), (torch.randint(0, 512, (BATCH, SEQ)),)
+
+
+def t5():
+    from transformers import T5Config, T5Model  # pylint: disable=import-outside-toplevel
+    config = T5Config(vocab_size=512, d_model=64, d_kv=16, d_ff=128, num_layers=2, num_heads=4)
+    ids = torch.randint(0, 512, (BATCH, SEQ))
+    return T5Model(config), (ids, None, ids)  # input_ids, attention_mask, decoder_input_ids
+
+
+def resnet18():
+    from torchvision.models import resnet18 as build  # pylint: disable=import-outside-toplevel
+    return build(num_classes=10), (torch.randn(BATCH, 3, 64, 64),)
+
+
+def vit_b_16():
+    from torchvision.models import vit_b_16 as build  # pylint: disable=import-outside-toplevel
+    return build(image_size=32, num_classes=10), (torch.randn(1, 3, 32, 32),)
+
+
+class Tagger(nn.Module):
+    """An LSTM/GRU sequence tagger: embedding, a bidirectional LSTM, a GRU, a linear head."""
+
+    def __init__(self, vocab=512, dim=32, tags=8):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim)
+        self.lstm = nn.LSTM(dim, dim, batch_first=True, bidirectional=True)
+        self.gru = nn.GRU(2 * dim, dim, batch_first=True)
+        self.head = nn.Linear(dim, tags)
+
+    def forward(self, ids):
+        out, _ = self.lstm(self.embed(ids))
+        out, _ = self.gru(out)
+        return self.head(out)
+
+
+def tagger():
+    return Tagger(), (torch.randint(0, 512, (BATCH, SEQ)),)
+
+
+class Attention(nn.Module):
+    """Self-attention through F.scaled_dot_product_attention."""
+
+    def __init__(self, dim=64, heads=4):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.out = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        batch, seq, dim = x.shape
+        q, k, v = (t.view(batch, seq, self.heads, dim // self.heads).transpose(1, 2)
+                   for t in self.qkv(x).chunk(3, dim=-1))
+        y = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.out(y.transpose(1, 2).reshape(batch, seq, dim))
+
+
+class SdpaBlock(nn.Module):
+    def __init__(self, dim=64):
+        super().__init__()
+        self.norm = nn.LayerNorm(dim)
+        self.attn = Attention(dim)
+        self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))
+
+    def forward(self, x):
+        x = x + self.attn(self.norm(x))
+        return x + self.mlp(x)
+
+
+def sdpa():
+    return SdpaBlock(), (torch.randn(BATCH, SEQ, 64),)
+
+
+MODELS = {"gpt2": gpt2, "llama": llama, "bert": bert, "t5": t5, "resnet18": resnet18,
+          "vit_b_16": vit_b_16, "tagger": tagger, "sdpa": sdpa}
+
+
+def main(argv):
+    name, side = argv[1], argv[2]
+    torch.manual_seed(0)
+    model, args = MODELS[name]()
+    model.eval()
+    if side == "deepspeed":
+        # pylint: disable=import-outside-toplevel
+        import json
+        from deepspeed.profiling.flops_profiler import get_model_profile
+        from deepspeed.profiling.flops_profiler import profiler
+        figures = {}
+        end_profile = profiler.FlopsProfiler.end_profile
+
+        def record_then_end(self):
+            # As DeepSpeed's flops_repr writes a module's first two items.
+            def share(part, whole):
+                return round(100 * part / whole, profiler.DEFAULT_PRECISION) if whole else 0
+
+            total_params = model.__params__ + model.__expert_params__
+            total_macs = profiler.get_module_macs(model)
+            for name, module in model.named_modules():
+                params = module.__params__ + module.__expert_params__
+                macs = profiler.get_module_macs(module)
+                figures[name] = [
+                    type(module).__name__,
+                    f"{profiler.params_to_string(params)} = {share(params, total_params):g}% Params",
+                    f"{profiler.macs_to_string(macs)} = {share(macs, total_macs):g}% MACs"]
+            end_profile(self)
+
+        profiler.FlopsProfiler.end_profile = record_then_end
+        get_model_profile(model, args=list(args), print_profile=True, detailed=True,
+                          warm_up=WARM_UP, as_string=True, output_file=argv[3])
+        with open(argv[3] + ".json", "w", encoding="utf-8") as out:
+            json.dump(figures, out, indent=1)
+        return 0
+    model(*args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
