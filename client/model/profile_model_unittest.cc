@@ -606,6 +606,11 @@ TEST(ProfileModelTest, UnfinishedStepsAreSaidInOneLine) {
   EXPECT_TRUE(absl::StrContains(line, "step 4 did not finish")) << RenderAdditions(profile);
   EXPECT_TRUE(absl::StrContains(line, "left out of every figure")) << line;
   EXPECT_EQ(SummaryLine(RenderAdditions(BuildProfile(BertLargeReport(), {})), "unfinished"), "");
+  // The summary's header names the window's steps: it says the unfinished one is in no figure
+  // (it said "steps 1-4 (medians per step)" as if step 4 were in the medians).
+  const std::string summary = RenderSummary(profile);
+  EXPECT_TRUE(absl::StrContains(summary, "(medians per step; step 4 unfinished, left out):"))
+      << summary;
 }
 
 // DeepSpeed's samples/s divides by the iter latency (fwd + bwd + step); the time between steps

@@ -258,10 +258,18 @@ std::string RenderSummary(const Profile& profile) {
   const StepScope& steps = profile.step_scope;
   // DeepSpeed profiles one step; flopscope takes medians per step over a window of them.
   std::string at = "step - (no step marked)";
+  // A step that did not finish is in the window but in no figure: the header says so too.
+  const std::string unfinished =
+      steps.unfinished_steps.empty()
+          ? ""
+          : absl::StrCat(steps.unfinished_steps.size() == 1 ? "step " : "steps ",
+                         absl::StrJoin(steps.unfinished_steps, ", "), " unfinished, left out");
   if (steps.last_step > steps.first_step) {
-    at = absl::StrCat("steps ", steps.first_step, "-", steps.last_step, " (medians per step)");
+    at = absl::StrCat("steps ", steps.first_step, "-", steps.last_step, " (medians per step",
+                      unfinished.empty() ? "" : "; ", unfinished, ")");
   } else if (steps.last_step == steps.first_step) {
-    at = absl::StrCat("step ", steps.first_step);
+    at = absl::StrCat("step ", steps.first_step, unfinished.empty() ? "" : " (", unfinished,
+                      unfinished.empty() ? "" : ")");
   }
   absl::StrAppend(&out, "Profile Summary at ", at, ":\n");
   absl::StrAppend(
