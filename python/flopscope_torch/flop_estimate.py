@@ -16,6 +16,11 @@ torch.jit.trace, nor when its first argument is neither a tensor nor a number (a
 
 torch.utils.flop_counter (torch >= 2.1) is not used: it counts aten operators with other rules
 (no bias, pooling, softmax or norm FLOPs), so its figures would not match DeepSpeed's.
+
+The torch._VF kernels of nn.RNN, nn.GRU, nn.LSTM and their cells (rnn_tanh, rnn_relu, gru,
+lstm and their *_cell kernels) are wrapped too: DeepSpeed counts those modules by module hooks,
+FLOPs from the weights' shapes and the sequence elements and no MACs, and so does their formula
+here, from the kernel's arguments (so any module that runs them counts).
 """
 
 import functools
@@ -23,6 +28,7 @@ import math
 
 import torch
 import torch.nn.functional as F
+from torch import _VF
 
 from . import script_safe
 
@@ -153,6 +159,75 @@ def attention(query, key, value, *args, **kwargs):  # pylint: disable=unused-arg
     return 2 * macs, macs
 
 
+# ---- recurrent layers: the torch._VF kernels nn.RNN, nn.GRU, nn.LSTM and their cells call ----
+#
+# DeepSpeed counts these modules from their weights' shapes, per sequence element, layer and
+# direction: each gate's two matrix-vector products (an n-long dot product is n multiplies and
+# n - 1 adds), both biases (one add per gate unit each), and the element-wise gate arithmetic per
+# hidden unit below; and no MACs. The same figures here come from the kernel's own arguments, so
+# every module or function that runs the kernel counts, whatever its class.
+
+_GATES = {"rnn_tanh": 1, "rnn_relu": 1, "gru": 3, "lstm": 4}
+# Gate arithmetic per hidden unit and step, beyond the products and the biases, by DeepSpeed's
+# count: RNN 1 (the two products' sum); GRU 7 (r's Hadamard product, three adds of the two
+# states' parts, the last two products and the add); LSTM 10 (four adds of the two states'
+# parts, three for the cell state, three for the output).
+_GATE_WORK = {"rnn_tanh": 1, "rnn_relu": 1, "gru": 7, "lstm": 10}
+
+
+def _dot_products(weight):
+    """FLOPs of weight @ vector: per output row, as many multiplies as columns, one add fewer."""
+    return weight.shape[0] * (2 * weight.shape[1] - 1)
+
+
+def _recurrent_step(kind, w_ih, w_hh, biased, w_hr=None):
+    """FLOPs of one layer in one direction for one sequence element (one batch row).
+    `w_hr`, an LSTM's projection (proj_size), adds its own product, which DeepSpeed leaves out."""
+    gate_rows = w_ih.shape[0]  # gates x hidden_size
+    flops = _dot_products(w_ih) + _dot_products(w_hh)
+    flops += _GATE_WORK[kind] * (gate_rows // _GATES[kind])
+    if biased:
+        flops += 2 * gate_rows
+    if w_hr is not None:
+        flops += _dot_products(w_hr)
+    return flops
+
+
+def recurrent(kind):
+    """The formula of _VF.<kind> (nn.RNN's rnn_tanh/rnn_relu, nn.GRU's gru, nn.LSTM's lstm):
+    the step's FLOPs of every layer and direction, times the sequence elements of the input (batch
+    x length of a padded input, batch_first or not; the packed data's rows of a PackedSequence)."""
+
+    def formula(input, *args, **kwargs):  # pylint: disable=redefined-builtin,unused-argument
+        # (input, hx, weights, has_biases, num_layers, dropout, train, bidirectional, ...) or,
+        # packed, (data, batch_sizes, hx, weights, ...): batch_sizes is the one 1-d tensor there
+        packed = isinstance(args[0], torch.Tensor) and args[0].dim() == 1
+        weights, biased, layers, _, _, bidirectional = args[2:8] if packed else args[1:7]
+        elements = input.shape[0] if packed else input.shape[0] * input.shape[1]
+        groups = layers * (2 if bidirectional else 1)
+        stride = len(weights) // groups  # w_ih, w_hh[, b_ih, b_hh][, w_hr] of each group
+        projected = stride == 3 + 2 * bool(biased)
+        step = 0
+        for group in range(groups):
+            own = weights[group * stride:(group + 1) * stride]
+            step += _recurrent_step(kind, own[0], own[1], biased, own[-1] if projected else None)
+        return elements * step, 0
+
+    return formula
+
+
+def recurrent_cell(kind):
+    """The formula of _VF.<kind>_cell (nn.RNNCell, nn.GRUCell, nn.LSTMCell): one step per batch
+    row (an unbatched input is one row)."""
+
+    def formula(input, hx, w_ih, w_hh, b_ih=None, *args, **kwargs):
+        # pylint: disable=redefined-builtin,unused-argument,keyword-arg-before-vararg
+        rows = input.shape[0] if input.dim() > 1 else 1
+        return rows * _recurrent_step(kind, w_ih, w_hh, b_ih is not None), 0
+
+    return formula
+
+
 FUNCTIONAL = {
     "linear": linear,
     "conv1d": convolution, "conv2d": convolution, "conv3d": convolution,
@@ -176,6 +251,8 @@ TENSOR_OPS = {
     "matmul": matmul, "mm": matmul, "bmm": matmul, "addmm": addmm, "baddbmm": addmm,
     "mul": elementwise, "add": elementwise,
 }
+RECURRENT = {**{kind: recurrent(kind) for kind in _GATES},
+             **{f"{kind}_cell": recurrent_cell(kind) for kind in _GATES}}
 
 
 def estimate_enabled(environ):
@@ -256,6 +333,8 @@ class FlopEstimate:
         for name, formula in TENSOR_OPS.items():
             self._wrap(torch, name, formula)
             self._wrap(torch.Tensor, name, formula)
+        for name, formula in RECURRENT.items():
+            self._wrap(_VF, name, formula)
 
     def uninstall(self):
         for owner, name, original, wrapper, own in reversed(self._saved):

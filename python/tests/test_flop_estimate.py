@@ -310,6 +310,200 @@ class TorchScriptTest(unittest.TestCase):
         self.assertIs(pickle.loads(pickle.dumps(F.relu)), F.relu)
 
 
+def deepspeed_flops_profiler():
+    """DeepSpeed's FlopsProfiler class where DeepSpeed is installed (the torch 2 environment),
+    else None."""
+    try:
+        # pylint: disable-next=import-outside-toplevel
+        from deepspeed.profiling.flops_profiler import FlopsProfiler
+    except ImportError:
+        return None
+    return FlopsProfiler
+
+
+def deepspeed_count(module, *args):
+    """(FLOPs, MACs) DeepSpeed's profiler counts for one forward of `module`, run alone."""
+    profiler = deepspeed_flops_profiler()(module)
+    profiler.start_profile()
+    try:
+        with torch.no_grad():
+            module(*args)
+        return profiler.get_total_flops(), profiler.get_total_macs()
+    finally:
+        profiler.end_profile()
+
+
+def estimated(module, *args):
+    """(FLOPs, MACs) flopscope announces for one forward of `module`, run as a root model."""
+    recorder = Recorder()
+    profiler = Profiler()
+    profiler.enable(backend=recorder.backend(), environ={})
+    try:
+        with torch.no_grad():
+            module(*args)
+    finally:
+        profiler.disable()
+    marks = recorder.marks()
+    root = type(module).__name__
+    return tuple(int(marks_by_key(marks, key).get(root, 0))
+                 for key in ("estimated_flops", "estimated_macs"))
+
+
+GATES = {nn.RNN: 1, nn.RNNCell: 1, nn.GRU: 3, nn.GRUCell: 3, nn.LSTM: 4, nn.LSTMCell: 4}
+
+
+def derived_flops(module, steps):
+    """Forward FLOPs of a recurrent module over `steps` sequence elements (batch rows x time
+    steps), worked out from its hyperparameters rather than from the weights or the kernel's
+    arguments. Per element, layer and direction, each of the G gates (1 RNN, 3 GRU, 4 LSTM) takes
+    hidden_size dot products with the layer's input and with the recurrent state (n multiplies
+    and n - 1 adds each), adds both biases, and then per hidden unit: RNN sums the two
+    products (1); GRU adds the two states' parts of its three gates (3), multiplies by r (1), and
+    mixes with 1 - z, two products and an add (3); LSTM adds the parts of its four gates (4),
+    updates the cell state (3) and the output (3): DeepSpeed's rules. An LSTM's projection
+    (proj_size) adds its own dot products, which DeepSpeed leaves out."""
+    gates = GATES[type(module)]
+    hidden = module.hidden_size
+    state = getattr(module, "proj_size", 0) or hidden
+    gate_work = {1: 1, 3: 3 + 1 + 3, 4: 4 + 3 + 3}[gates]
+    layers = getattr(module, "num_layers", 1)
+    directions = 2 if getattr(module, "bidirectional", False) else 1
+    total = 0
+    for layer in range(layers):
+        width = module.input_size if layer == 0 else state * directions
+        per_direction = gates * hidden * ((width + width - 1) + (state + state - 1))
+        per_direction += gates * hidden * 2 if module.bias else 0
+        per_direction += gate_work * hidden
+        if state != hidden:
+            per_direction += state * (hidden + hidden - 1)
+        total += directions * per_direction
+    return steps * total
+
+
+def recurrent_cases():
+    """(label, module, input, sequence elements) covering the classes and their options."""
+    torch.manual_seed(5)
+    return [
+        ("RNN tanh", nn.RNN(5, 7), torch.randn(4, 3, 5), 12),
+        ("RNN relu, 2 layers, bidirectional, batch_first",
+         nn.RNN(5, 7, num_layers=2, nonlinearity="relu", bidirectional=True, batch_first=True),
+         torch.randn(3, 4, 5), 12),
+        ("GRU, 3 layers, no bias", nn.GRU(5, 6, num_layers=3, bias=False),
+         torch.randn(4, 2, 5), 8),
+        ("GRU bidirectional, batch_first", nn.GRU(6, 4, bidirectional=True, batch_first=True),
+         torch.randn(2, 9, 6), 18),
+        ("LSTM", nn.LSTM(5, 6), torch.randn(3, 2, 5), 6),
+        ("LSTM, 2 layers, bidirectional, batch_first",
+         nn.LSTM(5, 6, num_layers=2, bidirectional=True, batch_first=True),
+         torch.randn(2, 4, 5), 8),
+        ("RNNCell", nn.RNNCell(5, 7), torch.randn(3, 5), 3),
+        ("RNNCell relu, no bias", nn.RNNCell(5, 7, bias=False, nonlinearity="relu"),
+         torch.randn(2, 5), 2),
+        ("GRUCell", nn.GRUCell(5, 7), torch.randn(3, 5), 3),
+        ("LSTMCell", nn.LSTMCell(5, 7), torch.randn(4, 5), 4),
+    ]
+
+
+class RecurrentTest(unittest.TestCase):
+    """nn.RNN, nn.GRU, nn.LSTM and their cells: FLOPs as DeepSpeed counts them and no MACs.
+    Where DeepSpeed is installed (the torch 2 environment) the expected figures are its own
+    count of the same module and input; elsewhere the derivation above (which is checked
+    against DeepSpeed where it can be)."""
+
+    def setUp(self):
+        self.deepspeed = deepspeed_flops_profiler() is not None
+
+    def test_each_class_and_option_counts_as_deepspeed(self):
+        for label, module, x, steps in recurrent_cases():
+            with self.subTest(label):
+                if self.deepspeed:
+                    expected = deepspeed_count(module, x)
+                    self.assertEqual(expected, (derived_flops(module, steps), 0), "derivation")
+                else:
+                    expected = (derived_flops(module, steps), 0)
+                self.assertGreater(expected[0], 0)
+                self.assertEqual(estimated(module, x), expected)
+
+    def test_lstm_projection_counts_its_product_beside_deepspeeds(self):
+        torch.manual_seed(6)
+        module, x = nn.LSTM(5, 6, num_layers=2, proj_size=3), torch.randn(4, 2, 5)
+        projection = 8 * 2 * 3 * (6 + 6 - 1)  # elements x layers x proj_size dot products
+        flops, macs = estimated(module, x)
+        self.assertEqual((flops, macs), (derived_flops(module, 8), 0))
+        if self.deepspeed:
+            self.assertEqual(deepspeed_count(module, x), (flops - projection, 0))
+
+    def test_packed_sequence_counts_the_elements_it_holds(self):
+        torch.manual_seed(7)
+        module = nn.GRU(5, 6, batch_first=True, bidirectional=True)
+        lengths = [4, 2, 1]
+        packed = nn.utils.rnn.pack_padded_sequence(torch.randn(3, 4, 5), lengths,
+                                                   batch_first=True)
+        # DeepSpeed's hook reads input.shape, which a PackedSequence lacks: it raises there.
+        self.assertEqual(estimated(module, packed), (derived_flops(module, sum(lengths)), 0))
+
+    def test_unbatched_input_is_one_sequence(self):
+        # DeepSpeed takes an unbatched (length, features) input's two dimensions for batch and
+        # length; flopscope counts the length alone, as for a batch of one.
+        torch.manual_seed(8)
+        lstm, cell = nn.LSTM(5, 6, num_layers=2), nn.GRUCell(5, 6)
+        self.assertEqual(estimated(lstm, torch.randn(7, 5)), (derived_flops(lstm, 7), 0))
+        self.assertEqual(estimated(cell, torch.randn(5)), (derived_flops(cell, 1), 0))
+
+    def test_counted_on_the_recurrent_module_inside_a_model(self):
+        torch.manual_seed(9)
+        tagger = Tagger()
+        x = torch.randint(0, 20, (2, 6))
+        recorder = Recorder()
+        profiler = Profiler()
+        profiler.enable(backend=recorder.backend(), environ={})
+        try:
+            with torch.no_grad():
+                tagger(x)
+        finally:
+            profiler.disable()
+        flops = {path: int(value) for path, value in
+                 marks_by_key(recorder.marks(), "estimated_flops").items()}
+        lstm, gru = derived_flops(tagger.lstm, 12), derived_flops(tagger.gru, 12)
+        head = 2 * 12 * tagger.head.in_features * tagger.head.out_features
+        self.assertEqual(flops, {"Tagger": lstm + gru + head, "Tagger/lstm": lstm,
+                                 "Tagger/gru": gru, "Tagger/head": head})
+
+    def test_scripted_recurrent_modules_compile_and_compute_the_same(self):
+        torch.manual_seed(10)
+        model, x = Tagger(), torch.randint(0, 20, (2, 6))
+        expected = model(x)
+        originals = {name: getattr(torch._VF, name)  # pylint: disable=protected-access
+                     for name in flop_estimate.RECURRENT}
+        profiler = Profiler()
+        self.assertTrue(profiler.enable(backend=Recorder().backend(), environ={}))
+        try:
+            self.assertIsNot(torch._VF.lstm, originals["lstm"])  # pylint: disable=protected-access
+            scripted = torch.jit.script(model)
+            self.assertTrue(torch.equal(scripted(x), expected))
+        finally:
+            profiler.disable()
+        self.assertEqual({name: getattr(torch._VF, name)  # pylint: disable=protected-access
+                          for name in originals}, originals)
+        self.assertTrue(torch.equal(scripted(x), expected))
+
+
+class Tagger(nn.Module):
+    """Embedding, a bidirectional LSTM, a GRU cell stepped over time, a linear head."""
+
+    def __init__(self, vocab=20, dim=4, tags=3):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim)
+        self.lstm = nn.LSTM(dim, dim, batch_first=True, bidirectional=True)
+        self.gru = nn.GRU(2 * dim, dim, num_layers=1)
+        self.head = nn.Linear(dim, tags)
+
+    def forward(self, ids):
+        out, _ = self.lstm(self.embed(ids))
+        out, _ = self.gru(out.transpose(0, 1))
+        return self.head(out)
+
+
 class Block(nn.Module):
     def __init__(self, width):
         super().__init__()
