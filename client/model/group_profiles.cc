@@ -55,6 +55,9 @@ std::vector<ModuleRow> MergeModules(const std::vector<Profile>& ranks) {
       AddTo(found->estimated_flops, row.estimated_flops);
       found->flops_announced |= row.flops_announced;
       found->never_ran = found->never_ran && row.never_ran;  // ran on some rank: it ran
+      found->container = found->never_ran && (found->container || row.container);
+      found->figures_from_children =
+          found->never_ran && (found->figures_from_children || row.figures_from_children);
       found->latency_is_gpu |= row.latency_is_gpu;
       // A replica's ranks run in lockstep, so it is as slow as its slowest rank: the max, for the
       // median and for the step extremes alike.

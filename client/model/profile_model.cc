@@ -406,6 +406,7 @@ class TreeMerge {
       row.never_ran = true;
     }
     row.depth = depth;
+    row.model_path = model_path;
     row.name = RelativeName(model_path, announced_.tree.at(model_path).parent);
     if (auto named = announced_.class_by_path.find(model_path);
         named != announced_.class_by_path.end()) {
@@ -470,17 +471,25 @@ void SumChildParams(std::vector<ModuleRow>& modules) {
 
 // A module that never ran itself (a ModuleList, a ModuleDict) shows its children's figures, as
 // DeepSpeed's get_module_duration / get_module_macs / get_module_flops add them up for a module
-// with none of its own; deepest first, as for params.
+// with none of its own; deepest first, as for params. Such a module with children is a
+// container; its latency is its children's sum (figures_from_children) when one of them ran.
 void SumChildFigures(std::vector<ModuleRow>& modules) {
   for (size_t i = modules.size(); i-- > 0;) {
     ModuleRow& row = modules[i];
-    if (!row.never_ran || row.flops || row.latency_s > 0) continue;
+    if (!row.never_ran) continue;
+    const bool sum_latency = row.latency_s <= 0;
+    const bool sum_flops = !row.flops;
     for (size_t j = i + 1; j < modules.size() && modules[j].depth > row.depth; ++j) {
       const ModuleRow& child = modules[j];
       if (child.depth != row.depth + 1) continue;
-      row.latency_s += child.latency_s;
-      if (child.bwd_latency_s)
-        row.bwd_latency_s = row.bwd_latency_s.value_or(0) + *child.bwd_latency_s;
+      row.container = true;
+      if (sum_latency) {
+        row.figures_from_children |= !child.never_ran || child.figures_from_children;
+        row.latency_s += child.latency_s;
+        if (child.bwd_latency_s)
+          row.bwd_latency_s = row.bwd_latency_s.value_or(0) + *child.bwd_latency_s;
+      }
+      if (!sum_flops) continue;
       if (child.macs) row.macs = row.macs.value_or(0) + *child.macs;
       if (!child.flops) continue;
       row.flops = row.flops.value_or(0) + *child.flops;
@@ -695,6 +704,15 @@ std::string MergedSessionsLine(const Profile& profile) {
                       ": a restart, or a second run recorded into the same job id (--append, or "
                       "without flopscope run), merged here (give each run its own --job to keep "
                       "them apart)");
+}
+
+std::string NoRangeNote(const ModuleRow& row) {
+  if (!row.never_ran) return "";
+  if (row.figures_from_children) {
+    return "container: no range of its own; its latency is its children's sum";
+  }
+  if (row.container) return "never ran: a container none of whose modules ran";
+  return "never ran: an unused module";
 }
 
 std::string FlopsSourceOf(const ModuleRow& row) {

@@ -102,6 +102,17 @@ struct ModuleRow {
   // announced; shown beside it with their ratio in the additions.
   std::optional<double> estimated_flops;
   bool never_ran = false;  // announced by a `module` mark (a container, an unused module), no range
+  // A module that never ran with modules under it in the tree (nn.ModuleList, nn.ModuleDict, a
+  // Sequential only iterated over): `container` in the documents.
+  bool container = false;
+  // It never ran, some module under it did, and its latencies (and MACs and FLOPs where it has
+  // none of its own) are the sum of its children's, as DeepSpeed adds them up: a figure, not
+  // "never ran".
+  bool figures_from_children = false;
+  // The module's path in the model (`module <path>` marks), which the text's tree prints it at;
+  // differs from `path` (its range path) where it ran under another range (`range_module`); ""
+  // for a row with no `module` mark.
+  std::string model_path;
   // Per step: announced (`macs <path>=<n>`, DeepSpeed counts MACs apart from FLOPs: a conv's
   // bias adds are FLOPs but no MACs), else flops / 2.
   std::optional<double> macs;
@@ -219,6 +230,16 @@ std::string PartialRanksLine(const Profile& profile);
 
 // "rank 0 has 2 sessions: ..." when some rank has more than one (see merged_sessions); "" else.
 std::string MergedSessionsLine(const Profile& profile);
+
+// What a row with no range of its own is, in words ("" for a module that ran): a container
+// whose latency is its children's sum, a container none of whose modules ran, or an unused
+// module. The additions and the documents say it instead of "never ran" beside a latency.
+std::string NoRangeNote(const ModuleRow& row);
+
+// The path a row has in the model's tree: model_path, else path.
+inline const std::string& TreePath(const ModuleRow& row) {
+  return row.model_path.empty() ? row.path : row.model_path;
+}
 
 // Where a module's `flops` come from: "measured" (counted), "announced", "estimated" (the
 // torch hooks' estimate), or "" when it has none.

@@ -1,6 +1,8 @@
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "flopscope/v1/query.pb.h"
 
@@ -21,6 +23,36 @@ flopscope::v1::Report CpuOnlyReport();
 
 // The same job with GPU records: every module has gpu_time_ns and kernels, Net has flops.
 flopscope::v1::Report GpuReport();
+
+// A torch job whose announced tree (`module` marks, docs/marks.md) holds every kind of row the
+// views must carry, one step (step 1) with forward / backward / optimizer / step phases:
+//   Net                      ran
+//     embed                  ran
+//     layers   ModuleList    a container whose children ran
+//       0      Block         ran;  0/attn ran
+//       1      Block         ran
+//     heads    ModuleDict    a container none of whose modules ran
+//       spare  Linear        never ran
+//     unused   LayerNorm     never ran
+//     head     Linear        ran under another range path (Net/layers.1/head, `range_module`)
+//   CrossEntropyLoss         a root of its own, outside the model
+// The daemon's rows come in another order than the model's (the loss first).
+flopscope::v1::Report ContainerTreeReport();
+
+// ContainerTreeReport's model paths in model order (the loss root last).
+std::vector<std::string> ContainerTreeModelPaths();
+
+// One module line of the text report's detailed section (DeepSpeed's `print(model)` tree): its
+// depth, name ("" for the root, "0" for "(0): Block(") and class.
+struct TreeLine {
+  uint32_t depth = 0;
+  std::string name;
+  std::string class_name;
+};
+
+// The module lines of the detailed section of `text` (RenderProfileText or RenderDetailed), in
+// order; figure lines and ")" lines are left out.
+std::vector<TreeLine> DetailedTreeLines(const std::string& text);
 
 // Adds one metadata mark (`key` = "class Net/head", "params Net", "module Net/layers", ...) as
 // the daemon copies a producer's marks into the report.

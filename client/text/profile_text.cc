@@ -163,14 +163,22 @@ std::string PassTable(const Profile& profile) {
   };
   for (size_t i = 0; i < end; ++i) {
     const ModuleRow& row = profile.modules[i];
-    if (row.never_ran) {
-      table.AddRow({std::string(2 * row.depth, ' ') + PrintableForTerminal(row.name),
-                    DurationToString(row.latency_s),
-                    "-  (never ran: a container or an unused module)", "-", "-", "-", "-"});
+    const std::string name = std::string(2 * row.depth, ' ') + PrintableForTerminal(row.name);
+    if (row.never_ran && !row.figures_from_children) {
+      // No latency at all: "never ran" alone, never beside a figure.
+      table.AddRow({name, absl::StrCat("-  (", NoRangeNote(row), ")"), "-", "-", "-", "-", "-"});
       continue;
     }
-    table.AddRow({std::string(2 * row.depth, ' ') + PrintableForTerminal(row.name),
-                  DurationToString(row.latency_s),
+    if (row.never_ran) {
+      // A container whose children ran: their sums, and what the row is instead of a step range.
+      table.AddRow({name, DurationToString(row.latency_s),
+                    row.bwd_latency_s ? DurationToString(*row.bwd_latency_s) : "-",
+                    "-  (container: sum of its children)", "-",
+                    row.flops_per_s.value ? FlopsToString(*row.flops_per_s.value) : "-",
+                    FlopsLabel(row)});
+      continue;
+    }
+    table.AddRow({name, DurationToString(row.latency_s),
                   profile.passes_marked ? shown(row.bwd_latency_s, "no backward range")
                                         : "-  (no backward phase marked)",
                   shown(row.latency_min_s, "no step window"),

@@ -450,5 +450,55 @@ TEST(HowTheRunEndedTest, SessionsEndedBySignalAreNamedInTheAdditions) {
       << cut_text;
 }
 
+// Issue 29 item 4: the additions' module table has the detailed tree's rows in its order, and
+// no row says both a latency and "never ran": a container whose children ran shows their sum
+// and says it is a container; a module with no latency at all says "never ran" alone.
+TEST(ProfileSemanticsTest, TheAdditionsNeverPrintALatencyBesideNeverRan) {
+  const Profile profile = BuildProfile(testing::ContainerTreeReport(), {});
+  const std::string text = RenderProfileText(profile, {});
+  const std::vector<testing::TreeLine> tree = testing::DetailedTreeLines(text);
+  ASSERT_EQ(tree.size(), profile.model_end) << text;
+
+  const std::string additions = RenderAdditions(profile);
+  const size_t title = additions.find("Module latency per step");
+  ASSERT_NE(title, std::string::npos) << additions;
+  std::vector<std::string> lines = absl::StrSplit(additions.substr(title), '\n', absl::SkipEmpty());
+  // Title, header, rule, then one row per module of the tree.
+  ASSERT_GE(lines.size(), 3 + tree.size()) << additions;
+  const std::regex duration(R"(\b\d+(\.\d+)? (s|ms|us|ns)\b)");
+  for (size_t i = 0; i < tree.size(); ++i) {
+    const std::string& line = lines[3 + i];
+    SCOPED_TRACE(line);
+    const ModuleRow& row = profile.modules[i];
+    // Indent and name as the tree has them (the root by its name, the tree by its class).
+    const std::string indent(2 + 2 * tree[i].depth, ' ');
+    ASSERT_EQ(line.substr(0, indent.size()), indent);
+    const std::string name =
+        line.substr(indent.size(), line.find(' ', indent.size()) - indent.size());
+    EXPECT_EQ(name, tree[i].depth == 0 ? row.name : tree[i].name);
+    if (absl::StrContains(line, "never ran")) {
+      EXPECT_FALSE(std::regex_search(line, duration)) << "a latency beside \"never ran\"";
+    }
+  }
+  const auto line_of = [&](const std::string& model_path) {
+    for (size_t i = 0; i < profile.model_end; ++i) {
+      if (TreePath(profile.modules[i]) == model_path) return lines[3 + i];
+    }
+    return std::string();
+  };
+  // The ModuleList whose blocks ran: the sum of their forward and backward latencies, and what
+  // it is.
+  const std::string layers = line_of("Net/layers");
+  EXPECT_TRUE(absl::StrContains(layers, DurationToString((300'000 + 320'000) / 1e9))) << layers;
+  EXPECT_TRUE(absl::StrContains(layers, DurationToString((600'000 + 640'000) / 1e9))) << layers;
+  EXPECT_TRUE(absl::StrContains(layers, "container: sum of its children")) << layers;
+  EXPECT_FALSE(absl::StrContains(layers, "never ran")) << layers;
+  for (const char* path : {"Net/heads", "Net/heads.spare", "Net/unused"}) {
+    EXPECT_TRUE(absl::StrContains(line_of(path), "never ran")) << path << ": " << line_of(path);
+  }
+  EXPECT_TRUE(absl::StrContains(line_of("Net/unused"), "an unused module"));
+  EXPECT_TRUE(absl::StrContains(line_of("Net/heads"), "a container none of whose modules ran"));
+}
+
 }  // namespace
 }  // namespace flopscope::client
