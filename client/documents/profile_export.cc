@@ -141,6 +141,19 @@ void WriteModuleRow(const ModuleRow& row, JsonWriter& json) {
   json.Key("path").String(row.path);
   json.Key("class").String(row.class_name);
   json.Key("depth").Uint(row.depth);
+  // The text tree's row: its name there ("(0)" of a ModuleList) and model path, and what it is
+  // where it has no range of its own (every module of the tree is here, in model order).
+  json.Key("name").String(row.name);
+  json.Key("model_path").String(TreePath(row));
+  json.Key("ran").Bool(!row.never_ran);
+  json.Key("container").Bool(row.container);
+  json.Key("figures_from_children").Bool(row.figures_from_children);
+  json.Key("note");
+  if (const std::string note = NoRangeNote(row); note.empty()) {
+    json.Null();
+  } else {
+    json.String(note);
+  }
   optional("params", row.params);
   optional("macs", row.macs);
   optional("flops", row.flops);
@@ -243,7 +256,8 @@ std::string RenderProfileCsv(const Profile& profile) {
   }
   std::string out =
       "path,class,depth,params,params_pct,macs,macs_pct,latency_s,latency_pct,flops,flops_per_s,"
-      "latency_min_s,latency_max_s,counted_steps,counted_kernels";
+      "latency_min_s,latency_max_s,counted_steps,counted_kernels,name,model_path,ran,container,"
+      "figures_from_children";
   for (const PrecisionFlops& entry : profile.flops_by_precision) {
     absl::StrAppend(&out, ",", CsvField("flops:" + entry.precision));
   }
@@ -263,7 +277,12 @@ std::string RenderProfileCsv(const Profile& profile) {
                                       CsvNumber(row.latency_min_s),
                                       CsvNumber(row.latency_max_s),
                                       absl::StrCat(row.counted_steps),
-                                      absl::StrCat(row.counted_kernels)};
+                                      absl::StrCat(row.counted_kernels),
+                                      CsvField(row.name),
+                                      CsvField(TreePath(row)),
+                                      row.never_ran ? "false" : "true",
+                                      row.container ? "true" : "false",
+                                      row.figures_from_children ? "true" : "false"};
     for (const PrecisionFlops& entry : profile.flops_by_precision) {
       cells.push_back(PrecisionCell(row, entry.precision));
     }

@@ -333,22 +333,24 @@ TEST(ProfileFlopsTest, CsvHasAColumnPerCountedPrecision) {
   std::vector<std::string> lines = absl::StrSplit(csv, '\n', absl::SkipEmpty());
   ASSERT_EQ(lines.size(), 5u) << csv;
   const std::vector<std::string> header = absl::StrSplit(lines[0], ',');
-  ASSERT_EQ(header.size(), 17u) << lines[0];
+  ASSERT_EQ(header.size(), 22u) << lines[0];
   EXPECT_EQ(header[13], "counted_steps");
-  EXPECT_EQ(header[15], "flops:tensor:bf16_dst_fp32");
-  EXPECT_EQ(header[16], "flops:fp32");
+  EXPECT_EQ(header[19], "figures_from_children");
+  EXPECT_EQ(header[20], "flops:tensor:bf16_dst_fp32");
+  EXPECT_EQ(header[21], "flops:fp32");
   const std::vector<std::string> model = absl::StrSplit(lines[1], ',');
-  ASSERT_EQ(model.size(), 17u) << lines[1];
+  ASSERT_EQ(model.size(), 22u) << lines[1];
   EXPECT_EQ(model[0], "model");
   EXPECT_EQ(model[9], "4000");
   EXPECT_EQ(model[10], "2000000");
   EXPECT_EQ(model[13], "3");
   EXPECT_EQ(model[14], "30");
-  EXPECT_EQ(model[15], "3000");
-  EXPECT_EQ(model[16], "1000");
+  EXPECT_EQ(model[17], "true");  // ran
+  EXPECT_EQ(model[20], "3000");
+  EXPECT_EQ(model[21], "1000");
   const std::vector<std::string> layer = absl::StrSplit(lines[2], ',');
-  EXPECT_EQ(layer[15], "3000");
-  EXPECT_EQ(layer[16], "") << "no fp32 in layer";
+  EXPECT_EQ(layer[20], "3000");
+  EXPECT_EQ(layer[21], "") << "no fp32 in layer";
 }
 
 TEST(ProfileFlopsTest, AModelReplicaAddsItsRanksCountedFlops) {

@@ -400,27 +400,44 @@ function renderSummary(profile) {
   ], rows);
 }
 
+// What a row of the tree is: a module that ran, a container whose figures are its children's
+// sum, or one that never ran (documents before these keys: every row ran).
+function moduleKind(module) {
+  if (module.ran !== false) return 'ran';
+  return module.figures_from_children ? 'container' : 'never ran';
+}
+
 function renderModules(profile) {
   const model = modelModules(profile).length;
   const rows = profile.modules.map((module, index) => ({module, index}));
   const column = (label, key, format) => ({
     label, key, value: (row) => row.module[key], text: (row) => format(row.module[key]),
   });
+  // A module with no latency at all says so, never "0 us" beside "never ran".
+  const latency = (label, key) => ({
+    label, key, value: (row) => row.module[key],
+    text: (row) => (moduleKind(row.module) === 'never ran' ? '-' : duration(row.module[key])),
+  });
   fillTable(byId('modules'), [
     {label: 'module', key: 'path', value: (row) => row.module.path,
      text: (row) => '\u2003'.repeat(row.module.depth) + lastSegment(row.module.path)},
     {label: 'class', key: 'class', value: (row) => row.module.class,
      text: (row) => row.module.class, cls: 'text'},
+    {label: 'ran', key: 'ran', value: (row) => moduleKind(row.module),
+     text: (row) => row.module.note || moduleKind(row.module),
+     cls: 'text'},
     column('params', 'params', (value) => si(value, '')),
     column('MACs', 'macs', (value) => si(value, 'MACs')),
-    column('fwd latency', 'latency_s', duration),
-    column('bwd latency', 'bwd_latency_s', duration),
+    latency('fwd latency', 'latency_s'),
+    latency('bwd latency', 'bwd_latency_s'),
     column('FLOPs', 'flops', (value) => si(value, 'FLOPs')),
     {label: 'source', key: 'flops_source', value: (row) => row.module.flops_source,
      text: (row) => row.module.flops_source || '-', cls: 'text'},
     column('achieved FLOPS', 'flops_per_s', (value) => si(value, 'FLOPS')),
     column('estimated FLOPs', 'estimated_flops', (value) => si(value, 'FLOPs')),
-  ], rows, (row) => (row.index >= model ? 'outside' : ''));
+  ], rows, (row) => [row.index >= model ? 'outside' : '',
+                     moduleKind(row.module) === 'never ran' ? 'never-ran' : '']
+      .filter((name) => name).join(' '));
 }
 
 // ---- ranks x modules heatmap ----
