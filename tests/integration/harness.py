@@ -4,6 +4,7 @@ jobs run under `flopscope run`, and reports read back as JSON."""
 import json
 import os
 import pwd
+import re
 import signal
 import subprocess
 import tempfile
@@ -116,6 +117,28 @@ def report(daemon_socket, job, rank=None, steps=None):
     if result.returncode != 0:
         raise AssertionError(f"report failed ({result.returncode}): {result.stderr}")
     return json.loads(result.stdout)
+
+
+_TREE_HEAD = re.compile(r"^( *)(?:\((.+?)\): )?([A-Za-z_][A-Za-z0-9_.]*)\(")
+
+
+def detailed_tree_rows(text):
+    """The module lines of the text report's detailed section (DeepSpeed's `print(model)` tree),
+    in order: (depth, name, class), name "" for the root ("TinyLM("), "0" for "(0): Block(";
+    figure lines and ")" lines left out."""
+    section = text[text.index("Detailed Profile per GPU"):]
+    rows, tree = [], False
+    for line in section.splitlines()[1:]:
+        if line.startswith("------"):
+            break  # the closing rule
+        match = _TREE_HEAD.match(line)
+        if not match:
+            continue
+        indent, name, class_name = match.group(1), match.group(2) or "", match.group(3)
+        tree = tree or (not indent and not name)  # the root: the first head with no indent
+        if tree:
+            rows.append((len(indent) // 2, name, class_name))
+    return rows
 
 
 def calls_by_path(report_json):

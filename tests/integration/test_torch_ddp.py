@@ -7,9 +7,11 @@ How a report tells forward from backward: a module's row counts both (calls = 2 
 one of them on its thread (checked here from the rank stores)."""
 
 import collections
+import csv
+import io
 import unittest
 
-from harness import DaemonTestCase, calls_by_path, report
+from harness import DaemonTestCase, calls_by_path, client, detailed_tree_rows, report
 from test_torch_support import (HAVE_TORCH, NO_TORCH, expected_module_paths, grpc_report,
                                 launch_ranks, range_events, wait_ranks)
 
@@ -31,13 +33,20 @@ class TorchDataParallelTest(DaemonTestCase):
         cls.classes = {path: type(modules[name]).__name__ for name, path in cls.paths.items()}
         # Modules that never run (the ModuleList of TransformerEncoder) are announced too, under
         # the path of the nearest module that runs.
+        cls.model_paths = []  # every module's model path, in model order (named_modules())
         for name, module in modules.items():
-            if name not in cls.paths:
-                parent = name.rpartition(".")[0]
-                while parent not in cls.paths:
-                    parent = parent.rpartition(".")[0]
-                relative = name[len(parent) + 1:] if parent else name
-                cls.classes[f"{cls.paths[parent]}/{relative}"] = type(module).__name__
+            if name in cls.paths:
+                cls.model_paths.append(cls.paths[name])
+                continue
+            parent = name.rpartition(".")[0]
+            while parent not in cls.paths:
+                parent = parent.rpartition(".")[0]
+            relative = name[len(parent) + 1:] if parent else name
+            cls.classes[f"{cls.paths[parent]}/{relative}"] = type(module).__name__
+            cls.model_paths.append(f"{cls.paths[parent]}/{relative}")
+        # Containers: never run, modules under them (TransformerEncoder's `layers` ModuleList).
+        cls.containers = {path for name, path in zip(modules, cls.model_paths)
+                          if name not in cls.paths and any(modules[name].children())}
 
     def test_unchanged_script_on_four_ranks(self):
         self.daemon.start()
@@ -46,6 +55,7 @@ class TorchDataParallelTest(DaemonTestCase):
         self.assertEqual([out for out, _ in outputs],
                          [f"rank {rank}: {STEPS} steps\n" for rank in range(WORLD)])
         self.check_module_tree_forward_and_backward()
+        self.check_every_view_has_the_text_tree()
         self.check_phases_separate_forward_from_backward_and_steps_are_exact()
         self.check_params_classes_and_data_parallel_layout()
 
@@ -72,6 +82,45 @@ class TorchDataParallelTest(DaemonTestCase):
             self.assertEqual(calls_by_path(report(self.daemon.socket, "ddp4", rank=rank)),
                              expected_calls)
         self.assertEqual(calls_by_path(combined), {p: WORLD * c for p, c in expected_calls.items()})
+
+    def check_every_view_has_the_text_tree(self):
+        """Issue 29 item 4: the JSON's and the CSV's profile modules are the text tree's rows, in
+        model order, containers and modules that never ran included and flagged."""
+        base = ["report", "ddp4", "--socket", str(self.daemon.socket)]
+        text = client(base)
+        self.assertEqual(text.returncode, 0, text.stderr)
+        tree = detailed_tree_rows(text.stdout)
+        profile = report(self.daemon.socket, "ddp4")["profile"]
+        model = profile["modules"][:profile["model_modules"]]
+        self.assertEqual([(m["depth"], m["name"] if m["depth"] else "", m["class"])
+                          for m in model], tree)
+        self.assertEqual([m["model_path"] for m in model], self.model_paths)
+        self.assertIn("TinyLM/encoder/layers", self.containers)
+        for module in model:
+            path = module["model_path"]
+            ran = path in self.paths.values()
+            self.assertEqual((module["ran"], module["container"]),
+                             (ran, path in self.containers), path)
+            if path in self.containers:
+                # Its blocks ran: its latency is theirs summed, said as what it is.
+                self.assertTrue(module["figures_from_children"], path)
+                self.assertGreater(module["latency_s"], 0, path)
+                self.assertNotIn("never ran", module["note"], path)
+            elif not ran:
+                self.assertIn("never ran", module["note"], path)
+        self.assertEqual([m["model_path"] for m in profile["modules"][len(model):]],
+                         ["CrossEntropyLoss"])
+        result = client([*base, "--format", "csv"])
+        self.assertEqual(result.returncode, 0, result.stderr)
+        rows = list(csv.DictReader(io.StringIO(result.stdout)))
+        self.assertEqual([(r["model_path"], r["ran"], r["container"]) for r in rows],
+                         [(m["model_path"], "true" if m["ran"] else "false",
+                           "true" if m["container"] else "false") for m in profile["modules"]])
+        # No row of the additions' table says both a latency and "never ran".
+        table = text.stdout[text.stdout.index("Module latency per step"):]
+        for line in table.splitlines():
+            if "never ran" in line:
+                self.assertNotRegex(line, r"\b\d+(\.\d+)? (s|ms|us)\b")
 
     def check_phases_separate_forward_from_backward_and_steps_are_exact(self):
         combined = report(self.daemon.socket, "ddp4", steps="0:")  # every step
