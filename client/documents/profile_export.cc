@@ -137,6 +137,14 @@ void WriteModuleRow(const ModuleRow& row, JsonWriter& json) {
     json.Key(key);
     OptionalDouble(value, json);
   };
+  const auto text_or_null = [&json](const char* key, const std::string& text) {
+    json.Key(key);
+    if (text.empty()) {
+      json.Null();
+    } else {
+      json.String(text);
+    }
+  };
   json.BeginObject();
   json.Key("path").String(row.path);
   json.Key("class").String(row.class_name);
@@ -148,12 +156,7 @@ void WriteModuleRow(const ModuleRow& row, JsonWriter& json) {
   json.Key("ran").Bool(!row.never_ran);
   json.Key("container").Bool(row.container);
   json.Key("figures_from_children").Bool(row.figures_from_children);
-  json.Key("note");
-  if (const std::string note = NoRangeNote(row); note.empty()) {
-    json.Null();
-  } else {
-    json.String(note);
-  }
+  text_or_null("note", NoRangeNote(row));
   optional("params", row.params);
   optional("macs", row.macs);
   optional("flops", row.flops);
@@ -162,12 +165,7 @@ void WriteModuleRow(const ModuleRow& row, JsonWriter& json) {
   json.Key("flops_announced").Bool(row.flops_announced);
   optional("announced_flops", row.announced_flops);
   json.Key("flops_disagree").Bool(row.flops_disagree);
-  json.Key("flops_source");
-  if (const std::string source = FlopsSourceOf(row); source.empty()) {
-    json.Null();
-  } else {
-    json.String(source);
-  }
+  text_or_null("flops_source", FlopsSourceOf(row));
   optional("estimated_flops", row.estimated_flops);
   json.Key("params_from_children").Bool(row.params_from_children);
   json.Key("extra_repr").String(row.extra_repr);

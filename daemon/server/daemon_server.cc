@@ -252,7 +252,10 @@ void DaemonServer::MakeSpoolCollector() {
     destinations.names.push_back(SpoolDestinationName(options_.tcp_address));
   }
   for (const std::string& address : options_.spool_destinations) {
-    if (address == "*") destinations.any = true;
+    if (address == "*") {
+      destinations.any = true;
+      continue;
+    }
     destinations.names.push_back(SpoolDestinationName(GrpcTarget(address)));
   }
   LogInfo("collecting orphaned spools in ", absl::StrJoin(options_.spool_patterns, ","),
