@@ -8,7 +8,8 @@ namespace flopscope {
 // module, the last announced winning. The client draws them in the module tree, not in the
 // report's header; the daemon sends each (key, value) once over a job's ranks when every rank
 // announced the same value.
-//   module, class, params, extra_repr, range_module, flops, macs, estimated_flops, estimated_macs
+//   module, class, params, extra_repr, range_module, flops, macs, estimated_flops, estimated_macs,
+//   deepspeed_differs
 bool IsPerModuleKey(std::string_view key);
 
 // The injector's own key in a session's final batch when the process was ended by a signal after

@@ -169,6 +169,7 @@ void WriteModuleRow(const ModuleRow& row, JsonWriter& json) {
   optional("estimated_flops", row.estimated_flops);
   json.Key("params_from_children").Bool(row.params_from_children);
   json.Key("extra_repr").String(row.extra_repr);
+  text_or_null("deepspeed_differs", row.deepspeed_differs);
   json.Key("latency_s").Double(row.latency_s);
   optional("bwd_latency_s", row.bwd_latency_s);
   json.Key("all_passes_latency_s").Double(row.all_passes_latency_s);

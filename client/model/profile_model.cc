@@ -42,6 +42,8 @@ struct Announced {
   absl::flat_hash_map<std::string, double> estimated_flops_by_path;
   absl::flat_hash_map<std::string, double> estimated_macs_by_path;
   absl::flat_hash_map<std::string, std::string> extra_repr_by_path;
+  // `deepspeed_differs <model path>=<why>`: where DeepSpeed's profiler prints other FLOPs.
+  absl::flat_hash_map<std::string, std::string> deepspeed_differs_by_path;
   absl::flat_hash_map<std::string, double> params_by_path;
   // The module tree (`module <path>=<index> [<parent path>]`) and the `range_module` aliases
   // (model path -> the range path it ran under).
@@ -118,6 +120,9 @@ Announced ReadMetadata(const Report& report) {
       announced.range_by_model_path[entry.value()] = key.substr(std::strlen("range_module "));
     } else if (absl::StartsWith(key, "extra_repr ")) {
       announced.extra_repr_by_path[key.substr(std::strlen("extra_repr "))] =
+          DecodeMarkValue(entry.value());
+    } else if (absl::StartsWith(key, "deepspeed_differs ")) {
+      announced.deepspeed_differs_by_path[key.substr(std::strlen("deepspeed_differs "))] =
           DecodeMarkValue(entry.value());
     }
   }
@@ -919,6 +924,12 @@ Profile BuildProfile(const Report& report, const ProfileOptions& options,
   }
   SumChildParams(profile.modules);
   SumChildFigures(profile.modules);
+  for (ModuleRow& row : profile.modules) {
+    if (auto why = announced.deepspeed_differs_by_path.find(TreePath(row));
+        why != announced.deepspeed_differs_by_path.end()) {
+      row.deepspeed_differs = why->second;
+    }
+  }
   profile.model_end = PutModelFirst(profile.modules);
   FillCountedSummary(report, profile);
   profile.latency_basis = LatencyBasis(report, profile);

@@ -124,6 +124,9 @@ struct ModuleRow {
   std::optional<double> bwd_latency_s;
   bool params_from_children = false;  // not announced: the sum of its children's
   std::string extra_repr;             // `extra_repr <path>=<text>` (torch's module.extra_repr())
+  // Why DeepSpeed's profiler prints other FLOPs for this module (`deepspeed_differs`), "" where
+  // the two agree; the additions list the modules of each reason.
+  std::string deepspeed_differs;
   // With a step window: the fastest and the slowest step (absent: it did not run in the window).
   std::optional<double> latency_min_s;
   std::optional<double> latency_max_s;

@@ -247,6 +247,40 @@ std::string OutsideTheModel(const Profile& profile) {
   return "\nOutside the model (not part of its 100 %):\n" + out;
 }
 
+// Where DeepSpeed's flops profiler prints other FLOPs than these (`deepspeed_differs`), each
+// reason once, with the modules of the model it holds for and their fwd flops per step.
+std::string DeepSpeedDifferences(const Profile& profile) {
+  constexpr size_t kShownModules = 4;
+  std::vector<std::pair<std::string, std::vector<const ModuleRow*>>> reasons;  // first seen first
+  const size_t end = ModelEnd(profile);
+  for (size_t i = 0; i < end; ++i) {
+    const ModuleRow& row = profile.modules[i];
+    if (row.deepspeed_differs.empty()) continue;
+    auto found = std::find_if(reasons.begin(), reasons.end(), [&](const auto& entry) {
+      return entry.first == row.deepspeed_differs;
+    });
+    if (found == reasons.end()) found = reasons.insert(reasons.end(), {row.deepspeed_differs, {}});
+    found->second.push_back(&row);
+  }
+  if (reasons.empty()) return "";
+  std::string out = "\nWhere DeepSpeed's flops profiler prints other flops, and why:\n";
+  for (const auto& [why, rows] : reasons) {
+    std::vector<std::string> shown;
+    for (size_t i = 0; i < rows.size() && i < kShownModules; ++i) {
+      shown.push_back(absl::StrCat(PrintableForTerminal(TreePath(*rows[i])), " (",
+                                   rows[i]->flops ? NumberToString(*rows[i]->flops) : "-",
+                                   " flops)"));
+    }
+    if (rows.size() > kShownModules) {
+      shown.push_back(absl::StrCat("and ", rows.size() - kShownModules, " more"));
+    }
+    absl::StrAppend(&out, "  ", PrintableForTerminal(why), "\n    ", rows.size(),
+                    rows.size() == 1 ? " module: " : " modules: ", absl::StrJoin(shown, ", "),
+                    "\n");
+  }
+  return out;
+}
+
 // The step-to-step period (start of a step to the start of the next, the time between steps
 // included) and the samples per second over it, beside DeepSpeed's over the iter latency.
 std::string StepToStepLines(const Profile& profile) {
@@ -488,6 +522,7 @@ std::string RenderAdditions(const Profile& profile) {
   absl::StrAppend(&out, RenderCountedFlops(profile));
   absl::StrAppend(&out, PassTable(profile));
   absl::StrAppend(&out, EstimateComparison(profile));
+  absl::StrAppend(&out, DeepSpeedDifferences(profile));
   absl::StrAppend(&out, OutsideTheModel(profile));
   return out;
 }

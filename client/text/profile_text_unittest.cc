@@ -423,6 +423,31 @@ TEST(ProfileSemanticsTest, EstimatedFlopsAreUsedWhereNothingWasCountedAndLabelle
   EXPECT_TRUE(absl::StrContains(additions, "estimated")) << additions;
 }
 
+// `deepspeed_differs` marks (docs/marks.md): each reason once in the additions, with the
+// modules it holds for and their flops, decoded; the DeepSpeed part of the text stays as it is.
+TEST(ProfileSemanticsTest, WhereDeepSpeedDiffersEachReasonIsSaidOnceWithItsModules) {
+  Report report = TorchJob().Build();
+  const std::string held = "Block calls torch.nn.functional.gelu through its attribute 'act'";
+  for (const char* path : {"Net/layers/0", "Net/layers/1"}) {
+    Announce(&report, absl::StrCat("deepspeed_differs ", path), held);
+    Announce(&report, absl::StrCat("estimated_flops ", path), "2000");
+  }
+  Announce(&report, "deepspeed_differs Net/head", "Linear ran with x%3D1");
+  const Profile profile = BuildProfile(report, {});
+  EXPECT_EQ(Find(profile, "Net/head")->deepspeed_differs, "Linear ran with x=1");
+  const std::string text = RenderProfileText(profile, {});
+  const std::string additions = RenderAdditions(profile);
+  EXPECT_TRUE(absl::StrContains(
+      additions,
+      absl::StrCat("Where DeepSpeed's flops profiler prints other flops, and why:\n  ", held,
+                   "\n    2 modules: Net/layers/0 (2 K flops), Net/layers/1 (2 K flops)\n"
+                   "  Linear ran with x=1\n    1 module: Net/head (-")))
+      << additions;
+  EXPECT_GT(text.find("prints other flops"), text.find("flopscope additions")) << text;
+  EXPECT_EQ(RenderAdditions(BuildProfile(TorchJob().Build(), {})).find("prints other flops"),
+            std::string::npos);
+}
+
 // A run a signal ended after the injector drained it (the `process.end_signal` record of each
 // session) says so in the DeepSpeed layout's additions, as the tree view does: `flopscope run`
 // prints this text when a Ctrl-C'd job ends.

@@ -8,12 +8,15 @@ of docs/architecture.md; every key is listed in docs/marks.md):
   and `range_module <range path>=<model path>` where a module ran under another path;
 - `parallel tp=.. pp=.. dp=.. tp_rank=.. pp_rank=.. dp_rank=..`: the layout (parallel_layout);
 - `batch_size=<n>` with `batch_size_source=<where from>` (see BatchSize);
-- `estimated_flops <path>=<n>` / `estimated_macs <path>=<n>` (flop_estimate).
+- `estimated_flops <path>=<n>` / `estimated_macs <path>=<n>` (flop_estimate);
+- `deepspeed_differs <path>=<why>`: where DeepSpeed's profiler prints other FLOPs for a module
+  than the estimate, and why (deepspeed_differences), with the tree.
 """
 
 import os
 import threading
 
+from . import deepspeed_differences
 from .parallel_layout import discover_layout
 
 BATCH_SIZE_ENV = "FLOPSCOPE_BATCH_SIZE"
@@ -48,6 +51,17 @@ class MetadataAnnouncer:
             extra = _extra_repr(module)
             if extra:
                 mark(f"extra_repr {path}={extra}")
+
+    def announce_deepspeed_differences(self, tree, modules, counted):
+        """`deepspeed_differs <path>=<why>` for each module of the tree where DeepSpeed's
+        profiler prints other FLOPs than the estimate, and why (deepspeed_differences)."""
+        for info, module in zip(tree.infos, modules):
+            if module is None:
+                continue
+            reasons = deepspeed_differences.reasons(module, counted)
+            if reasons:  # one mark per path: the last one of a path is the one kept
+                why = encode_mark_value("; ".join(reasons))
+                self._backend.mark(f"deepspeed_differs {info.model_path}={why}")
 
     def module_seen(self, path, info, module):
         """After the first forward of each range path: the facts the tree did not already give

@@ -303,7 +303,11 @@ class ModuleHooks:
     def _register(self, module, parent):
         info = self._registry.info_for(module, inside_module=parent is not None)
         for tree in self._registry.take_new_trees():
-            self._announcer.announce_tree(tree, [each.ref() for each in tree.infos])
+            modules = [each.ref() for each in tree.infos]
+            self._announcer.announce_tree(tree, modules)
+            if self.estimate is not None:
+                self._announcer.announce_deepspeed_differences(
+                    tree, modules, self.estimate.functional_wrappers())
         return info
 
     def _forward_post(self, module, inputs, output):

@@ -4,7 +4,7 @@
     deepspeed_parity_job.py MODEL flopscope       the same forwards, for `flopscope run --torch`
 
 Both build MODEL from its configuration with seeded random weights (no download), in eval mode,
-with gradients on, as get_model_profile runs it. DeepSpeed profiles one forward after WARM_UP;
+with gradients on, as get_model_profile runs it (a TRAINING model: in training mode). DeepSpeed profiles one forward after WARM_UP;
 the flopscope side runs that one forward alone (a report with no step marked totals the run), with
 no flopscope code: `--torch` adds the hooks.
 
@@ -128,13 +128,21 @@ def sdpa():
 
 MODELS = {"gpt2": gpt2, "llama": llama, "bert": bert, "t5": t5, "resnet18": resnet18,
           "vit_b_16": vit_b_16, "tagger": tagger, "sdpa": sdpa}
+# Profiled in training mode, as DeepSpeed's engine profiles a training step: its batch norms count
+# 5 FLOPs per element where eval mode counts 2. get_model_profile has no option for it (it calls
+# model.eval() first), so the DeepSpeed side keeps that call from switching the mode.
+TRAINING = {"resnet18_train": resnet18}
 
 
 def main(argv):
     name, side = argv[1], argv[2]
     torch.manual_seed(0)
-    model, args = MODELS[name]()
-    model.eval()
+    model, args = {**MODELS, **TRAINING}[name]()
+    if name in TRAINING:
+        model.train()
+        model.eval = lambda: model  # get_model_profile's model.eval(): stays in training mode
+    else:
+        model.eval()
     if side == "deepspeed":
         # pylint: disable=import-outside-toplevel
         import json

@@ -41,6 +41,25 @@ except ImportError as error:
     MISSING = (f"{error.name} is not installed for {sys.executable}: DeepSpeed, transformers and "
                "torchvision are in the torch 2 environment (scripts/setup_torch2.sh)")
 
+def differences_section(report):
+    """{why: (module count, [model paths shown])} from the report's "Where DeepSpeed's flops
+    profiler prints other flops, and why:" additions."""
+    lines = report.splitlines()
+    title = "Where DeepSpeed's flops profiler prints other flops, and why:"
+    if title not in lines:
+        return {}
+    found = {}
+    body = lines[lines.index(title) + 1:]
+    for why, modules in zip(body[0::2], body[1::2]):
+        if not why.startswith("  ") or why.startswith("    "):
+            break
+        count, _, listed = modules.strip().partition(": ")
+        shown = [entry.rpartition(" (")[0] for entry in listed.split(", ")
+                 if not entry.startswith("and ")]
+        found[why.strip()] = (int(count.split()[0]), shown)
+    return found
+
+
 @unittest.skipIf(MISSING, MISSING)
 class DeepSpeedParityTest(DaemonTestCase):
     def profiles(self, model):
@@ -65,6 +84,7 @@ class DeepSpeedParityTest(DaemonTestCase):
         return out.read_text(encoding="utf-8"), figures, report.stdout
 
     def check(self, model):
+        self.training = model.endswith("_train")
         theirs, figures, ours = self.profiles(model)
         expected_rows = detailed_rows(theirs)
         rows = detailed_rows(ours)
@@ -79,6 +99,7 @@ class DeepSpeedParityTest(DaemonTestCase):
         expected, found = summary(theirs), summary(ours)
         self.assertEqual(sorted(expected), sorted(SUMMARY), theirs)
         missed = self.flops["missed"]
+        self.check_differences_are_said(ours, figures, missed)
         if missed:
             # Where DeepSpeed misses FLOPs (deepspeed_parity_job.MISSED_BY_DEEPSPEED), flopscope
             # prints DeepSpeed's total plus what it missed, and the test says where and why.
@@ -99,6 +120,30 @@ class DeepSpeedParityTest(DaemonTestCase):
             with self.subTest(summary=label):
                 self.assertEqual(found[label], expected[label])
 
+    def check_differences_are_said(self, ours, figures, missed):
+        """The report's additions say where DeepSpeed prints other FLOPs, and why: each module
+        where DeepSpeed's run counted 0 (`missed`), and in training mode each batch norm (by
+        DeepSpeed's own per-module classes); nothing where neither holds."""
+        differences = differences_section(ours)
+        expected = {}  # a phrase of the reason: the modules' qualified names, in model order
+        if missed:
+            expected["through its attribute"] = [name for name in figures if name in missed]
+        norms = [name for name, (cls, *_) in figures.items() if cls.startswith("BatchNorm")]
+        if self.training and norms:
+            expected["ran in training mode"] = norms
+        self.assertEqual(sorted(expected), sorted(
+            key for key in ("through its attribute", "ran in training mode")
+            if any(key in why for why in differences)), ours)
+        for key, names in expected.items():
+            why, (count, shown) = next((why, modules) for why, modules in differences.items()
+                                       if key in why)
+            self.assertEqual(count, len(names), why)
+            # Shown by model path (the root's label, then the tree's components), as DeepSpeed's
+            # qualified names with "/" for ".": at most 4, then "and N more".
+            self.assertEqual([path.partition("/")[2].replace("/", ".") for path in shown],
+                             names[:len(shown)], why)
+            self.assertEqual(len(shown), min(count, 4), why)
+
     def test_gpt2(self):
         self.check("gpt2")
 
@@ -113,6 +158,11 @@ class DeepSpeedParityTest(DaemonTestCase):
 
     def test_resnet18(self):
         self.check("resnet18")
+
+    def test_resnet18_in_training_mode(self):
+        # DeepSpeed's own profiler in training mode (its batch norms count 5 FLOPs per element,
+        # not eval's 2): the report equals it, and says why get_model_profile prints less.
+        self.check("resnet18_train")
 
     def test_vit_b_16(self):
         self.check("vit_b_16")
