@@ -6,6 +6,8 @@ of docs/architecture.md; every key is listed in docs/marks.md):
   `extra_repr <path>=<text>`, containers and modules that never run included;
 - `class`/`params` of a range path outside any announced tree, once, after its first forward,
   and `range_module <range path>=<model path>` where a module ran under another path;
+- `params_shard <path>=<n> <rank>` beside `params` where the rank holds less of a module than
+  its params (FSDP2's shards: sharded_params);
 - `parallel tp=.. pp=.. dp=.. tp_rank=.. pp_rank=.. dp_rank=..`: the layout (parallel_layout);
 - `batch_size=<n>` with `batch_size_source=<where from>` (see BatchSize);
 - `estimated_flops <path>=<n>` / `estimated_macs <path>=<n>` (flop_estimate);
@@ -14,9 +16,11 @@ of docs/architecture.md; every key is listed in docs/marks.md):
 """
 
 import os
+import sys
 import threading
 
 from . import deepspeed_differences
+from . import sharded_params
 from .parallel_layout import discover_layout
 
 BATCH_SIZE_ENV = "FLOPSCOPE_BATCH_SIZE"
@@ -30,6 +34,7 @@ class MetadataAnnouncer:
         self._backend = backend
         self._announced_paths = set()
         self._layout_text = None
+        self._problems = set()  # what problem_once already said
         self._lock = threading.Lock()  # the layout check may run on several training threads
         self.layout_sources = layout_sources if layout_sources is not None else {}
 
@@ -38,16 +43,19 @@ class MetadataAnnouncer:
         order). Parameters are counted here, before the first forward: a lazy module's count
         follows after its forward (module_seen)."""
         mark = self._backend.mark
+        rank = self._read_sharding(tree, modules[0] if modules else None)
         for index, (info, module) in enumerate(zip(tree.infos, modules)):
             path = info.model_path
             parent = info.parent_model_path
             mark(f"module {path}={index}" if parent is None else
                  f"module {path}={index} {parent}")
             mark(f"class {path}={info.class_name}")
-            count = info.parameter_count(module)
+            count, held = self._count(info, module)
             if count is not None:
                 mark(f"params {path}={count}")
                 self._announced_paths.add(path)
+                if held is not None and held != count:  # an FSDP2 shard (sharded_params)
+                    mark(f"params_shard {path}={held}" + ("" if rank is None else f" {rank}"))
             extra = _extra_repr(module)
             if extra:
                 mark(f"extra_repr {path}={extra}")
@@ -62,6 +70,48 @@ class MetadataAnnouncer:
             if reasons:  # one mark per path: the last one of a path is the one kept
                 why = encode_mark_value("; ".join(reasons))
                 self._backend.mark(f"deepspeed_differs {info.model_path}={why}")
+
+    def _read_sharding(self, tree, root):
+        """Sets tree.sharding from the root's DTensor parameters and the layout source "dtensor"
+        from their meshes (sharded_params); returns this rank (None when unknown) where there
+        are some. A failure is said once and leaves the plain counts (numel())."""
+        try:
+            tree.sharding = sharded_params.scan(root) if root is not None else None
+            if tree.sharding is None:
+                return None
+            rank, world_size = _rank_and_world_size()
+            layout = tree.sharding.layout(rank or 0, world_size or 1)
+            if layout is not None and layout.is_consistent():
+                self.layout_sources["dtensor"] = layout
+            return rank
+        except Exception as error:  # pylint: disable=broad-except
+            tree.sharding = None
+            self.problem_once("sharded (DTensor) parameters not read", error)
+            return None
+
+    def _count(self, info, module):
+        """(params, held) of one module; where counting a sharded parameter fails, said once,
+        the module's plain count (numel())."""
+        try:
+            return info.parameter_count(module), info.held_count(module)
+        except Exception as error:  # pylint: disable=broad-except
+            self.problem_once("sharded (DTensor) parameters not counted", error)
+        try:
+            info.forget_counts()
+            from .module_registry import count_parameters  # pylint: disable=import-outside-toplevel
+            return count_parameters(module), None
+        except Exception as error:  # pylint: disable=broad-except
+            self.problem_once("parameters not counted", error)
+            return None, None
+
+    def problem_once(self, what, error):
+        """A failure of the hooks' reading of the job, said once on stderr; the job runs on."""
+        with self._lock:
+            if what in self._problems:
+                return
+            self._problems.add(what)
+        print(f"flopscope_torch: {what} ({type(error).__name__}: {error}); the job runs on",
+              file=sys.stderr, flush=True)
 
     def module_seen(self, path, info, module):
         """After the first forward of each range path: the facts the tree did not already give
@@ -90,6 +140,17 @@ class MetadataAnnouncer:
 
     def announce(self, key, value):
         self._backend.mark(f"{key}={value}")
+
+
+def _rank_and_world_size():
+    """torch.distributed's rank and world size once initialised, else $RANK and $WORLD_SIZE
+    (None where neither says)."""
+    distributed = sys.modules.get("torch.distributed")
+    if distributed is not None and distributed.is_available() and distributed.is_initialized():
+        return distributed.get_rank(), distributed.get_world_size()
+    rank, world_size = os.environ.get("RANK", ""), os.environ.get("WORLD_SIZE", "")
+    return (int(rank) if rank.isdigit() else None,
+            int(world_size) if world_size.isdigit() else None)
 
 
 def _extra_repr(module):

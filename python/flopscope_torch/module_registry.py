@@ -20,6 +20,8 @@ after a module was freed is recognised and the entry is dropped when its module 
 import functools
 import weakref
 
+from .sharded_params import original_class_name
+
 WRAPPER_CLASSES = frozenset({
     "DistributedDataParallel", "DataParallel", "FullyShardedDataParallel", "DeepSpeedEngine",
     "PipelineEngine", "Float16Module", "OptimizedModule",
@@ -35,18 +37,31 @@ def wrapped_attribute(module):
     return next((name for name in WRAPPED_ATTRIBUTES if name in children), None)
 
 
-def count_parameters(module):
+def count_parameters(module, sharding=None):
     """sum(p.numel()) over the module's parameters, submodules included (as DeepSpeed counts),
     or None while a lazy module's parameters are not materialised. DeepSpeed ZeRO-3 keeps the
-    full size of a partitioned parameter in `ds_numel` (its numel() is then 0)."""
-    total = 0
+    full size of a partitioned parameter in `ds_numel` (its numel() is then 0); DTensor
+    parameters count as `sharding` (a sharded_params.Sharding) says."""
+    counts = parameter_counts(module, sharding)
+    return None if counts is None else counts[0]
+
+
+def parameter_counts(module, sharding=None):
+    """(counted, held): the count of count_parameters, and the elements this rank holds (FSDP2
+    shards: their local part, sharded_params); None while a lazy module is not materialised."""
+    total = held = 0
     try:
         for parameter in module.parameters():
-            full = getattr(parameter, "ds_numel", None)
-            total += int(full) if full is not None else parameter.numel()
+            pair = sharding.counts(parameter) if sharding is not None else None
+            if pair is None:
+                full = getattr(parameter, "ds_numel", None)
+                count = int(full) if full is not None else parameter.numel()
+                pair = (count, count)
+            total += pair[0]
+            held += pair[1]
     except (ValueError, RuntimeError):  # torch.nn.parameter.UninitializedParameter
         return None
-    return total
+    return total, held
 
 
 def has_own_forward(module):
@@ -67,27 +82,29 @@ class ModuleTree:
     order) as ModuleInfo, for the announcement of the whole tree."""
 
     def __init__(self, root):
-        self.label = type(root).__name__
+        self.label = original_class_name(root)
         self.infos = []  # model order; infos[0] is the root
+        self.sharding = None  # its DTensor parameters (sharded_params.scan), set when announced
 
 
 class ModuleInfo:
     """One module: where it sits (tree and qualified name) and its range names per parent."""
 
     __slots__ = ("ref", "tree", "qualified_name", "class_name", "transparent", "model_path",
-                 "parent_model_path", "_names", "_sites", "_parameters")
+                 "parent_model_path", "_names", "_sites", "_parameters", "_held")
 
     def __init__(self, module, tree, qualified_name, transparent):
         self.ref = None  # set by the registry
         self.tree = tree
         self.qualified_name = qualified_name  # "" for a tree's root; None outside any tree
-        self.class_name = type(module).__name__
+        self.class_name = original_class_name(module)
         self.transparent = transparent
         self.model_path = None  # set for modules of a tree (see the module docstring)
         self.parent_model_path = None
         self._names = {}  # parent path (None at the top) -> (path, encoded name)
         self._sites = {}  # parent entry (None at the top) -> its cached forward Entry
         self._parameters = None
+        self._held = None
 
     def range_name(self, parent):
         """This module's range name when `parent` (a ModuleInfo or None) is the open module."""
@@ -134,8 +151,19 @@ class ModuleInfo:
 
     def parameter_count(self, module):
         if self._parameters is None:
-            self._parameters = count_parameters(module)
+            counts = parameter_counts(module, self.tree.sharding if self.tree else None)
+            if counts is not None:
+                self._parameters, self._held = counts
         return self._parameters
+
+    def held_count(self, module):
+        """The parameter elements this rank holds (differs from parameter_count for FSDP2's
+        shards), or None while unknown."""
+        self.parameter_count(module)
+        return self._held
+
+    def forget_counts(self):
+        self._parameters = self._held = None
 
 
 class ModuleRegistry:

@@ -5,7 +5,10 @@
    the job imported it and initialised model parallelism;
 3. DeepSpeed's `deepspeed.utils.groups.mpu` (the Megatron-style object a job hands to
    deepspeed.initialize), when the job imported DeepSpeed;
-4. torch.distributed, when initialised: data parallel only (tp = pp = 1, dp = world size).
+4. the device meshes of a model's DTensor parameters (torch 2.x): DTensor tensor parallelism's
+   mesh gives tp, FSDP2's (`fully_shard`) dp; read when the model's tree is announced
+   (sharded_params);
+5. torch.distributed, when initialised: data parallel only (tp = pp = 1, dp = world size).
 
 Frameworks are read only when the job imported them (sys.modules): the package never imports
 Megatron or DeepSpeed itself. Rank order where only sizes are given is tp fastest, then pp,
@@ -102,11 +105,13 @@ def from_torch_distributed(modules=None):
 
 def discover_layout(sources, modules=None):
     """The first consistent layout of: sources["explicit"], Megatron, DeepSpeed,
+    sources["dtensor"] (the meshes of a model's DTensor parameters, sharded_params),
     torch.distributed; None when none is known. A framework that fails to answer is skipped."""
     explicit = sources.get("explicit")
     if explicit is not None:
         return explicit
-    for reader in (from_megatron, from_deepspeed, from_torch_distributed):
+    dtensor = sources.get("dtensor")
+    for reader in (from_megatron, from_deepspeed, lambda _: dtensor, from_torch_distributed):
         try:
             layout = reader(modules)
         except Exception:  # pylint: disable=broad-except
