@@ -31,6 +31,9 @@ PACKAGES=("${BUILD_PACKAGES[@]}")
   python3-grpcio python3-protobuf python3-torch
   python3-venv  # scripts/setup_torch2.sh: the torch 2 test environment
   python3-dev  # flopscope_torch._native, the torch hooks' fast paths (pure Python without it)
+  python3-pytest  # python/tests: the flopscope_torch tests run by pytest
+  python3-mypy  # python/tests/test_typing.py: the package's type hints checked
+  python3-setuptools python3-wheel  # flopscope_torch_install: pip builds python/pyproject.toml
   python3-jsonschema  # tests: the report's JSON against docs/report.schema.json
   patchelf  # make dist: $ORIGIN RPATHs in the bundle
   prometheus  # tests: a real Prometheus scrapes flopscoped --metrics

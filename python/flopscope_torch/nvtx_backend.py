@@ -10,9 +10,13 @@ NVTX_INJECTION64_PATH on their first call, so the injector (or Nsight Systems) s
 without a tool each call is an NVTX no-op.
 """
 
+from __future__ import annotations
+
 import ctypes
 import os
 from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable, List, Mapping, Optional, Tuple
 
 SHIM_ENV = "FLOPSCOPE_TORCH_NVTX_LIB"
 SHIM_NAME = "libflopscope_torch_nvtx.so"
@@ -28,11 +32,11 @@ class NvtxUnavailable(Exception):
     """Neither PyTorch's NVTX nor the shim library can be used; the message says why."""
 
 
-def tool_attached(environ=os.environ):
+def tool_attached(environ: Mapping[str, str] = os.environ) -> bool:
     return bool(environ.get(TOOL_ENV))
 
 
-def shim_candidates(environ=os.environ):
+def shim_candidates(environ: Mapping[str, str] = os.environ) -> List[Path]:
     """The paths tried for the shim, in order: $FLOPSCOPE_TORCH_NVTX_LIB (set by
     `flopscope run --torch`) alone when set, else beside this package, else the build tree's lib/
     (<build>/python/flopscope_torch -> <build>/lib)."""
@@ -52,7 +56,10 @@ class NvtxBackend:
     there. Push and pop act on the calling thread's NVTX stack: callers pair them per thread.
     """
 
-    def __init__(self, push, pop, encode, phase_push, phase_pop, mark, description):
+    def __init__(self, push: Callable[[Any], object], pop: Callable[[], object],
+                 encode: Callable[[str], Any], phase_push: Callable[[str], object],
+                 phase_pop: Callable[[], object], mark: Callable[[str], object],
+                 description: str) -> None:
         self.push = push
         self.pop = pop
         self.encode = encode
@@ -62,15 +69,15 @@ class NvtxBackend:
         self.description = description
 
 
-def _utf8(text):
+def _utf8(text: str) -> bytes:
     return text.encode("utf-8", "replace")
 
 
-def _no_op(*_):
+def _no_op(*_: object) -> None:
     return None
 
 
-def load_shim(environ=os.environ):
+def load_shim(environ: Mapping[str, str] = os.environ) -> Tuple[ctypes.PyDLL, Path]:
     """The shim library (ctypes), or raises NvtxUnavailable naming the paths tried."""
     problems = []
     for path in shim_candidates(environ):
@@ -101,7 +108,7 @@ def load_shim(environ=os.environ):
     raise NvtxUnavailable(f"no usable {SHIM_NAME} ({'; '.join(problems)}); set {SHIM_ENV}")
 
 
-def load_native(environ=os.environ):
+def load_native(environ: Mapping[str, str] = os.environ) -> Optional[ModuleType]:
     """flopscope_torch._native (native/fast_hooks.cc), or None: not built for this Python, another
     ABI version, or switched off with FLOPSCOPE_TORCH_NATIVE=0 (the pure-Python paths then run)."""
     if environ.get(NATIVE_ENV, "1") == "0":
@@ -113,7 +120,7 @@ def load_native(environ=os.environ):
     return _native if getattr(_native, "ABI_VERSION", None) == NATIVE_ABI_VERSION else None
 
 
-def torch_nvtx():
+def torch_nvtx() -> Optional[Any]:
     """PyTorch's NVTX binding on CUDA builds, else None (CPU builds have none)."""
     try:
         from torch._C import _nvtx  # pylint: disable=import-outside-toplevel
@@ -123,7 +130,8 @@ def torch_nvtx():
     return _nvtx if all(hasattr(_nvtx, name) for name in needed) else None
 
 
-def load_backend(environ=os.environ, prefer_torch=True):
+def load_backend(environ: Mapping[str, str] = os.environ,
+                 prefer_torch: bool = True) -> NvtxBackend:
     """The backend for this process. Module ranges use the native module when there is one,
     else PyTorch's NVTX when `prefer_torch` and PyTorch was built with CUDA, else the shim; the
     `flopscope` domain always needs the shim and becomes a no-op (described in `description`)
@@ -138,12 +146,14 @@ def load_backend(environ=os.environ, prefer_torch=True):
     if own is None and native is None and shim is None:
         raise NvtxUnavailable(f"PyTorch has no NVTX (CPU build) and {shim_problem}")
 
+    encode: Callable[[str], Any]
     if own is not None:
         push, pop, encode = own.nvtx_push, own.nvtx_pop, _utf8
         modules = "flopscope_torch._native"
     elif native is not None:
         push, pop, encode, modules = native.rangePushA, native.rangePop, str, "torch.cuda.nvtx"
     else:
+        assert shim is not None  # one of the three, checked above
         push, pop, encode = shim.flopscope_torch_push, shim.flopscope_torch_pop, _utf8
         modules = str(shim_path)
     if shim is None:

@@ -15,6 +15,8 @@ Megatron or DeepSpeed itself. Rank order where only sizes are given is tp fastes
 then dp (Megatron's default, and the injector's).
 """
 
+from __future__ import annotations
+
 import sys
 from dataclasses import dataclass
 
@@ -29,17 +31,17 @@ class ParallelLayout:
     dp_rank: int
     source: str
 
-    def mark_text(self):
+    def mark_text(self) -> str:
         return (f"parallel tp={self.tp} pp={self.pp} dp={self.dp} tp_rank={self.tp_rank} "
                 f"pp_rank={self.pp_rank} dp_rank={self.dp_rank}")
 
-    def is_consistent(self):
+    def is_consistent(self) -> bool:
         sizes_ok = self.tp >= 1 and self.pp >= 1 and self.dp >= 1
         return sizes_ok and 0 <= self.tp_rank < self.tp and 0 <= self.pp_rank < self.pp and (
             0 <= self.dp_rank < self.dp)
 
     @staticmethod
-    def from_sizes(tp, pp, world_size, rank, source):
+    def from_sizes(tp: int, pp: int, world_size: int, rank: int, source: str) -> ParallelLayout:
         """The layout of global `rank` when tp x pp x dp = world_size, tp fastest."""
         model_parallel = tp * pp
         if tp < 1 or pp < 1 or world_size < model_parallel or world_size % model_parallel:

@@ -1,17 +1,20 @@
 """The process-wide switch: builds the pieces, installs and removes every hook."""
 
+from __future__ import annotations
+
 import atexit
 import os
 import sys
 import threading
+from typing import Any, Dict, Mapping, Optional
 
 from .metadata_announcer import BatchSize, MetadataAnnouncer
 from .module_registry import ModuleRegistry
-from .nvtx_backend import NvtxUnavailable, load_backend, tool_attached
+from .nvtx_backend import NvtxBackend, NvtxUnavailable, load_backend, tool_attached
 from .parallel_layout import ParallelLayout
 
 
-def _warn(message):
+def _warn(message: str) -> None:
     print(f"flopscope_torch: {message}", file=sys.stderr, flush=True)
 
 
@@ -19,23 +22,25 @@ class Profiler:
     """One per process (see flopscope_torch.enable). Not thread-safe to enable/disable from two
     threads at once; the hooks themselves run on any thread."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._lock = threading.Lock()  # enable/disable/fail may race (training vs autograd thread)
-        self.backend = None
-        self.announcer = None
-        self.batch = None
-        self.phases = None
-        self.module_hooks = None
-        self.training_hooks = None
+        self.backend: Optional[NvtxBackend] = None
+        # The pieces enable() builds (their modules import torch, so they stay untyped here).
+        self.announcer: Any = None
+        self.batch: Any = None
+        self.phases: Any = None
+        self.module_hooks: Any = None
+        self.training_hooks: Any = None
         self.failed = False
-        self._layout_sources = {}
+        self._layout_sources: Dict[str, ParallelLayout] = {}
         self._atexit_registered = False
 
     @property
-    def enabled(self):
+    def enabled(self) -> bool:
         return self.module_hooks is not None and self.module_hooks.active
 
-    def enable(self, force=False, backend=None, environ=os.environ):
+    def enable(self, force: bool = False, backend: Optional[NvtxBackend] = None,
+               environ: Mapping[str, str] = os.environ) -> bool:
         """Installs the hooks; returns whether they are on. Without an NVTX tool listening
         (flopscope's injector, Nsight Systems) nothing would be recorded, so nothing is installed
         unless `force`."""
@@ -61,12 +66,12 @@ class Profiler:
                 self._atexit_registered = True
             return True
 
-    def disable(self):
+    def disable(self) -> None:
         """Removes the hooks and closes what is open on the calling thread."""
         with self._lock:
             self._teardown()
 
-    def fail(self, error):
+    def fail(self, error: BaseException) -> None:
         """An internal error inside a hook: say it once, turn everything off, let the job go on."""
         with self._lock:
             if self.failed:
@@ -75,16 +80,16 @@ class Profiler:
             _warn(f"internal error, PyTorch hooks turned off: {type(error).__name__}: {error}")
             self._teardown()
 
-    def set_parallel_layout(self, layout):
+    def set_parallel_layout(self, layout: ParallelLayout) -> None:
         self._layout_sources["explicit"] = layout
         if self.enabled:
             self.announcer.check_layout()
 
-    def announce_batch_size(self, batch_size):
+    def announce_batch_size(self, batch_size: int) -> None:
         if self.enabled:
             self.batch.explicit(batch_size, "announce_batch_size")
 
-    def _build(self, backend, environ):
+    def _build(self, backend: NvtxBackend, environ: Mapping[str, str]) -> None:
         # Imported here: importing flopscope_torch must not import torch (sitecustomize runs it in
         # every Python process of the job, most of which never touch torch).
         from . import flop_estimate  # pylint: disable=import-outside-toplevel
@@ -106,7 +111,7 @@ class Profiler:
                                                                     backend.mark)
         self.training_hooks = TrainingHooks(self.phases, self.module_hooks, self.fail)
 
-    def _flush_estimate(self):
+    def _flush_estimate(self) -> None:
         estimate = self.module_hooks.estimate if self.module_hooks is not None else None
         if estimate is not None:
             try:
@@ -114,12 +119,12 @@ class Profiler:
             except Exception as error:  # pylint: disable=broad-except
                 self.fail(error)
 
-    def _close_thread_ranges(self):
+    def _close_thread_ranges(self) -> None:
         # At a step's end no module range of this thread should be open; any still open belongs
         # to a forward that raised (its post hook never ran).
         self.module_hooks.ranges.close_all()
 
-    def _teardown(self):
+    def _teardown(self) -> None:
         if self.module_hooks is None:
             return
         self.module_hooks.uninstall()
@@ -130,15 +135,17 @@ class Profiler:
         except Exception:  # pylint: disable=broad-except
             pass  # closing is best effort; the injector counts what stays open
 
-    def _at_exit(self):
+    def _at_exit(self) -> None:
         # The main thread's ranges close before the injector's exit flush counts them unclosed.
         if self.enabled:
             self.disable()
 
 
-def make_layout(tp, pp, dp, tp_rank, pp_rank, dp_rank, world_size, rank):
+def make_layout(tp: int, pp: int, dp: Optional[int], tp_rank: Optional[int],
+                pp_rank: Optional[int], dp_rank: Optional[int], world_size: int,
+                rank: int) -> ParallelLayout:
     """A ParallelLayout from what set_parallel_layout was given (see there)."""
-    if None not in (dp, tp_rank, pp_rank, dp_rank):
+    if dp is not None and tp_rank is not None and pp_rank is not None and dp_rank is not None:
         layout = ParallelLayout(tp, pp, dp, tp_rank, pp_rank, dp_rank, "explicit")
     else:
         layout = ParallelLayout.from_sizes(tp, pp, world_size, rank, "explicit")
