@@ -36,6 +36,9 @@ ESTIMATE_ENV = "FLOPSCOPE_TORCH_ESTIMATE"
 # Whether the JIT is tracing (torch.jit.trace records no formula's calls).
 # pylint: disable-next=protected-access
 _TRACING = getattr(torch._C, "_is_tracing", None) or torch._C._get_tracing_state
+# Whether Dynamo (torch.compile, torch.export) is tracing: a constant True to Dynamo, which then
+# traces the original function alone; torch 1.13 has no Dynamo.
+_COMPILING = getattr(getattr(torch, "compiler", None), "is_compiling", None) or (lambda: False)
 
 
 def _numel(shape):
@@ -291,8 +294,11 @@ def _counting_body(original, formula, local, dtypes):
     _fs_original, _fs_formula, _fs_local, _fs_dtypes = original, formula, local, dtypes
     _fs_dtype_of = _compute_dtype
     _fs_counted_types, _fs_tracing = (torch.Tensor, int, float), _TRACING
+    _fs_compiling = _COMPILING
 
     def counted(*args, **kwargs):
+        if _fs_compiling():  # Dynamo traces the original alone (no state, no graph break)
+            return _fs_original(*args, **kwargs)
         state = getattr(_fs_local, "state", None)
         if state is not None and state.entries:
             entry = state.entries[-1]

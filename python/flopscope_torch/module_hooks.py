@@ -35,7 +35,7 @@ import threading
 
 import torch
 
-from .module_registry import ModuleInfo
+from .module_registry import ModuleInfo, wrapped_attribute
 from .nvtx_backend import load_native
 from .thread_ranges import Entry, ThreadRanges, ThreadState, backward_entry
 
@@ -52,8 +52,26 @@ def _fx_tracing():
     that read their attributes would add nodes to the graph). Checked on the slow paths only:
     under symbolic_trace no range is open, so every hook call takes them."""
     fx = sys.modules.get("torch.fx._symbolic_trace")
-    is_tracing = getattr(fx, "is_fx_tracing", None)
+    # torch 2's is_fx_tracing warns that it also answers for torch.export; the symbolic one not
+    is_tracing = getattr(fx, "is_fx_symbolic_tracing", None) or getattr(fx, "is_fx_tracing", None)
     return is_tracing is not None and is_tracing()
+
+
+def _compiled_module(module):
+    """The module torch.compile's OptimizedModule compiled, wrappers inside it (DDP) seen
+    through, or None when `module` is no OptimizedModule."""
+    if type(module).__name__ != "OptimizedModule":
+        return None
+    inner = module
+    attribute = wrapped_attribute(inner)
+    while attribute is not None:
+        inner = getattr(inner, attribute)
+        attribute = wrapped_attribute(inner)
+    return inner
+
+
+def _graph_module():
+    return torch.fx.GraphModule
 
 
 def _collect_grad_tensors(value, out, depth=0):
@@ -119,6 +137,9 @@ class ModuleHooks:
         self.native = None  # the _native.Hooks object while installed with it
         self._events_type = GradEvents  # what _add_events registers, and its owner
         self._events_owner = self
+        self._hooks = ()  # the forward pre and post hooks registered with torch
+        self._dynamo_hidden = False  # whether Dynamo ignores them (hide_from_dynamo)
+        self._compiled_paths = set()  # model paths announced `compiled`
 
     def install(self):
         module_api = torch.nn.modules.module
@@ -131,6 +152,7 @@ class ModuleHooks:
             pre, post = self._fast_hooks()
         self._handles = [module_api.register_module_forward_pre_hook(pre),
                          module_api.register_module_forward_hook(post)]
+        self._hooks = (pre, post)
         self.active = True
         if self.native is not None:
             self.native.active = True
@@ -250,6 +272,8 @@ class ModuleHooks:
         for handle in self._handles:
             handle.remove()
         self._handles = []
+        if self._dynamo_hidden:
+            self._show_to_dynamo()
         if self.estimate is not None:
             self.estimate.uninstall()
 
@@ -268,12 +292,20 @@ class ModuleHooks:
                 state = ranges.state()
             entries = state.entries
             parent = entries[-1] if entries else None
+            if parent is not None and parent.compiled and isinstance(module, _graph_module()):
+                return  # the compiled graph itself (aot_eager runs it as a torch.fx GraphModule)
             info = self._infos.get(id(module))
             if info is None or info.ref() is not module:
                 info = self._register(module, parent)
             if info.transparent:
                 if parent is None:  # DDP's own work before the model's forward is forward too
                     self._phases.root_forward_begin(_grad_enabled())
+                compiled = _compiled_module(module)
+                if compiled is not None:  # its modules' own hooks run inside Dynamo's graph
+                    self._compiled_pre(compiled, inputs)
+                return
+            if parent is not None and parent.backward:
+                self._recompute_pre(state, info, inputs)
                 return
             site = info._sites.get(parent)  # pylint: disable=protected-access
             if site is None:
@@ -299,6 +331,97 @@ class ModuleHooks:
         except Exception as error:  # pylint: disable=broad-except
             self._fail(error)
         return None
+
+    def _compiled_pre(self, compiled, inputs):
+        """torch.compile's wrapper (OptimizedModule) runs eagerly, the module it compiled
+        (`compiled`, wrappers such as DDP seen through) inside Dynamo's graph, where the hooks
+        are left out (hide_from_dynamo): its range opens here, once per call, and its modules
+        get none of their own; the first time, a `compiled <model path>` mark says so."""
+        self.hide_from_dynamo()
+        self._forward_pre(compiled, inputs)
+        entries = self.ranges.state().entries
+        if entries and entries[-1].info.ref() is compiled:
+            entries[-1].compiled = True
+        info = self._registry.get(compiled)
+        if info is not None and info.model_path is not None and (
+                info.model_path not in self._compiled_paths):
+            self._compiled_paths.add(info.model_path)
+            self._announcer.announce(f"compiled {info.model_path}", "torch.compile")
+
+    def hide_from_dynamo(self):
+        """Puts the forward hooks in Dynamo's ignore_logging_functions: under torch.compile they
+        are left out of the graph (neither run nor a graph break), as the hooks would break the
+        graph at every module. Called when the job first compiles (torch.compile, an
+        OptimizedModule's first call): importing torch._dynamo costs a second."""
+        if self._dynamo_hidden or not self._hooks:
+            return
+        self._dynamo_hidden = True
+        try:
+            import torch._dynamo.config as dynamo_config  # pylint: disable=import-outside-toplevel
+        except ImportError:  # torch 1.13: no Dynamo
+            return
+        compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None)
+        if compiling is None:
+            return
+        # Dynamo sees a method of a C object (the native hooks) as a call it cannot trace, and
+        # traces Python hooks (a graph break where they touch their state). So from now on the
+        # hooks are called through functions that Dynamo reads as returning at once: it folds
+        # torch.compiler.is_compiling() to True. ignore_logging_functions would say the same,
+        # but Dynamo does not consult it for the hooks of every module.
+        inner_pre, inner_post = self._hooks
+
+        def pre(module, inputs):
+            if compiling():
+                return None
+            return inner_pre(module, inputs)
+
+        def post(module, inputs, output):
+            if compiling():
+                return None
+            return inner_post(module, inputs, output)
+
+        module_api = torch.nn.modules.module
+        # pylint: disable=protected-access
+        module_api._global_forward_pre_hooks[self._handles[0].id] = pre
+        module_api._global_forward_hooks[self._handles[1].id] = post
+        self._hooks = (pre, post)
+        ignored = getattr(dynamo_config, "ignore_logging_functions", None)
+        if isinstance(ignored, set):
+            ignored.update(self._hooks)
+
+    def _show_to_dynamo(self):
+        config = sys.modules.get("torch._dynamo.config")
+        ignored = getattr(config, "ignore_logging_functions", None)
+        if isinstance(ignored, set):
+            ignored.difference_update(self._hooks)
+        self._dynamo_hidden = False
+
+    def _recompute_pre(self, state, info, inputs):
+        """A forward called while a backward range is the innermost (activation checkpointing
+        recomputing it in backward): no range opens, so its time stays in the backward range
+        around it and the estimate counts nothing (its forward was counted when it ran). It
+        takes the forward site of the call it repeats, so that gradients computed through the
+        recomputed graph (use_reentrant=True) open and close the same backward ranges."""
+        recompute = state.recompute
+        if recompute:
+            parent = recompute[-1][1]
+            site = None if parent is None else (
+                info._sites.get(parent)  # pylint: disable=protected-access
+                or info.site(parent, self._backend.encode, Entry))
+        else:  # the outermost recomputed module: the site its forward ran at
+            site = next((each for key, each in info._sites.items()  # pylint: disable=protected-access
+                         if key is None or not key.backward), None)
+        recompute.append((info, site))
+        if site is None or not _grad_enabled():
+            return
+        for tensor in self._grad_tensors(inputs):
+            closes = self._events(tensor).closes
+            if site not in closes:  # a non-reentrant recompute passes the same inputs again
+                closes.append(site)
+
+    def _recompute_post(self, site, output):
+        if site is not None and _grad_enabled():
+            self._open_on(output, site)
 
     def _register(self, module, parent):
         info = self._registry.info_for(module, inside_module=parent is not None)
@@ -330,8 +453,15 @@ class ModuleHooks:
                 if info is None:
                     return
                 if info.transparent:
-                    if ranges.top() is None:
+                    compiled = _compiled_module(module)
+                    if compiled is not None:
+                        self._forward_post(compiled, inputs, output)
+                    elif ranges.top() is None:
                         self._phases.root_forward_end()
+                    return
+                recompute = ranges.state().recompute
+                if recompute and recompute[-1][0] is info:
+                    self._recompute_post(recompute.pop()[1], output)
                     return
                 entry = ranges.pop_forward(info)
                 if entry is None:

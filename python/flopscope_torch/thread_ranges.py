@@ -23,7 +23,7 @@ class Entry:
     `macs` collect the estimate of its calls until the step's flush (flop_estimate)."""
 
     __slots__ = ("info", "path", "encoded", "parent", "backward", "source", "announced", "flops",
-                 "macs", "back")
+                 "macs", "back", "compiled")
 
     def __init__(self, info, path, encoded, parent, backward=False, source=None):
         self.info = info
@@ -36,6 +36,7 @@ class Entry:
         self.flops = 0
         self.macs = 0
         self.back = None  # the backward Entry last made for this forward one (module_hooks)
+        self.compiled = False  # the range of a module torch.compile compiled (module_hooks)
 
 
 def backward_entry(forward_entry, parent):
@@ -54,7 +55,8 @@ class ThreadState:
     says an end-of-backward callback is pending for it; `stale` says a finished backward pass
     left ranges here that the thread which finished it could not pop."""
 
-    __slots__ = ("thread_id", "entries", "end_queued", "stale", "touched", "counted", "estimates")
+    __slots__ = ("thread_id", "entries", "end_queued", "stale", "touched", "counted", "estimates",
+                 "recompute")
 
     def __init__(self):
         self.thread_id = threading.get_ident()
@@ -64,6 +66,9 @@ class ThreadState:
         self.touched = []  # forward entries holding estimate figures not yet announced
         self.counted = []  # (entry, flops, macs) of each touched entry at the last flush
         self.estimates = {}  # range path -> (flops, macs) last announced from this thread
+        # (info, forward site) of each forward recomputed in backward and still running
+        # (activation checkpointing; module_hooks: no range opens for them)
+        self.recompute = []
 
 
 class ThreadRanges:
@@ -179,6 +184,7 @@ class ThreadRanges:
         state = self.state()
         self._pop_to(state.entries, 0)
         state.stale = False
+        state.recompute.clear()
 
     # ---- internals ----
 

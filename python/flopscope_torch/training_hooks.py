@@ -3,12 +3,14 @@
 - `torch.autograd.backward` (what `loss.backward()`, DeepSpeed and Megatron call) is replaced by a
   wrapper that brackets the outermost call on a thread with the `backward` phase and, when it
   returns, closes the module backward ranges left open on that thread.
+- `torch.compile` is wrapped so that Dynamo leaves the module hooks out of its graphs (see
+  ModuleHooks.hide_from_dynamo).
 - Every torch.optim.Optimizer subclass gets its `step` wrapped at class level (the classes that
   exist now, and each new class when its first instance is built), so `optimizer.step()` is the
   `optimizer` phase and ends the step. Nested steps (an optimizer calling another's step) count
   once.
 
-Both wrappers call the original whatever happens and never raise on their own.
+The wrappers call the original whatever happens and never raise on their own.
 """
 
 import functools
@@ -34,6 +36,7 @@ class TrainingHooks:
         self._depth = _Depth()
         self._original_backward = None
         self._original_optimizer_init = None
+        self._original_compile = None
         self._wrapped_classes = []
         self.active = False
 
@@ -44,6 +47,9 @@ class TrainingHooks:
         torch.optim.Optimizer.__init__ = self._wrap_optimizer_init(self._original_optimizer_init)
         for cls in self._optimizer_classes():
             self._wrap_step(cls)
+        self._original_compile = getattr(torch, "compile", None)  # torch 2
+        if self._original_compile is not None:
+            torch.compile = self._wrap_compile(self._original_compile)
         self.active = True
 
     def uninstall(self):
@@ -51,6 +57,9 @@ class TrainingHooks:
         if self._original_backward is not None:
             torch.autograd.backward = self._original_backward
             torch.optim.Optimizer.__init__ = self._original_optimizer_init
+        if self._original_compile is not None:
+            torch.compile = self._original_compile
+            self._original_compile = None
         for cls in self._wrapped_classes:
             step = cls.__dict__.get("step")
             original = getattr(step, _WRAPPED_MARK, None)
@@ -84,6 +93,19 @@ class TrainingHooks:
                 self._guarded(lambda: self._phases.backward_end(opened))
 
         return backward
+
+    # ---- torch.compile ----
+
+    def _wrap_compile(self, original):
+        """torch.compile (also what nn.Module.compile calls) first asks Dynamo to leave the
+        module hooks out of what it traces (ModuleHooks.hide_from_dynamo)."""
+        @functools.wraps(original)
+        def compile_(*args, **kwargs):
+            if self.active:
+                self._guarded(self._module_hooks.hide_from_dynamo)
+            return original(*args, **kwargs)
+
+        return compile_
 
     # ---- optimizer ----
 

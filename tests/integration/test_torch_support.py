@@ -32,8 +32,10 @@ def free_port():
         return probe.getsockname()[1]
 
 
-def launch_ranks(daemon_socket, job, world_size, script_args=(), extra_env=None):
-    """Starts `world_size` ranks of the job script, each under `flopscope run --torch`, wired
+def launch_ranks(daemon_socket, job, world_size, script_args=(), extra_env=None,
+                 script=JOB_SCRIPT):
+    """Starts `world_size` ranks of the job script (`script`, test_torch_job.py unless told),
+    each under `flopscope run --torch`, wired
     together through the environment (torchrun's own launcher is broken in Debian's torch 1.13
     on Python 3.11); returns the Popen objects."""
     port = free_port()
@@ -44,7 +46,7 @@ def launch_ranks(daemon_socket, job, world_size, script_args=(), extra_env=None)
                "PYTHONDONTWRITEBYTECODE": "1", **(extra_env or {})}
         processes.append(subprocess.Popen(
             [tool("flopscope"), "run", "--torch", "--job", job, "--socket", str(daemon_socket),
-             "--", PYTHON, str(JOB_SCRIPT), *script_args],
+             "--", PYTHON, str(script), *script_args],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             env={**os.environ, **env}))
     return processes
