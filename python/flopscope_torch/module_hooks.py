@@ -15,8 +15,10 @@ module outside it starts its backward, or at the end of the backward pass.
 
 A GradEvents goes straight into the tensor's hook dict (`_backward_hooks`, registered with its
 grad_fn once), as Tensor.register_hook does it but without its handle object, which costs several
-times more, and with a plain dict where it makes an OrderedDict; torch versions without
-`_register_hook_dict` get Tensor.register_hook.
+times more. The dict is an OrderedDict, as Tensor.register_hook makes it: a later
+Tensor.register_hook on the same tensor (FSDP2's pre-backward hook on a module's output) takes a
+weak reference to it, which a plain dict refuses (TypeError: the job's forward would raise).
+Torch versions without `_register_hook_dict` get Tensor.register_hook.
 
 The hooks run twice per module call, and their usual path costs more than PyTorch's own hook
 dispatch; flopscope_torch._native (native/fast_hooks.cc) runs that path (the pre and post hooks'
@@ -32,6 +34,7 @@ the package off with one message (see Profiler.fail).
 
 import sys
 import threading
+from collections import OrderedDict
 
 import torch
 
@@ -165,7 +168,7 @@ class ModuleHooks:
             "key": self._hook_key, "push": self._backend.push, "pop": self._backend.pop,
             "tracing": _tracing, "grad_enabled": _grad_enabled, "tensor_type": torch.Tensor,
             "containers": (torch.Tensor, tuple, list, dict),
-            "hook_dict": dict, "entry_type": Entry,
+            "hook_dict": OrderedDict, "entry_type": Entry,
             "info_type": ModuleInfo, "state_type": ThreadState,
             "slow_pre": self._forward_pre, "slow_post": self._forward_post,
             "close_on": self._close_on, "open_on": self._open_on, "events_of": self._events,
@@ -250,7 +253,7 @@ class ModuleHooks:
                             events_of(output).opens.append(entry)
                             return None
                         events = GradEvents(hooks)
-                        table = {}
+                        table = OrderedDict()
                         output._backward_hooks = table  # pylint: disable=protected-access
                         register(output)
                         table[key] = events
@@ -536,7 +539,7 @@ class ModuleHooks:
             if register is None:
                 tensor.register_hook(events)
                 return events
-            hooks = {}
+            hooks = OrderedDict()
             tensor._backward_hooks = hooks  # pylint: disable=protected-access
             register(tensor)
         hooks[self._hook_key] = events
