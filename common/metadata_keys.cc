@@ -5,7 +5,7 @@ namespace flopscope {
 bool IsPerModuleKey(std::string_view key) {
   for (std::string_view prefix :
        {"module ", "class ", "params ", "extra_repr ", "range_module ", "flops ", "macs ",
-        "estimated_flops ", "estimated_macs ", "deepspeed_differs "}) {
+        "estimated_flops ", "estimated_macs ", "deepspeed_differs ", "params_shard "}) {
     if (key.substr(0, prefix.size()) == prefix) return true;
   }
   return false;

@@ -14,6 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "client/model/profile_flops.h"
 #include "common/metadata_keys.h"
 #include "common/nvtx_vocabulary.h"
@@ -45,6 +46,8 @@ struct Announced {
   // `deepspeed_differs <model path>=<why>`: where DeepSpeed's profiler prints other FLOPs.
   absl::flat_hash_map<std::string, std::string> deepspeed_differs_by_path;
   absl::flat_hash_map<std::string, double> params_by_path;
+  // `params_shard <path>=<n> <rank>` (FSDP2's shards): what each rank holds of the module.
+  absl::flat_hash_map<std::string, std::map<int32_t, double>> shards_by_path;
   // The module tree (`module <path>=<index> [<parent path>]`) and the `range_module` aliases
   // (model path -> the range path it ran under).
   absl::flat_hash_map<std::string, AnnouncedModule> tree;
@@ -90,6 +93,18 @@ void ReadModuleMark(const std::string& path, const std::string& value, Announced
   announced.tree[path] = module;
 }
 
+// `params_shard <path>=<n> <rank>`: rank's elements of the module (a rank 0 where none is said).
+void ReadShardMark(const std::string& path, const std::string& value, Announced& announced) {
+  const std::vector<std::string> words = absl::StrSplit(value, ' ');
+  double held = 0;
+  int32_t rank = 0;
+  if (words.size() > 2 || !absl::SimpleAtod(words[0], &held) || !std::isfinite(held) ||
+      held < 0 || (words.size() == 2 && (!absl::SimpleAtoi(words[1], &rank) || rank < 0))) {
+    return;
+  }
+  announced.shards_by_path[path][rank] = held;
+}
+
 Announced ReadMetadata(const Report& report) {
   Announced announced;
   for (const auto& entry : report.metadata()) {
@@ -121,6 +136,8 @@ Announced ReadMetadata(const Report& report) {
     } else if (absl::StartsWith(key, "extra_repr ")) {
       announced.extra_repr_by_path[key.substr(std::strlen("extra_repr "))] =
           DecodeMarkValue(entry.value());
+    } else if (absl::StartsWith(key, "params_shard ")) {
+      ReadShardMark(key.substr(std::strlen("params_shard ")), entry.value(), announced);
     } else if (absl::StartsWith(key, "deepspeed_differs ")) {
       announced.deepspeed_differs_by_path[key.substr(std::strlen("deepspeed_differs "))] =
           DecodeMarkValue(entry.value());
@@ -928,6 +945,10 @@ Profile BuildProfile(const Report& report, const ProfileOptions& options,
     if (auto why = announced.deepspeed_differs_by_path.find(TreePath(row));
         why != announced.deepspeed_differs_by_path.end()) {
       row.deepspeed_differs = why->second;
+    }
+    if (auto shards = announced.shards_by_path.find(TreePath(row));
+        shards != announced.shards_by_path.end()) {
+      row.params_held.assign(shards->second.begin(), shards->second.end());
     }
   }
   profile.model_end = PutModelFirst(profile.modules);

@@ -127,6 +127,9 @@ struct ModuleRow {
   // Why DeepSpeed's profiler prints other FLOPs for this module (`deepspeed_differs`), "" where
   // the two agree; the additions list the modules of each reason.
   std::string deepspeed_differs;
+  // FSDP2's shards (`params_shard` marks): (rank, parameter elements it holds), by rank; `params`
+  // stays the full size. Empty where no rank holds less than `params`.
+  std::vector<std::pair<int32_t, double>> params_held;
   // With a step window: the fastest and the slowest step (absent: it did not run in the window).
   std::optional<double> latency_min_s;
   std::optional<double> latency_max_s;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <set>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -245,6 +246,50 @@ std::string OutsideTheModel(const Profile& profile) {
   }
   if (out.empty()) return "";
   return "\nOutside the model (not part of its 100 %):\n" + out;
+}
+
+// FSDP2's shards (`params_shard`): each module of the model some rank holds less of than its
+// params, at its full size (the tree's figure) and what each rank holds of it; over more than
+// kRankColumns ranks, the fewest and the most held, with their ranks.
+std::string ParamsHeldTable(const Profile& profile) {
+  constexpr size_t kRankColumns = 8;
+  const size_t end = ModelEnd(profile);
+  std::set<int32_t> ranks;
+  for (size_t i = 0; i < end; ++i) {
+    for (const auto& [rank, held] : profile.modules[i].params_held) ranks.insert(rank);
+  }
+  if (ranks.empty()) return "";
+  const bool each = ranks.size() <= kRankColumns;
+  std::vector<std::string> headers = {"module", "params"};
+  if (each) {
+    for (int32_t rank : ranks) headers.push_back(absl::StrCat("rank ", rank));
+  } else {
+    headers.insert(headers.end(), {"fewest held", "most held"});
+  }
+  TextTable table(std::move(headers));
+  for (size_t i = 0; i < end; ++i) {
+    const ModuleRow& row = profile.modules[i];
+    if (row.params_held.empty()) continue;
+    std::vector<std::string> cells = {PrintableForTerminal(TreePath(row)),
+                                      row.params ? Params(*row.params) : "-"};
+    if (each) {
+      for (int32_t rank : ranks) {
+        auto found = std::find_if(row.params_held.begin(), row.params_held.end(),
+                                  [&](const auto& entry) { return entry.first == rank; });
+        cells.push_back(found == row.params_held.end() ? "-" : Params(found->second));
+      }
+    } else {
+      auto [fewest, most] = std::minmax_element(
+          row.params_held.begin(), row.params_held.end(),
+          [](const auto& a, const auto& b) { return a.second < b.second; });
+      cells.push_back(absl::StrCat(Params(fewest->second), " (rank ", fewest->first, ")"));
+      cells.push_back(absl::StrCat(Params(most->second), " (rank ", most->first, ")"));
+    }
+    table.AddRow(std::move(cells));
+  }
+  return absl::StrCat(
+      "\nParameters held per rank (FSDP2 shards; params above and in the tree are full sizes):\n",
+      table.Render("  "));
 }
 
 // Where DeepSpeed's flops profiler prints other FLOPs than these (`deepspeed_differs`), each
@@ -523,6 +568,7 @@ std::string RenderAdditions(const Profile& profile) {
   absl::StrAppend(&out, PassTable(profile));
   absl::StrAppend(&out, EstimateComparison(profile));
   absl::StrAppend(&out, DeepSpeedDifferences(profile));
+  absl::StrAppend(&out, ParamsHeldTable(profile));
   absl::StrAppend(&out, OutsideTheModel(profile));
   return out;
 }
