@@ -352,17 +352,17 @@ class FlopEstimate:
                 script_safe.forget(wrapper, original)
         self._saved = []
 
+    def functional_wrappers(self):
+        """wrapper -> name of each torch.nn.functional function counted while installed (a
+        module holding one in an attribute is where DeepSpeed counts less: deepspeed_differences)."""
+        return {wrapper: name for owner, name, _, wrapper, _ in self._saved if owner is F}
+
     def _announce_precision(self):
         if not self._dtypes:
             return
         dominant = max(list(self._dtypes.items()), key=lambda item: item[1])[0]
         name = _PRECISION_NAMES.get(dominant)
         if name is not None and name != self._precision:
-    def functional_wrappers(self):
-        """wrapper -> name of each torch.nn.functional function counted while installed (a
-        module holding one in an attribute is where DeepSpeed counts less: deepspeed_differences)."""
-        return {wrapper: name for owner, name, _, wrapper, _ in self._saved if owner is F}
-
             self._precision = name
             self._mark(f"estimated_precision={name}")
 

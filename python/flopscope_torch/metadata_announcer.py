@@ -60,17 +60,6 @@ class MetadataAnnouncer:
             if extra:
                 mark(f"extra_repr {path}={extra}")
 
-    def announce_deepspeed_differences(self, tree, modules, counted):
-        """`deepspeed_differs <path>=<why>` for each module of the tree where DeepSpeed's
-        profiler prints other FLOPs than the estimate, and why (deepspeed_differences)."""
-        for info, module in zip(tree.infos, modules):
-            if module is None:
-                continue
-            reasons = deepspeed_differences.reasons(module, counted)
-            if reasons:  # one mark per path: the last one of a path is the one kept
-                why = encode_mark_value("; ".join(reasons))
-                self._backend.mark(f"deepspeed_differs {info.model_path}={why}")
-
     def _read_sharding(self, tree, root):
         """Sets tree.sharding from the root's DTensor parameters and the layout source "dtensor"
         from their meshes (sharded_params); returns this rank (None when unknown) where there
@@ -112,6 +101,17 @@ class MetadataAnnouncer:
             self._problems.add(what)
         print(f"flopscope_torch: {what} ({type(error).__name__}: {error}); the job runs on",
               file=sys.stderr, flush=True)
+
+    def announce_deepspeed_differences(self, tree, modules, counted):
+        """`deepspeed_differs <path>=<why>` for each module of the tree where DeepSpeed's
+        profiler prints other FLOPs than the estimate, and why (deepspeed_differences)."""
+        for info, module in zip(tree.infos, modules):
+            if module is None:
+                continue
+            reasons = deepspeed_differences.reasons(module, counted)
+            if reasons:  # one mark per path: the last one of a path is the one kept
+                why = encode_mark_value("; ".join(reasons))
+                self._backend.mark(f"deepspeed_differs {info.model_path}={why}")
 
     def module_seen(self, path, info, module):
         """After the first forward of each range path: the facts the tree did not already give
