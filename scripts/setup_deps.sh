@@ -29,6 +29,7 @@ PACKAGES=("${BUILD_PACKAGES[@]}")
 [[ "$SET" == build ]] || PACKAGES+=(
   clang libclang-rt-dev  # the thread-safety pass; the fuzzers' libFuzzer/ASan runtimes
   python3-grpcio python3-protobuf python3-torch
+  python3-torchvision  # the torch 1.13 environment's torchvision (setup_torch_env.sh torch1)
   python3-venv  # scripts/setup_torch2.sh: the torch 2 test environment
   python3-dev  # flopscope_torch._native, the torch hooks' fast paths (pure Python without it)
   python3-pytest  # python/tests: the flopscope_torch tests run by pytest
@@ -74,3 +75,5 @@ install_missing() {
 
 install_missing
 [[ "$SET" == build ]] || bash "$(dirname "$0")/setup_torch2.sh"
+# DeepSpeed and transformers beside Debian's torch 1.13: no time once made, about 80 s before.
+[[ "$SET" == build ]] || bash "$(dirname "$0")/setup_torch_env.sh" torch1
