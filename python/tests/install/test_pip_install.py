@@ -18,7 +18,6 @@ gives FLOPSCOPE_NVTX_RECORDER, FLOPSCOPE_TORCH_NVTX_LIB and FLOPSCOPE_VERSION (C
 import json
 import os
 import shutil
-import site
 import subprocess
 import sys
 from pathlib import Path
@@ -63,7 +62,10 @@ def make_environment(path):
         purelib = subprocess.run([str(python), "-c", "import sysconfig; "
                                   "print(sysconfig.get_paths()['purelib'])"],
                                  capture_output=True, text=True, check=True).stdout.strip()
-        Path(purelib, "outer_environment.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+        # Every folder of packages this Python sees: its own, and the system's where it was made
+        # with --system-site-packages.
+        seen = [entry for entry in sys.path if entry.endswith(("site-packages", "dist-packages"))]
+        Path(purelib, "outer_environment.pth").write_text("\n".join(seen) + "\n")
     return path / "bin" / "python"
 
 
