@@ -9,8 +9,7 @@ namespace flopscope {
 // report's header; the daemon sends each (key, value) once over a job's ranks when every rank
 // announced the same value.
 //   module, class, params, extra_repr, range_module, flops, macs, estimated_flops, estimated_macs,
-//   params_shard,
-//   deepspeed_differs
+//   params_shard, deepspeed_differs, compiled
 bool IsPerModuleKey(std::string_view key);
 
 // The injector's own key in a session's final batch when the process was ended by a signal after

@@ -8,7 +8,8 @@ namespace {
 TEST(MetadataKeysTest, EveryPerModuleKeyOfTheMarksPageIsOne) {
   for (const char* key :
        {"module m/a", "class m/a", "params m/a", "extra_repr m/a", "range_module r/a", "flops m/a",
-        "macs m/a", "estimated_flops m/a", "estimated_macs m/a"}) {
+        "macs m/a", "estimated_flops m/a", "estimated_macs m/a", "params_shard m/a",
+        "deepspeed_differs m/a", "compiled m/a"}) {
     EXPECT_TRUE(IsPerModuleKey(key)) << key;
   }
 }

@@ -4,14 +4,11 @@
 
 #include <algorithm>
 
+#include "absl/algorithm/container.h"
 #include "common/flop_formulas.h"
 
 namespace flopscope::counters {
 namespace {
-
-bool Contains(const std::vector<std::string>& names, const std::string& name) {
-  return std::find(names.begin(), names.end(), name) != names.end();
-}
 
 size_t CountIf(const std::vector<std::string>& names, MetricCategory category) {
   return std::count_if(names.begin(), names.end(), [category](const std::string& name) {
@@ -39,11 +36,12 @@ TEST(MetricCatalogTest, FullIsCudaCoreTensorInstructionsAndTiming) {
   EXPECT_EQ(CountIf(full, MetricCategory::kCudaCoreFlops), 9u);
   EXPECT_EQ(CountIf(full, MetricCategory::kTensorFlops), 5u);  // fp16, bf16, tf32, fp64, fp8
   EXPECT_EQ(CountIf(full, MetricCategory::kTensorInstructions), 4u);
-  EXPECT_TRUE(Contains(full, "gpu__time_duration.sum"));
-  EXPECT_TRUE(Contains(full, "sm__cycles_elapsed.sum"));
-  EXPECT_TRUE(Contains(full, "dram__bytes.sum"));
-  EXPECT_TRUE(Contains(full, "sm__ops_path_tensor_src_fp16.sum"));
-  EXPECT_FALSE(Contains(full, "sm__ops_path_tensor_src_fp16_dst_fp32.sum"));  // not on GH100
+  EXPECT_TRUE(absl::c_linear_search(full, "gpu__time_duration.sum"));
+  EXPECT_TRUE(absl::c_linear_search(full, "sm__cycles_elapsed.sum"));
+  EXPECT_TRUE(absl::c_linear_search(full, "dram__bytes.sum"));
+  EXPECT_TRUE(absl::c_linear_search(full, "sm__ops_path_tensor_src_fp16.sum"));
+  EXPECT_FALSE(
+      absl::c_linear_search(full, "sm__ops_path_tensor_src_fp16_dst_fp32.sum"));  // not on GH100
 }
 
 TEST(MetricCatalogTest, CheapDropsOnlyTheTensorOpsPaths) {
@@ -54,7 +52,8 @@ TEST(MetricCatalogTest, CheapDropsOnlyTheTensorOpsPaths) {
     EXPECT_EQ(CountIf(cheap, MetricCategory::kTensorFlops), 0u) << chip;
     EXPECT_GT(CountIf(full, MetricCategory::kTensorFlops), 0u) << chip;
     EXPECT_EQ(cheap.size() + CountIf(full, MetricCategory::kTensorFlops), full.size()) << chip;
-    for (const std::string& name : cheap) EXPECT_TRUE(Contains(full, name)) << chip << " " << name;
+    for (const std::string& name : cheap)
+      EXPECT_TRUE(absl::c_linear_search(full, name)) << chip << " " << name;
   }
 }
 
@@ -62,17 +61,17 @@ TEST(MetricCatalogTest, PackedFp32OnlyOnBlackwellDatacenter) {
   const std::string ffma2 = "sm__sass_thread_inst_executed_op_ffma2_pred_on.sum";
   std::vector<std::string> names;
   ASSERT_TRUE(CandidateMetrics("GB100", MetricSetKind::kCheap, &names));
-  EXPECT_TRUE(Contains(names, ffma2));
+  EXPECT_TRUE(absl::c_linear_search(names, ffma2));
   ASSERT_TRUE(CandidateMetrics("GB202", MetricSetKind::kCheap, &names));
-  EXPECT_FALSE(Contains(names, ffma2));
+  EXPECT_FALSE(absl::c_linear_search(names, ffma2));
   ASSERT_TRUE(CandidateMetrics("GH100", MetricSetKind::kCheap, &names));
-  EXPECT_FALSE(Contains(names, ffma2));
+  EXPECT_FALSE(absl::c_linear_search(names, ffma2));
 }
 
 TEST(MetricCatalogTest, EveryFamilyChipHasCandidatesAndOthersNone) {
   const std::vector<std::string> chips = ChipsWithMetricFamily();
   for (const char* chip : {"GA100", "GA102", "GA10B", "AD104", "GH100", "GB100", "GB202"}) {
-    EXPECT_TRUE(Contains(chips, chip)) << chip;
+    EXPECT_TRUE(absl::c_linear_search(chips, chip)) << chip;
   }
   std::vector<std::string> names;
   for (const std::string& chip : chips) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "absl/algorithm/container.h"
 #include "counters/host_object.h"
 #include "counters/testing/host_api_for_test.h"
 
@@ -16,10 +17,6 @@ std::string Rejections(const MetricPlan& plan) {
   std::string text;
   for (const auto& [metric, reason] : plan.rejected) text += metric + ": " + reason + "\n";
   return text;
-}
-
-bool Contains(const std::vector<std::string>& names, const std::string& name) {
-  return std::find(names.begin(), names.end(), name) != names.end();
 }
 
 // Pass counts recorded independently in ../shared/docs/cupti.md §2 ("Pass counts [probe]": FULL is
@@ -62,7 +59,7 @@ TEST(MetricPlannerTest, EveryFamilyChipThisCuptiSupportsAcceptsItsWholeRow) {
   ASSERT_TRUE(planner.SupportedChips(&supported, &error)) << error;
   int planned = 0;
   for (const std::string& chip : ChipsWithMetricFamily()) {
-    if (!Contains(supported, chip)) continue;  // a chip newer than this libcupti
+    if (!absl::c_linear_search(supported, chip)) continue;  // a chip newer than this libcupti
     MetricPlan plan;
     ASSERT_TRUE(planner.Plan(chip, MetricSetKind::kFull, nullptr, 0, &plan, &error)) << error;
     EXPECT_TRUE(plan.rejected.empty()) << chip << "\n" << Rejections(plan);
@@ -146,7 +143,7 @@ TEST(MetricPlannerTest, SupportedChipsComeFromCupti) {
   std::string error;
   ASSERT_TRUE(planner.SupportedChips(&chips, &error)) << error;
   EXPECT_FALSE(chips.empty());
-  EXPECT_TRUE(Contains(chips, "GH100"));
+  EXPECT_TRUE(absl::c_linear_search(chips, "GH100"));
 }
 
 TEST(MetricPlannerTest, AnIncompleteApiTableIsAnErrorNotACrash) {

@@ -58,6 +58,10 @@ std::vector<ModuleRow> MergeModules(const std::vector<Profile>& ranks) {
       found->container = found->never_ran && (found->container || row.container);
       found->figures_from_children =
           found->never_ran && (found->figures_from_children || row.figures_from_children);
+      if (found->inside_compiled.empty() && found->never_ran) {
+        found->inside_compiled = row.inside_compiled;
+      }
+      if (!found->never_ran) found->inside_compiled.clear();
       found->latency_is_gpu |= row.latency_is_gpu;
       // A replica's ranks run in lockstep, so it is as slow as its slowest rank: the max, for the
       // median and for the step extremes alike.

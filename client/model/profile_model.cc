@@ -7,6 +7,7 @@
 #include <set>
 #include <utility>
 
+#include "absl/algorithm/container.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
@@ -43,6 +44,8 @@ struct Announced {
   absl::flat_hash_map<std::string, double> estimated_flops_by_path;
   absl::flat_hash_map<std::string, double> estimated_macs_by_path;
   absl::flat_hash_map<std::string, std::string> extra_repr_by_path;
+  // `compiled <model path>=torch.compile`: modules whose submodules ran inside a compiled graph.
+  std::vector<std::string> compiled_paths;
   // `deepspeed_differs <model path>=<why>`: where DeepSpeed's profiler prints other FLOPs.
   absl::flat_hash_map<std::string, std::string> deepspeed_differs_by_path;
   absl::flat_hash_map<std::string, double> params_by_path;
@@ -98,8 +101,8 @@ void ReadShardMark(const std::string& path, const std::string& value, Announced&
   const std::vector<std::string> words = absl::StrSplit(value, ' ');
   double held = 0;
   int32_t rank = 0;
-  if (words.size() > 2 || !absl::SimpleAtod(words[0], &held) || !std::isfinite(held) ||
-      held < 0 || (words.size() == 2 && (!absl::SimpleAtoi(words[1], &rank) || rank < 0))) {
+  if (words.size() > 2 || !absl::SimpleAtod(words[0], &held) || !std::isfinite(held) || held < 0 ||
+      (words.size() == 2 && (!absl::SimpleAtoi(words[1], &rank) || rank < 0))) {
     return;
   }
   announced.shards_by_path[path][rank] = held;
@@ -138,12 +141,30 @@ Announced ReadMetadata(const Report& report) {
           DecodeMarkValue(entry.value());
     } else if (absl::StartsWith(key, "params_shard ")) {
       ReadShardMark(key.substr(std::strlen("params_shard ")), entry.value(), announced);
+    } else if (absl::StartsWith(key, "compiled ")) {
+      std::string path = key.substr(std::strlen("compiled "));
+      if (!absl::c_linear_search(announced.compiled_paths, path)) {
+        announced.compiled_paths.push_back(std::move(path));
+      }
     } else if (absl::StartsWith(key, "deepspeed_differs ")) {
       announced.deepspeed_differs_by_path[key.substr(std::strlen("deepspeed_differs "))] =
           DecodeMarkValue(entry.value());
     }
   }
   return announced;
+}
+
+// The compiled module (`compiled` marks) whose graph `model_path` ran inside: its nearest
+// compiled ancestor's path, "" when it has none.
+std::string CompiledAncestor(const Announced& announced, const std::string& model_path) {
+  std::string found;
+  for (const std::string& compiled : announced.compiled_paths) {
+    if (model_path.size() > compiled.size() && absl::StartsWith(model_path, compiled) &&
+        model_path[compiled.size()] == '/' && compiled.size() > found.size()) {
+      found = compiled;
+    }
+  }
+  return found;
 }
 
 const PhaseStats* FindPhase(const Report& report, const std::string& name) {
@@ -730,6 +751,10 @@ std::string MergedSessionsLine(const Profile& profile) {
 
 std::string NoRangeNote(const ModuleRow& row) {
   if (!row.never_ran) return "";
+  if (!row.inside_compiled.empty()) {
+    return absl::StrCat("ran inside ", row.inside_compiled,
+                        "'s torch.compile graph: no range or estimate of its own");
+  }
   if (row.figures_from_children) {
     return "container: no range of its own; its latency is its children's sum";
   }
@@ -945,6 +970,9 @@ Profile BuildProfile(const Report& report, const ProfileOptions& options,
     if (auto why = announced.deepspeed_differs_by_path.find(TreePath(row));
         why != announced.deepspeed_differs_by_path.end()) {
       row.deepspeed_differs = why->second;
+    }
+    if (row.never_ran && !row.figures_from_children) {
+      row.inside_compiled = CompiledAncestor(announced, TreePath(row));
     }
     if (auto shards = announced.shards_by_path.find(TreePath(row));
         shards != announced.shards_by_path.end()) {

@@ -109,6 +109,10 @@ struct ModuleRow {
   // none of its own) are the sum of its children's, as DeepSpeed adds them up: a figure, not
   // "never ran".
   bool figures_from_children = false;
+  // A module with no range (nor children that ran) under a module compiled by torch.compile
+  // (`compiled <model path>` marks): it ran inside that module's graph, whose model path this
+  // is; "" otherwise.
+  std::string inside_compiled;
   // The module's path in the model (`module <path>` marks), which the text's tree prints it at;
   // differs from `path` (its range path) where it ran under another range (`range_module`); ""
   // for a row with no `module` mark.

@@ -478,6 +478,30 @@ TEST(HowTheRunEndedTest, SessionsEndedBySignalAreNamedInTheAdditions) {
 // Issue 29 item 4: the additions' module table has the detailed tree's rows in its order, and
 // no row says both a latency and "never ran": a container whose children ran shows their sum
 // and says it is a container; a module with no latency at all says "never ran" alone.
+// `compiled <model path>` (torch.compile): the modules with no range under the compiled module
+// ran inside its graph and say so instead of "never ran"; a container whose children ran keeps
+// its children's sum.
+TEST(ProfileSemanticsTest, ModulesInsideACompiledGraphSaySoInsteadOfNeverRan) {
+  Report report = testing::ContainerTreeReport();
+  const std::string inside =
+      "ran inside Net's torch.compile graph: no range or estimate of its own";
+  EXPECT_EQ(RenderAdditions(BuildProfile(report, {})).find(inside), std::string::npos);
+  testing::Announce(&report, "compiled Net", "torch.compile");
+  const Profile profile = BuildProfile(report, {});
+  std::vector<std::string> compiled;
+  for (const ModuleRow& row : profile.modules) {
+    if (row.inside_compiled.empty()) continue;
+    EXPECT_EQ(row.inside_compiled, "Net");
+    EXPECT_EQ(NoRangeNote(row), inside);
+    compiled.push_back(TreePath(row));
+  }
+  // Net/layers is a container whose blocks ran: its sum stays.
+  EXPECT_EQ(compiled, (std::vector<std::string>{"Net/heads", "Net/heads.spare", "Net/unused"}));
+  const std::string additions = RenderAdditions(profile);
+  const std::vector<std::string> pieces = absl::StrSplit(additions, inside);
+  EXPECT_EQ(pieces.size(), 4u) << additions;  // once per module
+}
+
 TEST(ProfileSemanticsTest, TheAdditionsNeverPrintALatencyBesideNeverRan) {
   const Profile profile = BuildProfile(testing::ContainerTreeReport(), {});
   const std::string text = RenderProfileText(profile, {});
