@@ -3,7 +3,7 @@
 Unless switched off (FLOPSCOPE_TORCH_ESTIMATE=0, see docs/marks.md) the package wraps the functions
 DeepSpeed counts (torch.nn.functional's linear, convolutions, activations, pooling, softmax,
 norms, interpolation and scaled_dot_product_attention; torch's and Tensor's matmul, mm, bmm,
-addmm, baddbmm, mul and add). Each wrapped call made while a module's forward range is the
+addmm, baddbmm, mul and add; the `@` operator). Each wrapped call made while a module's forward range is the
 innermost open range on the thread adds its figures to that range; torch.tanh, torch.sigmoid and
 the like are not wrapped, so they count 0, as in DeepSpeed. A module's figure is inclusive (its
 own calls and its submodules'), summed over its forward calls in the step, and announced as
@@ -253,6 +253,8 @@ FUNCTIONAL = {
 TENSOR_OPS = {
     "matmul": matmul, "mm": matmul, "bmm": matmul, "addmm": addmm, "baddbmm": addmm,
     "mul": elementwise, "add": elementwise,
+    # The `@` operator, as DeepSpeed patches Tensor.__matmul__ (torch has no such function).
+    "__matmul__": matmul,
 }
 RECURRENT = {**{kind: recurrent(kind) for kind in _GATES},
              **{f"{kind}_cell": recurrent_cell(kind) for kind in _GATES}}

@@ -69,6 +69,27 @@ class FormulaTest(unittest.TestCase):
         added = torch.randn(4, 3, 6)
         self.assertEqual(flop_estimate.addmm(added, a, b), (2 * macs + added.numel(), macs))
 
+    def test_the_matmul_operator_counts_as_matmul_in_its_module(self):
+        # DeepSpeed patches Tensor.__matmul__ too: `a @ b` (transformers 4's Llama rotary
+        # embedding) counts as torch.matmul, once.
+        class Product(nn.Module):
+            def forward(self, a, b):  # pylint: disable=no-self-use
+                return a @ b, torch.matmul(a, b)
+
+        a, b = torch.randn(4, 3, 5), torch.randn(4, 5, 6)
+        recorder = Recorder()
+        profiler = Profiler()
+        profiler.enable(backend=recorder.backend(), environ={})
+        try:
+            with torch.no_grad():
+                by_operator, by_function = Product()(a, b)
+        finally:
+            profiler.disable()
+        self.assertTrue(torch.equal(by_operator, by_function))
+        macs = a.numel() * b.shape[-1]
+        self.assertEqual(marks_by_key(recorder.marks(), "estimated_macs"), {"Product": str(2 * macs)})
+        self.assertNotIn("__matmul__", vars(torch.Tensor))  # uninstalled: TensorBase's again
+
     def test_attention_is_two_products(self):
         q, k, v = torch.randn(2, 4, 7, 8), torch.randn(2, 4, 9, 8), torch.randn(2, 4, 9, 5)
         batch, heads, queries, depth = q.shape
