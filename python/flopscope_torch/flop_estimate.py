@@ -3,9 +3,9 @@
 Unless switched off (FLOPSCOPE_TORCH_ESTIMATE=0, see docs/marks.md) the package wraps the functions
 DeepSpeed counts (torch.nn.functional's linear, convolutions, activations, pooling, softmax,
 norms, interpolation and scaled_dot_product_attention; torch's and Tensor's matmul, mm, bmm,
-addmm, baddbmm, mul and add; the `@` operator). Each wrapped call made while a module's forward range is the
-innermost open range on the thread adds its figures to that range; torch.tanh, torch.sigmoid and
-the like are not wrapped, so they count 0, as in DeepSpeed. A module's figure is inclusive (its
+addmm, baddbmm, mul and add; the `@` operator). Each wrapped call made while a module's forward
+range is the innermost open range on the thread adds its figures to that range; torch.tanh,
+torch.sigmoid and the like are not wrapped, so they count 0, as in DeepSpeed. A module's figure is inclusive (its
 own calls and its submodules'), summed over its forward calls in the step, and announced as
 `estimated_flops <range path>=<n>` / `estimated_macs <range path>=<n>` just before the step range
 closes (or, with no step open, when a root model's forward ends), only when it differs from the
