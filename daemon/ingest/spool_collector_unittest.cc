@@ -35,7 +35,7 @@
 namespace flopscope::daemon {
 namespace {
 
-constexpr int kBatches = 3;
+constexpr int kSpooledBatches = 3;
 constexpr int kRangesPerBatch = 10;
 
 // The daemon the tests' sessions were aimed at, and the folder of a spool directory for it.
@@ -43,8 +43,8 @@ constexpr char kThisDaemon[] = "unix:/run/test/flopscoped.sock";
 std::string ThisDaemonsFolder() { return SpoolDestinationName(kThisDaemon); }
 SpoolCollector::Destinations ThisDaemon() { return {{ThisDaemonsFolder()}, false}; }
 
-// A spool file left by an ended process aimed at `daemon`: its hello and kBatches batches, in
-// its folder of `spool_dir`, unlocked.
+// A spool file left by an ended process aimed at `daemon`: its hello and kSpooledBatches batches,
+// in its folder of `spool_dir`, unlocked.
 std::string LeaveOrphan(const std::string& spool_dir,
                         const std::string& folder_name = ThisDaemonsFolder()) {
   std::string error;
@@ -56,7 +56,7 @@ std::string LeaveOrphan(const std::string& spool_dir,
   std::unique_ptr<SpoolFile> file = SpoolFile::Create(folder, hello, 1 << 30, &error);
   EXPECT_NE(file, nullptr) << error;
   if (file == nullptr) return "";
-  for (uint64_t seq = 1; seq <= kBatches; ++seq) {
+  for (uint64_t seq = 1; seq <= kSpooledBatches; ++seq) {
     v1::UpMessage up;
     v1::Batch& batch = *up.mutable_batch();
     batch.set_seq(seq);
@@ -129,11 +129,12 @@ TEST_F(SpoolCollectorTest, AStopBetweenBatchesLeavesTheRestForTheNextStart) {
   SpoolCollector next({spool_dir_}, ThisDaemon(), ingest_.get(), AnyoneMayWrite);
   const SpoolCollector::Outcome outcome = next.CollectOnce();
   EXPECT_EQ(outcome.files, 1u);
-  EXPECT_EQ(outcome.batches, static_cast<uint64_t>(kBatches - 1));
+  EXPECT_EQ(outcome.batches, static_cast<uint64_t>(kSpooledBatches - 1));
   EXPECT_FALSE(std::filesystem::exists(orphan));
   absl::StatusOr<std::shared_ptr<RankStore>> store = stores_.Acquire("job", 0);
   ASSERT_TRUE(store.ok()) << store.status();
-  EXPECT_EQ((*store)->Totals().range_events, static_cast<uint64_t>(kBatches * kRangesPerBatch));
+  EXPECT_EQ((*store)->Totals().range_events,
+            static_cast<uint64_t>(kSpooledBatches * kRangesPerBatch));
 }
 
 TEST_F(SpoolCollectorTest, AnOldEmptyOrphanIsRemovedNotRefusedAndTheOthersAreDelivered) {
@@ -151,7 +152,7 @@ TEST_F(SpoolCollectorTest, AnOldEmptyOrphanIsRemovedNotRefusedAndTheOthersAreDel
   EXPECT_EQ(outcome.emptied, 1u);
   EXPECT_EQ(outcome.refused, 0u);
   EXPECT_EQ(outcome.files, 1u);
-  EXPECT_EQ(outcome.records, static_cast<uint64_t>(kBatches * kRangesPerBatch));
+  EXPECT_EQ(outcome.records, static_cast<uint64_t>(kSpooledBatches * kRangesPerBatch));
   EXPECT_FALSE(std::filesystem::exists(empty));
   EXPECT_FALSE(std::filesystem::exists(orphan));
 }
@@ -252,7 +253,7 @@ TEST_F(SpoolCollectorTest, AnOrphansRecordsWaitUntilItIsDelivered) {
   const SpoolCollector::Outcome outcome = collector.CollectOnce();
   EXPECT_EQ(outcome.files, 1u);
   ASSERT_EQ(during.count("job"), 1u);
-  EXPECT_EQ(during.at("job").at(0), static_cast<uint64_t>(kBatches * kRangesPerBatch));
+  EXPECT_EQ(during.at("job").at(0), static_cast<uint64_t>(kSpooledBatches * kRangesPerBatch));
   EXPECT_TRUE(collector.WaitingRecords().empty()) << "delivered: waiting no more";
 }
 

@@ -11,25 +11,13 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "daemon/testing/test_exposition.h"
 
 namespace flopscope::daemon::metrics {
 namespace {
 
-constexpr int64_t kSecond = 1'000'000'000;
-
-// Sample lines as name -> value; fails on a line that is neither a comment nor a sample.
-std::map<std::string, double> Samples(const std::string& text) {
-  std::map<std::string, double> samples;
-  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
-    if (line.front() == '#') continue;
-    std::vector<absl::string_view> parts = absl::StrSplit(line, ' ');
-    EXPECT_EQ(parts.size(), 2u) << line;
-    double value = 0;
-    EXPECT_TRUE(absl::SimpleAtod(parts.back(), &value)) << line;
-    samples[std::string(parts.front())] = value;
-  }
-  return samples;
-}
+using fixtures::ExpositionSamples;
+using fixtures::kSecondNs;
 
 TEST(ForwardingMetricsTest, EachFigureIsASampleAndTheLagIsTheOldestBatchsAge) {
   ForwardingFigures figures;
@@ -37,9 +25,10 @@ TEST(ForwardingMetricsTest, EachFigureIsASampleAndTheLagIsTheOldestBatchsAge) {
   figures.outbox_bytes = 34567;
   figures.dropped_batches = 3;
   figures.streams_connected = 2;
-  const int64_t now = 1'700'000'000 * kSecond;
-  figures.oldest_put_ns = now - 2 * kSecond - kSecond / 2;
-  const std::map<std::string, double> samples = Samples(ForwardingMetricsText(figures, now));
+  const int64_t now = 1'700'000'000 * kSecondNs;
+  figures.oldest_put_ns = now - 2 * kSecondNs - kSecondNs / 2;
+  const std::map<std::string, double> samples =
+      ExpositionSamples(ForwardingMetricsText(figures, now));
   EXPECT_EQ(samples, (std::map<std::string, double>{
                          {"flopscope_forward_outbox_batches", 12},
                          {"flopscope_forward_outbox_bytes", 34567},
@@ -51,11 +40,13 @@ TEST(ForwardingMetricsTest, EachFigureIsASampleAndTheLagIsTheOldestBatchsAge) {
 
 TEST(ForwardingMetricsTest, NothingWaitingIsNoLagAndAClockStepBackIsNoNegativeLag) {
   ForwardingFigures figures;
-  const int64_t now = 1'700'000'000 * kSecond;
-  EXPECT_EQ(Samples(ForwardingMetricsText(figures, now))["flopscope_forward_lag_seconds"], 0.0);
+  const int64_t now = 1'700'000'000 * kSecondNs;
+  EXPECT_EQ(ExpositionSamples(ForwardingMetricsText(figures, now))["flopscope_forward_lag_seconds"],
+            0.0);
   figures.outbox_batches = 1;
-  figures.oldest_put_ns = now + 5 * kSecond;  // put "in the future": the clock went back
-  EXPECT_EQ(Samples(ForwardingMetricsText(figures, now))["flopscope_forward_lag_seconds"], 0.0);
+  figures.oldest_put_ns = now + 5 * kSecondNs;  // put "in the future": the clock went back
+  EXPECT_EQ(ExpositionSamples(ForwardingMetricsText(figures, now))["flopscope_forward_lag_seconds"],
+            0.0);
 }
 
 TEST(ForwardingMetricsTest, EveryFamilyHasHelpTypeAndOneUnlabelledSample) {

@@ -11,9 +11,13 @@
 
 #include "common/peak_flops.h"
 #include "daemon/testing/test_batches.h"
+#include "daemon/testing/test_exposition.h"
 
 namespace flopscope::daemon::metrics {
 namespace {
+
+using fixtures::ExpositionSamples;
+using fixtures::kSecondNs;
 
 using fixtures::AddPath;
 using fixtures::AddRange;
@@ -21,20 +25,6 @@ using fixtures::Hello;
 
 constexpr uint64_t kStepPath = 5;
 constexpr uint64_t kModulePath = 6;
-constexpr int64_t kSecond = 1'000'000'000;
-
-// "name{labels}" -> value for every sample line of an exposition text.
-std::map<std::string, double> Samples(const std::string& text) {
-  std::map<std::string, double> samples;
-  std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.empty() || line[0] == '#') continue;
-    const size_t space = line.rfind(' ');
-    samples[line.substr(0, space)] = std::stod(line.substr(space + 1));
-  }
-  return samples;
-}
-
 // The series name of `hello`'s rank as the registry labels it, plus `extra` labels.
 std::string Series(const std::string& name, const v1::SessionHello& hello,
                    const std::string& extra = "") {
@@ -64,21 +54,21 @@ TEST(MetricsRegistryTest, StepTimeFlopsAndMfuComeFromTheCommittedBatches) {
   v1::Batch definitions;
   AddPath(definitions, kStepPath, 0, "step", "flopscope");
   AddPath(definitions, kModulePath, 0, "model");
-  AddRange(definitions, kStepPath, 0, 2 * kSecond);
+  AddRange(definitions, kStepPath, 0, 2 * kSecondNs);
   registry.OnCommitted(hello, definitions, RankTotals{});
   // A later batch: a counted step (slow, left out of the step time) and a later uncounted one.
-  const int64_t counted_ns = 9 * kSecond, latest_ns = kSecond * 3 / 4;
+  const int64_t counted_ns = 9 * kSecondNs, latest_ns = kSecondNs * 3 / 4;
   v1::Batch later;
-  AddRange(later, kStepPath, 2 * kSecond, counted_ns)->set_counted(true);
-  AddRange(later, kStepPath, 11 * kSecond, latest_ns);
-  AddRange(later, kModulePath, 11 * kSecond, latest_ns / 2);
+  AddRange(later, kStepPath, 2 * kSecondNs, counted_ns)->set_counted(true);
+  AddRange(later, kStepPath, 11 * kSecondNs, latest_ns);
+  AddRange(later, kModulePath, 11 * kSecondNs, latest_ns / 2);
   const double fp32 = 2e12, bf16 = 3e14;
   AddCountedKernel(later, 1, fp32, bf16);
   AddCountedKernel(later, 1, fp32, bf16);
   AddCountedKernel(later, 0, 1e20, 0);  // an older counted step: not the latest
   registry.OnCommitted(hello, later, RankTotals{});
 
-  const std::map<std::string, double> samples = Samples(registry.Render());
+  const std::map<std::string, double> samples = ExpositionSamples(registry.Render());
   EXPECT_EQ(samples.at(Series("flopscope_rank_steps_total", hello)), 3);
   const double step_s = static_cast<double>(latest_ns) / 1e9;
   EXPECT_DOUBLE_EQ(samples.at(Series("flopscope_rank_step_seconds", hello)), step_s);
@@ -105,9 +95,9 @@ TEST(MetricsRegistryTest, OnlyFlopscopeStepRangesAreSteps) {
   MetricsRegistry registry;
   v1::Batch batch;
   AddPath(batch, kStepPath, 0, "step", "");  // a module named step in the default domain
-  AddRange(batch, kStepPath, 0, kSecond);
+  AddRange(batch, kStepPath, 0, kSecondNs);
   registry.OnCommitted(hello, batch, RankTotals{});
-  const std::map<std::string, double> samples = Samples(registry.Render());
+  const std::map<std::string, double> samples = ExpositionSamples(registry.Render());
   EXPECT_EQ(samples.at(Series("flopscope_rank_steps_total", hello)), 0);
   EXPECT_FALSE(samples.contains(Series("flopscope_rank_step_seconds", hello)));
   EXPECT_FALSE(samples.contains(Series("flopscope_rank_mfu_ratio", hello)));
@@ -127,7 +117,7 @@ TEST(MetricsRegistryTest, LossesByCauseAndRejectionsByRule) {
     registry.OnRejected(hello, "rule" + std::to_string(i), i + 1);
     rejected += i + 1;
   }
-  const std::map<std::string, double> samples = Samples(registry.Render());
+  const std::map<std::string, double> samples = ExpositionSamples(registry.Render());
   const std::string lost = "flopscope_rank_records_lost_total";
   EXPECT_EQ(samples.at(Series(lost, hello, ",cause=\"buffer_full\"")), 5);
   EXPECT_EQ(samples.at(Series(lost, hello, ",cause=\"cupti_dropped\"")), 2);
@@ -153,7 +143,7 @@ TEST(MetricsRegistryTest, RanksAndSeriesPerRankAreBounded) {
   for (int rank = 1; rank <= 5; ++rank) {
     v1::Batch batch;
     AddPath(batch, kStepPath, 0, "step", "flopscope");
-    AddRange(batch, kStepPath, 0, kSecond);
+    AddRange(batch, kStepPath, 0, kSecondNs);
     AddCountedKernel(batch, 0, 1, 1);
     RankTotals totals;
     for (int cause = v1::LossCause_MIN; cause <= v1::LossCause_MAX; ++cause) {
@@ -164,7 +154,7 @@ TEST(MetricsRegistryTest, RanksAndSeriesPerRankAreBounded) {
       registry.OnRejected(Hello("job-d", rank, "s"), "r" + std::to_string(i), 1);
     }
   }
-  const std::map<std::string, double> samples = Samples(registry.Render());
+  const std::map<std::string, double> samples = ExpositionSamples(registry.Render());
   EXPECT_EQ(samples.at("flopscope_daemon_ranks_tracked"), kMaxRanks);
   EXPECT_EQ(samples.at("flopscope_daemon_ranks_evicted_total"), 3);
   // The connected rank outlived the disconnected ones that were updated after it.
@@ -203,13 +193,13 @@ TEST(MetricsRegistryTest, EveryNameAndLabelNameFollowsTheGrammar) {
   registry.OnConnected(hello);
   v1::Batch batch;
   AddPath(batch, kStepPath, 0, "step", "flopscope");
-  AddRange(batch, kStepPath, 0, kSecond);
+  AddRange(batch, kStepPath, 0, kSecondNs);
   AddCountedKernel(batch, 0, 1e12, 1e12);
   registry.OnCommitted(hello, batch, RankTotals{});
   registry.OnRejected(hello, "ranges", 3);
   size_t checked = 0;
   const std::string text = registry.Render();
-  for (const auto& [series, value] : Samples(text)) {
+  for (const auto& [series, value] : ExpositionSamples(text)) {
     const size_t brace = series.find('{');
     EXPECT_TRUE(prometheus::CheckMetricName(series.substr(0, brace))) << series;
     if (brace == std::string::npos) continue;
@@ -233,10 +223,10 @@ TEST(MetricsRegistryTest, EveryNameAndLabelNameFollowsTheGrammar) {
 
 TEST(MetricsRegistryTest, PrunedJobsAndTheirBytesAreCounted) {
   MetricsRegistry registry;
-  EXPECT_EQ(Samples(registry.Render()).at("flopscope_daemon_jobs_pruned_total"), 0);
+  EXPECT_EQ(ExpositionSamples(registry.Render()).at("flopscope_daemon_jobs_pruned_total"), 0);
   registry.OnJobPruned(4096);
   registry.OnJobPruned(1000);
-  const std::map<std::string, double> samples = Samples(registry.Render());
+  const std::map<std::string, double> samples = ExpositionSamples(registry.Render());
   EXPECT_EQ(samples.at("flopscope_daemon_jobs_pruned_total"), 2);
   EXPECT_EQ(samples.at("flopscope_daemon_pruned_bytes_total"), 4096 + 1000);
 }

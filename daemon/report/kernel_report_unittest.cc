@@ -10,12 +10,14 @@
 #include "daemon/store/batch_rollup.h"
 #include "daemon/store/rank_store.h"
 #include "daemon/testing/test_batches.h"
+#include "daemon/testing/test_reports.h"
 #include "daemon/testing/test_temp_dir.h"
 
 namespace flopscope::daemon {
 namespace {
 
 using fixtures::BaseNs;
+using fixtures::FindModule;
 
 v1::KernelRecord* Kernel(v1::Batch& batch, uint64_t path, uint64_t instance, uint32_t name,
                          int64_t start, int64_t duration) {
@@ -38,15 +40,6 @@ v1::RangeEvent* Range(v1::Batch& batch, uint64_t path, uint64_t instance, uint64
   range->set_instance_id(instance);
   range->set_parent_instance_id(parent);
   return range;
-}
-
-const v1::ModuleStats& Module(const v1::Report& report, const std::string& path) {
-  for (const v1::ModuleStats& module : report.modules()) {
-    if (module.path() == path) return module;
-  }
-  static const v1::ModuleStats kMissing;
-  ADD_FAILURE() << "no module " << path;
-  return kMissing;
 }
 
 TEST(OccurrenceKeyTest, KernelsCountInTheirRangeOccurrence) {
@@ -165,13 +158,13 @@ TEST_F(KernelReportTest, ModulesShowKernelsSpanBusyAndMemoryApart) {
   CommitOneStep();
   const v1::Report report = Report();
 
-  const v1::ModuleStats& attn = Module(report, "Model/attn");
+  const v1::ModuleStats& attn = FindModule(report, "Model/attn");
   EXPECT_EQ(attn.kernels(), 1u);
   EXPECT_EQ(attn.gpu_time_ns(), 300);
   EXPECT_EQ(attn.gpu_span_ns(), 300);
   EXPECT_EQ(attn.gpu_busy_ns(), 300);
 
-  const v1::ModuleStats& mlp = Module(report, "Model/mlp");
+  const v1::ModuleStats& mlp = FindModule(report, "Model/mlp");
   EXPECT_EQ(mlp.kernels(), 2u);
   EXPECT_EQ(mlp.gpu_time_ns(), 450);
   EXPECT_EQ(mlp.gpu_span_ns(), 400);  // 1400..1800 across two batches
@@ -180,7 +173,7 @@ TEST_F(KernelReportTest, ModulesShowKernelsSpanBusyAndMemoryApart) {
   EXPECT_EQ(mlp.memcpy_bytes(), 1u << 20);
   EXPECT_EQ(mlp.memcpy_time_ns(), 40);
 
-  const v1::ModuleStats& model = Module(report, "Model");
+  const v1::ModuleStats& model = FindModule(report, "Model");
   EXPECT_EQ(model.kernels(), 4u);  // inclusive: attn, mlp x2, the graph replay
   EXPECT_EQ(model.gpu_time_ns(), 760);
   // The step occurrence spans 1000..1800 (its children); the graph replay is an occurrence of
@@ -189,7 +182,7 @@ TEST_F(KernelReportTest, ModulesShowKernelsSpanBusyAndMemoryApart) {
   EXPECT_EQ(model.gpu_busy_ns(), 700 + 10);
   EXPECT_EQ(model.memcpy_count(), 1u);
 
-  const v1::ModuleStats& unattributed = Module(report, kUnattributedPath);
+  const v1::ModuleStats& unattributed = FindModule(report, kUnattributedPath);
   EXPECT_EQ(unattributed.kernels(), 0u);
   EXPECT_FALSE(unattributed.has_gpu_time_ns());
   EXPECT_EQ(unattributed.memset_count(), 1u);
@@ -210,7 +203,7 @@ TEST_F(KernelReportTest, AnOccurrenceWhoseParentNeverCameCountsOnItsOwn) {
   Commit(batch);
   const v1::Report report = Report();
 
-  const v1::ModuleStats& attn = Module(report, "Model/attn");
+  const v1::ModuleStats& attn = FindModule(report, "Model/attn");
   EXPECT_EQ(attn.calls(), 1u);
   EXPECT_EQ(attn.gpu_span_ns(), 300);
   EXPECT_EQ(attn.gpu_busy_ns(), 300);

@@ -7,9 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "daemon/testing/test_reports.h"
+
 namespace flopscope::daemon {
 namespace {
 
+using fixtures::FindModule;
 using ::testing::ElementsAre;
 
 // Builds a rank snapshot the way a rank file would hold it.
@@ -76,15 +79,6 @@ std::vector<std::string> Paths(const v1::Report& report) {
   return paths;
 }
 
-const v1::ModuleStats& Module(const v1::Report& report, const std::string& path) {
-  for (const v1::ModuleStats& module : report.modules()) {
-    if (module.path() == path) return module;
-  }
-  ADD_FAILURE() << "no module " << path;
-  static const v1::ModuleStats kNone;
-  return kNone;
-}
-
 // model / encoder / {layer.0, layer.1}, with kernels at three levels.
 SnapshotBuilder ModelTree() {
   SnapshotBuilder b;
@@ -103,17 +97,17 @@ TEST(ReportBuilderTest, KernelFiguresIncludeDescendantsCallsDoNot) {
   const v1::Report report = builder.Build();
   EXPECT_THAT(Paths(report), ElementsAre("model", "model/encoder", "model/encoder/layer.0",
                                          "model/encoder/layer.1"));
-  const v1::ModuleStats& model = Module(report, "model");
+  const v1::ModuleStats& model = FindModule(report, "model");
   EXPECT_EQ(model.depth(), 0u);
   EXPECT_EQ(model.name(), "model");
   EXPECT_EQ(model.calls(), 1u);
   EXPECT_EQ(model.cpu_time_ns(), 10'000);
   EXPECT_EQ(model.kernels(), 4u);
   EXPECT_EQ(model.gpu_time_ns(), 450);
-  const v1::ModuleStats& encoder = Module(report, "model/encoder");
+  const v1::ModuleStats& encoder = FindModule(report, "model/encoder");
   EXPECT_EQ(encoder.depth(), 1u);
   EXPECT_EQ(encoder.kernels(), 4u);
-  const v1::ModuleStats& layer0 = Module(report, "model/encoder/layer.0");
+  const v1::ModuleStats& layer0 = FindModule(report, "model/encoder/layer.0");
   EXPECT_EQ(layer0.depth(), 2u);
   EXPECT_EQ(layer0.name(), "layer.0");
   EXPECT_EQ(layer0.calls(), 2u);
@@ -130,11 +124,11 @@ TEST(ReportBuilderTest, OptionalFiguresAreAbsentWhereUnknown) {
   ReportBuilder builder("job");
   builder.AddRank(Rank(0), b.snapshot());
   const v1::Report report = builder.Build();
-  EXPECT_FALSE(Module(report, "model/head").has_gpu_time_ns());
-  EXPECT_EQ(Module(report, "model/head").kernels(), 0u);
-  EXPECT_FALSE(Module(report, "model/encoder/layer.0").has_flops());
-  EXPECT_DOUBLE_EQ(Module(report, "model/encoder/layer.1").flops(), 2.0e9);
-  EXPECT_DOUBLE_EQ(Module(report, "model").flops(), 2.0e9);
+  EXPECT_FALSE(FindModule(report, "model/head").has_gpu_time_ns());
+  EXPECT_EQ(FindModule(report, "model/head").kernels(), 0u);
+  EXPECT_FALSE(FindModule(report, "model/encoder/layer.0").has_flops());
+  EXPECT_DOUBLE_EQ(FindModule(report, "model/encoder/layer.1").flops(), 2.0e9);
+  EXPECT_DOUBLE_EQ(FindModule(report, "model").flops(), 2.0e9);
 }
 
 TEST(ReportBuilderTest, MergesRanksAndSessionsByPathInFirstSeenOrder) {
@@ -150,10 +144,10 @@ TEST(ReportBuilderTest, MergesRanksAndSessionsByPathInFirstSeenOrder) {
   const v1::Report report = builder.Build();
   EXPECT_THAT(Paths(report), ElementsAre("model", "model/encoder", "model/encoder/layer.0",
                                          "model/encoder/layer.1", "model/decoder"));
-  EXPECT_EQ(Module(report, "model/encoder").calls(), 2u);
-  EXPECT_EQ(Module(report, "model/encoder").kernels(), 4u + 5u + 1u);
-  EXPECT_EQ(Module(report, "model/encoder").gpu_time_ns(), 450 + 500 + 1);
-  EXPECT_EQ(Module(report, "model").kernels(), 4u + 5u + 1u + 1u);
+  EXPECT_EQ(FindModule(report, "model/encoder").calls(), 2u);
+  EXPECT_EQ(FindModule(report, "model/encoder").kernels(), 4u + 5u + 1u);
+  EXPECT_EQ(FindModule(report, "model/encoder").gpu_time_ns(), 450 + 500 + 1);
+  EXPECT_EQ(FindModule(report, "model").kernels(), 4u + 5u + 1u + 1u);
   ASSERT_EQ(report.ranks_size(), 2);
   EXPECT_EQ(report.ranks(1).rank(), 1);
 }
@@ -168,8 +162,8 @@ TEST(ReportBuilderTest, ParamsComeFromMetadataLastValuePerRankSummedOverShards) 
   builder.AddRank(Rank(0), rank0.snapshot());
   builder.AddRank(Rank(1), rank1.snapshot());
   const v1::Report report = builder.Build();
-  EXPECT_EQ(Module(report, "model/encoder").params(), 2000u);
-  EXPECT_FALSE(Module(report, "model").has_params());
+  EXPECT_EQ(FindModule(report, "model/encoder").params(), 2000u);
+  EXPECT_FALSE(FindModule(report, "model").has_params());
   EXPECT_EQ(report.metadata_size(), 5);
   EXPECT_EQ(report.metadata(3).key(), "batch_size");
 }
@@ -199,7 +193,7 @@ TEST(ReportBuilderTest, ModuleKeysEveryRankAnnouncedAlikeComeOnce) {
                 "batch_size=8", "params model/encoder=700", "kernels.launch_not_seen=2",
                 "batch_size=8", "params model/encoder=700", "kernels.launch_not_seen=3"}));
   // The figures built from them are those of the whole list.
-  EXPECT_EQ(Module(report, "model/encoder").params(), 300u + 300u + 700u + 700u);
+  EXPECT_EQ(FindModule(report, "model/encoder").params(), 300u + 300u + 700u + 700u);
 }
 
 TEST(ReportBuilderTest, ParamsCountOneDataParallelReplicaWhoseShardsAddUp) {
@@ -217,7 +211,7 @@ TEST(ReportBuilderTest, ParamsCountOneDataParallelReplicaWhoseShardsAddUp) {
     snapshot.Meta("params model/encoder", std::to_string(shard[rank]));
     builder.AddRank(info, snapshot.snapshot());
   }
-  EXPECT_EQ(Module(builder.Build(), "model/encoder").params(), 300u + 700u);
+  EXPECT_EQ(FindModule(builder.Build(), "model/encoder").params(), 300u + 700u);
 }
 
 TEST(ReportBuilderTest, FlopscopeRangesArePhasesNotModules) {
@@ -235,10 +229,10 @@ TEST(ReportBuilderTest, FlopscopeRangesArePhasesNotModules) {
   const v1::Report report = builder.Build();
 
   EXPECT_THAT(Paths(report), ElementsAre("model", "<unattributed>"));
-  EXPECT_EQ(Module(report, "model").depth(), 0u);
-  EXPECT_EQ(Module(report, "model").kernels(), 4u);
-  EXPECT_EQ(Module(report, "<unattributed>").kernels(), 3u);
-  EXPECT_EQ(Module(report, "<unattributed>").gpu_time_ns(), 65);
+  EXPECT_EQ(FindModule(report, "model").depth(), 0u);
+  EXPECT_EQ(FindModule(report, "model").kernels(), 4u);
+  EXPECT_EQ(FindModule(report, "<unattributed>").kernels(), 3u);
+  EXPECT_EQ(FindModule(report, "<unattributed>").gpu_time_ns(), 65);
 
   ASSERT_EQ(report.phases_size(), 3);
   const v1::PhaseStats& step = report.phases(0);
@@ -267,7 +261,7 @@ TEST(ReportBuilderTest, UnattributedRowOnlyWhenThereAreSuch) {
   EXPECT_EQ(row.kernels(), 3u);
   EXPECT_EQ(row.gpu_time_ns(), 90);
   EXPECT_DOUBLE_EQ(row.flops(), 1e6);
-  EXPECT_EQ(Module(report, "model").kernels(), 4u);  // not counted under any module
+  EXPECT_EQ(FindModule(report, "model").kernels(), 4u);  // not counted under any module
 }
 
 TEST(ReportBuilderTest, LossesAreSummedPerCause) {

@@ -18,10 +18,10 @@ using fixtures::AddRange;
 using fixtures::AddString;
 using fixtures::AddWindow;
 
-constexpr uint64_t kModel = 1;
-constexpr uint64_t kLayer = 2;
-constexpr uint64_t kStep = 3;
-constexpr uint64_t kForward = 4;
+constexpr uint64_t kModelPath = 1;
+constexpr uint64_t kLayerPath = 2;
+constexpr uint64_t kStepPath = 3;
+constexpr uint64_t kForwardPath = 4;
 
 class CountedStoreTest : public ::testing::Test {
  protected:
@@ -42,10 +42,10 @@ class CountedStoreTest : public ::testing::Test {
     v1::Batch batch;
     batch.set_seq(seq);
     AddString(batch, 1, "gemm");
-    AddPath(batch, kModel, 0, "model");
-    AddPath(batch, kLayer, kModel, "layer");
-    AddPath(batch, kStep, 0, "step", "flopscope");
-    AddPath(batch, kForward, kStep, "forward", "flopscope");
+    AddPath(batch, kModelPath, 0, "model");
+    AddPath(batch, kLayerPath, kModelPath, "layer");
+    AddPath(batch, kStepPath, 0, "step", "flopscope");
+    AddPath(batch, kForwardPath, kStepPath, "forward", "flopscope");
     return batch;
   }
 
@@ -64,13 +64,13 @@ class CountedStoreTest : public ::testing::Test {
 
 TEST_F(CountedStoreTest, CountedRecordsAreStoredButKeptOutOfEveryRollup) {
   v1::Batch batch = Definitions(1);
-  AddRange(batch, kLayer, 0, 1000);  // uncounted: 1000 ns
-  AddRange(batch, kLayer, 2000, 9000)->set_counted(true);
-  AddKernel(batch, kLayer, 1, 100, 300)->set_range_instance_id(1);
-  v1::KernelRecord* counted = AddKernel(batch, kLayer, 1, 2100, 5000);
+  AddRange(batch, kLayerPath, 0, 1000);  // uncounted: 1000 ns
+  AddRange(batch, kLayerPath, 2000, 9000)->set_counted(true);
+  AddKernel(batch, kLayerPath, 1, 100, 300)->set_range_instance_id(1);
+  v1::KernelRecord* counted = AddKernel(batch, kLayerPath, 1, 2100, 5000);
   counted->set_counted(true);
   counted->set_range_instance_id(2);
-  v1::KernelRecord* copy = AddKernel(batch, kLayer, 0, 2200, 70);
+  v1::KernelRecord* copy = AddKernel(batch, kLayerPath, 0, 2200, 70);
   copy->set_kind(v1::ACTIVITY_KIND_MEMCPY);
   copy->set_counted(true);
   Commit(batch);
@@ -94,19 +94,19 @@ TEST_F(CountedStoreTest, CountedRecordsAreStoredButKeptOutOfEveryRollup) {
 
 TEST_F(CountedStoreTest, CountedFlopsRollUpByModulePrecisionAndPhase) {
   v1::Batch batch = Definitions(1);
-  v1::FlopCounters* gemm = AddKernelFlops(batch, kLayer, 1, 3, kForward)->mutable_flops();
+  v1::FlopCounters* gemm = AddKernelFlops(batch, kLayerPath, 1, 3, kForwardPath)->mutable_flops();
   gemm->set_fp32(100);
   gemm->add_tensor()->set_source("bf16_dst_fp32");
   gemm->mutable_tensor(0)->set_flops(4000);
-  v1::FlopCounters* add = AddKernelFlops(batch, kLayer, 1, 3, kForward)->mutable_flops();
+  v1::FlopCounters* add = AddKernelFlops(batch, kLayerPath, 1, 3, kForwardPath)->mutable_flops();
   add->set_fp32(10);
   add->set_fp16(6);
-  AddKernelFlops(batch, kModel, 1, 4, kStep)->mutable_flops()->set_fp64(2);
+  AddKernelFlops(batch, kModelPath, 1, 4, kStepPath)->mutable_flops()->set_fp64(2);
   AddKernelFlops(batch, 0, 0, -1, 0);  // counted, but no FLOPs at all
   Commit(batch);
 
   EXPECT_EQ(Number("SELECT COUNT(*) FROM kernel_flops"), 4);
-  EXPECT_EQ(Number("SELECT phase_path_id FROM kernel_flops WHERE fp64 > 0"), kStep);
+  EXPECT_EQ(Number("SELECT phase_path_id FROM kernel_flops WHERE fp64 > 0"), kStepPath);
   EXPECT_EQ(Number("SELECT flops FROM module_stats WHERE path_id = 2"), 4116);
   EXPECT_EQ(Number("SELECT counted_kernels FROM module_stats WHERE path_id = 2"), 2);
   EXPECT_EQ(Number("SELECT calls FROM module_stats WHERE path_id = 2"), 0);
@@ -128,12 +128,12 @@ TEST_F(CountedStoreTest, CountedFlopsRollUpByModulePrecisionAndPhase) {
 
 TEST_F(CountedStoreTest, RollupsAccumulateAcrossBatchesAndStepsCountOnce) {
   v1::Batch first = Definitions(1);
-  AddKernelFlops(first, kLayer, 1, 3, kForward)->mutable_flops()->set_fp32(100);
+  AddKernelFlops(first, kLayerPath, 1, 3, kForwardPath)->mutable_flops()->set_fp32(100);
   Commit(first);
   v1::Batch second;
   second.set_seq(2);
-  AddKernelFlops(second, kLayer, 1, 3, kForward)->mutable_flops()->set_fp32(50);
-  AddKernelFlops(second, kLayer, 1, 4, kForward)->mutable_flops()->set_fp32(25);
+  AddKernelFlops(second, kLayerPath, 1, 3, kForwardPath)->mutable_flops()->set_fp32(50);
+  AddKernelFlops(second, kLayerPath, 1, 4, kForwardPath)->mutable_flops()->set_fp32(25);
   Commit(second);
 
   EXPECT_EQ(Number("SELECT flops FROM module_stats WHERE path_id = 2"), 175);
@@ -156,7 +156,7 @@ TEST_F(CountedStoreTest, WindowsAreStoredAndTheirStepsCount) {
   window->set_comm_kernels_excluded(4);
   AddWindow(batch, 9, 9)->set_status("hardware busy (DCGM?)");  // counted nothing
   AddWindow(batch, -1, -1);                                     // no step marks
-  AddKernelFlops(batch, kLayer, 1, 6, kForward)->mutable_flops()->set_fp32(1);
+  AddKernelFlops(batch, kLayerPath, 1, 6, kForwardPath)->mutable_flops()->set_fp32(1);
   Commit(batch);
 
   EXPECT_EQ(Number("SELECT COUNT(*) FROM counter_windows"), 3);
@@ -172,8 +172,8 @@ TEST_F(CountedStoreTest, WindowsAreStoredAndTheirStepsCount) {
 
 TEST_F(CountedStoreTest, AnInvalidCountedRecordStoresNothingOfTheBatch) {
   v1::Batch batch = Definitions(1);
-  AddKernel(batch, kLayer, 1, 0, 10);
-  AddKernelFlops(batch, kLayer, 1, 3, 99)->mutable_flops()->set_fp32(1);
+  AddKernel(batch, kLayerPath, 1, 0, 10);
+  AddKernelFlops(batch, kLayerPath, 1, 3, 99)->mutable_flops()->set_fp32(1);
   const absl::Status status = store_->Commit(sid_, batch);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(status.message(), "batch seq 1: kernel_flops[0]: phase_path_id 99 is not defined");
