@@ -119,7 +119,8 @@ class MetadataAnnouncer:
         if path in self._announced_paths:
             return
         self._announced_paths.add(path)
-        if info.model_path is not None and info.model_path != path:
+        if info.model_path is not None and info.model_path != path and not any(
+                alias.model_path == path for alias in info.aliases):  # ran as an alias row
             self._backend.mark(f"range_module {path}={info.model_path}")
         count = info.parameter_count(module)
         if count is not None:

@@ -13,6 +13,11 @@ its parent's forward: containers whose class has no forward of its own (ModuleLi
 add no component, every other module does. The whole tree, containers and modules that never run
 included, is announced with these paths when the root first runs (docs/marks.md).
 
+A module registered under several names (transformers 4's T5 shares one Embedding as `shared`,
+`encoder.embed_tokens` and `decoder.embed_tokens`) is a row of the tree at each of them, as
+`print(model)` and DeepSpeed's profile show it; its first name is its own, the others are its
+aliases, and it runs under the name its open parent knows it by (`encoder/embed_tokens`).
+
 Modules are looked up by id() on every call; each entry holds a weak reference, so an id reused
 after a module was freed is recognised and the entry is dropped when its module dies.
 """
@@ -91,7 +96,7 @@ class ModuleInfo:
     """One module: where it sits (tree and qualified name) and its range names per parent."""
 
     __slots__ = ("ref", "tree", "qualified_name", "class_name", "transparent", "model_path",
-                 "parent_model_path", "_names", "_sites", "_parameters", "_held")
+                 "parent_model_path", "aliases", "_names", "_sites", "_parameters", "_held")
 
     def __init__(self, module, tree, qualified_name, transparent):
         self.ref = None  # set by the registry
@@ -101,6 +106,7 @@ class ModuleInfo:
         self.transparent = transparent
         self.model_path = None  # set for modules of a tree (see the module docstring)
         self.parent_model_path = None
+        self.aliases = ()  # ModuleInfo of each other name of the module in its tree
         self._names = {}  # parent path (None at the top) -> (path, encoded name)
         self._sites = {}  # parent entry (None at the top) -> its cached forward Entry
         self._parameters = None
@@ -117,8 +123,10 @@ class ModuleInfo:
             prefix = parent.qualified_name
             if prefix == "":
                 return own
-            if prefix is not None and own.startswith(prefix) and own[len(prefix):][:1] == ".":
-                return own[len(prefix) + 1:]
+            for name in (own, *(alias.qualified_name for alias in self.aliases)):
+                if prefix is not None and name.startswith(prefix) and \
+                        name[len(prefix):][:1] == ".":
+                    return name[len(prefix) + 1:]
         # Called outside its parent's forward: the full qualified name keeps it recognisable.
         return own
 
@@ -208,7 +216,8 @@ class ModuleRegistry:
         # `layers.0._fsdp_wrapped_module.attn` shows as `layers.0.attn`.
         renames = []
         model_paths = {}
-        for original, module in root.named_modules():
+        first = {}  # id(module) -> its info under its first name
+        for original, module in root.named_modules(remove_duplicate=False):
             shown = original
             for prefix, replacement in reversed(renames):
                 if original == prefix or original.startswith(prefix + "."):
@@ -217,8 +226,17 @@ class ModuleRegistry:
             attribute = wrapped_attribute(module)
             if attribute is not None and original != "":
                 renames.append((f"{original}.{attribute}", shown))
-            info = self._add(module, tree, shown,
-                             transparent=attribute is not None and original != "")
+            if id(module) in first:  # another name of a module met before: an alias row
+                if attribute is None:
+                    owner = first[id(module)]
+                    alias = ModuleInfo(module, tree, shown, transparent=False)
+                    alias.ref = owner.ref
+                    owner.aliases = (*owner.aliases, alias)
+                    self._place(alias, module, tree, model_paths)
+                    tree.infos.append(alias)
+                continue
+            info = first[id(module)] = self._add(
+                module, tree, shown, transparent=attribute is not None and original != "")
             if not info.transparent:
                 self._place(info, module, tree, model_paths)
                 tree.infos.append(info)

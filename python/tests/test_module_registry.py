@@ -8,7 +8,10 @@ import torch
 from torch import nn
 
 from flopscope_torch.module_registry import ModuleRegistry, count_parameters
+from flopscope_torch.profiler import Profiler
 from models import TinyLM
+from recording_backend import Recorder
+from test_marks import marks_by_key
 
 
 class FullyShardedDataParallel(nn.Module):  # named like torch's FSDP wrapper
@@ -18,6 +21,29 @@ class FullyShardedDataParallel(nn.Module):  # named like torch's FSDP wrapper
 
     def forward(self, x):
         return self._fsdp_wrapped_module(x)
+
+
+class _Stack(nn.Module):
+    def __init__(self, embed):
+        super().__init__()
+        self.embed_tokens = embed
+        self.norm = nn.LayerNorm(4)
+
+    def forward(self, ids):
+        return self.norm(self.embed_tokens(ids))
+
+
+class SharedEmbedding(nn.Module):
+    """One Embedding registered under three names, as transformers 4's T5Model."""
+
+    def __init__(self):
+        super().__init__()
+        self.shared = nn.Embedding(10, 4)
+        self.encoder = _Stack(self.shared)
+        self.decoder = _Stack(self.shared)
+
+    def forward(self, ids):
+        return self.decoder(ids) + self.encoder(ids)
 
 
 class _Parent:
@@ -71,6 +97,37 @@ class ModuleRegistryTest(unittest.TestCase):
         self.assertTrue(wrapper.transparent)
         self.assertEqual(wrapped.qualified_name, "1")
         self.assertEqual(wrapped.range_name(root), "1")
+
+    def test_a_module_of_several_names_is_a_row_at_each_and_runs_under_its_parents_name(self):
+        # transformers 4's T5: one Embedding as shared, encoder.embed_tokens, decoder.embed_tokens.
+        model = SharedEmbedding()
+        root, root_path = self.path_of(model)
+        names = [name for name, _ in model.named_modules(remove_duplicate=False)]
+        self.assertEqual([info.qualified_name for info in root.tree.infos], names)  # print(model)'s
+        self.assertEqual([info.model_path for info in root.tree.infos],
+                         ["SharedEmbedding"] + [f"SharedEmbedding/{name.replace('.', '/')}"
+                                                for name in names[1:]])
+        encoder, encoder_path = self.path_of(model.encoder, _Parent(root, root_path))
+        _, path = self.path_of(model.shared, _Parent(encoder, encoder_path))
+        self.assertEqual(path, "SharedEmbedding/encoder/embed_tokens")
+        _, path = self.path_of(model.shared, _Parent(root, root_path))
+        self.assertEqual(path, "SharedEmbedding/shared")
+
+        recorder = Recorder()
+        profiler = Profiler()
+        profiler.enable(backend=recorder.backend(), environ={})
+        try:
+            model(torch.randint(0, 10, (2, 3)))
+        finally:
+            profiler.disable()
+        marks = recorder.marks()
+        self.assertEqual(list(marks_by_key(marks, "module")),
+                         [info.model_path for info in root.tree.infos])
+        ran = {c.path for c in recorder.closed()}
+        self.assertLessEqual({"SharedEmbedding/encoder/embed_tokens",
+                              "SharedEmbedding/decoder/embed_tokens"}, ran)
+        self.assertNotIn("SharedEmbedding/encoder/shared", ran)
+        self.assertEqual(marks_by_key(marks, "range_module"), {})  # each ran as a row of its own
 
     def test_entries_die_with_their_modules(self):
         model = TinyLM()
