@@ -8,8 +8,9 @@ file sees sys.argv as [TEST, ARG...]. Registered by flopscope_python_test
 (tests/gpu, tests/dist) end with `sys.exit(unittest_runner.run_module(__name__))`.
 
 With FLOPSCOPE_TEST_INTERPRETER=PYTHON in the environment, the runner first runs itself again
-under that Python (the *_torch2 tests: the environment scripts/setup_torch2.sh makes,
-docs/testing.md), or exits 77 saying why where that Python is not there.
+under that Python (the *_torch2 tests and integration_deepspeed_parity: the environments
+scripts/setup_torch_env.sh makes, docs/testing.md), or exits 77 saying why where that Python is
+not there.
 
 The exit code:
   1   a test failed or errored (setUpModule and setUpClass included), or none was found;
@@ -81,8 +82,9 @@ def run_under_interpreter(script, argv):
     if not wanted or os.path.abspath(sys.executable) == os.path.abspath(wanted):
         return
     if not os.path.exists(wanted):
-        print(f"every test skipped: no Python at {wanted} ({INTERPRETER_ENV}): the torch 2 "
-              "environment, which scripts/setup_torch2.sh makes (make test runs it)",
+        name = Path(wanted).parent.parent.name  # .venv/NAME/bin/python
+        print(f"every test skipped: no Python at {wanted} ({INTERPRETER_ENV}): the {name} "
+              f"environment, which scripts/setup_torch_env.sh {name} makes (make test runs it)",
               file=sys.stderr)
         sys.exit(SKIP)
     print(f"running under {wanted}", file=sys.stderr)

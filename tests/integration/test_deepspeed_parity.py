@@ -16,8 +16,11 @@ transformers' GELUActivation, in BERT), the DeepSpeed side counts what it missed
 forward, and flopscope's fwd flops must equal DeepSpeed's total plus that, formatted by DeepSpeed;
 the test prints where and why they differ.
 
-DeepSpeed and transformers need torch 2: this runs in the torch 2 environment only
-(integration_deepspeed_parity_torch2; docs/testing.md), and skips, saying so, elsewhere."""
+It runs on both torches, in the environments that hold DeepSpeed, transformers and torchvision
+(docs/testing.md): integration_deepspeed_parity in torch1 (Debian's torch 1.13, DeepSpeed 0.18.6,
+transformers 4.47.1), integration_deepspeed_parity_torch2 in torch2; it skips, saying so,
+elsewhere. A model this torch cannot build (scaled_dot_product_attention before torch 2.0) skips
+its own test, saying why."""
 
 import json
 import os
@@ -39,7 +42,7 @@ try:
     MISSING = None
 except ImportError as error:
     MISSING = (f"{error.name} is not installed for {sys.executable}: DeepSpeed, transformers and "
-               "torchvision are in the torch 2 environment (scripts/setup_torch2.sh)")
+               "torchvision are in the torch1 and torch2 environments (scripts/setup_torch_env.sh)")
 
 def differences_section(report):
     """{why: (module count, [model paths shown])} from the report's "Where DeepSpeed's flops
@@ -171,6 +174,10 @@ class DeepSpeedParityTest(DaemonTestCase):
         self.check("tagger")
 
     def test_scaled_dot_product_attention(self):
+        import torch  # pylint: disable=import-outside-toplevel
+        if not hasattr(torch.nn.functional, "scaled_dot_product_attention"):
+            self.skipTest(f"torch {torch.__version__} has no torch.nn.functional."
+                          "scaled_dot_product_attention (torch 2.0 on)")
         self.check("sdpa")
 
 
