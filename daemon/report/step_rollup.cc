@@ -26,6 +26,19 @@ void Reserve(std::vector<int64_t>& samples, size_t size) {
   if (samples.capacity() == 0) samples.reserve(size);
 }
 
+// The key counted most often, the larger of a tie; 0 for none.
+uint32_t MostFrequent(const std::map<uint32_t, uint64_t>& counts) {
+  uint32_t found = 0;
+  uint64_t most = 0;
+  for (const auto& [key, count] : counts) {
+    if (count >= most) {
+      found = key;
+      most = count;
+    }
+  }
+  return found;
+}
+
 template <typename T>
 T& Slot(std::vector<T>& slots, int index) {
   if (static_cast<size_t>(index) >= slots.size()) slots.resize(static_cast<size_t>(index) + 1);
@@ -79,6 +92,7 @@ void ForEachMergedBucket(const std::vector<const PathStepFigures*>& paths, OnBuc
     BucketSum& into = merged.back();
     into.cpu_ns += sum.cpu_ns;
     into.busy_ns += sum.busy_ns;
+    into.occurrences += sum.occurrences;
     AddPass(sum.forward, into.forward);
     AddPass(sum.backward, into.backward);
   }
@@ -116,7 +130,9 @@ void StepRollup::AddPhases(int32_t rank, const RankStepFigures& figures, const R
     ForEachMergedBucket(groups[index], [&](const BucketSum& sum) {
       phase.samples.push_back(sum.cpu_ns);
       // Buckets are step numbers only where the rank marks steps (else one per occurrence).
-      if (figures.steps_marked == 0 || !keep_step_times_) return;
+      if (figures.steps_marked == 0) return;
+      ++phase.occurrences_per_step[sum.occurrences];
+      if (!keep_step_times_) return;
       if (phase.per_step.size() < kMaxPhaseStepTimes) {
         phase.per_step.push_back({rank, sum.bucket, sum.cpu_ns});
       } else {
@@ -167,6 +183,7 @@ void StepRollup::FillPhase(int index, v1::PhaseStats* row) const {
   row->set_min_ns(summary.min_ns);
   row->set_max_ns(summary.max_ns);
   row->set_median_ns(summary.median_ns);
+  row->set_occurrences_per_step(MostFrequent(phase.occurrences_per_step));
   std::vector<StepTime> per_step = phase.per_step;
   const auto by_rank_and_step = [](const StepTime& a, const StepTime& b) {
     return std::tie(a.rank, a.step) < std::tie(b.rank, b.step);

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <set>
 #include <utility>
 #include <vector>
@@ -86,6 +87,9 @@ class StepRollup {
     uint64_t calls = 0;
     int64_t cpu_time_ns = 0;
     std::vector<int64_t> samples;
+    // Steps that ran the phase (of every rank) by its occurrences in them, where steps are
+    // marked.
+    std::map<uint32_t, uint64_t> occurrences_per_step;
     std::vector<StepTime> per_step;  // where steps are marked; at most kMaxPhaseStepTimes
     bool per_step_truncated = false;
   };

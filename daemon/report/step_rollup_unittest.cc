@@ -157,6 +157,49 @@ TEST(StepRollupTest, OmittedStepTimesLeaveTheStatisticsWhole) {
   EXPECT_EQ(lean_row.median_ns(), 500);
 }
 
+// A bucket of `occurrences` occurrences of 100 ns each.
+BucketSum Occurrences(int64_t bucket, uint32_t occurrences) {
+  BucketSum sum;
+  sum.bucket = bucket;
+  sum.cpu_ns = 100 * occurrences;
+  sum.occurrences = occurrences;
+  return sum;
+}
+
+TEST(StepRollupTest, OccurrencesPerStepIsTheMostFrequentCountOverRanksAndSteps) {
+  // Two ranks of 3 micro-batches per step, each with a short last step; rank 1's step 2 has
+  // them on two paths (a restart), which add up.
+  StepRollup rollup;
+  RankStepFigures rank0 = Window(0, 2, 3, {});
+  rank0.phases.push_back(
+      WithBuckets(1, 9, {Occurrences(0, 3), Occurrences(1, 3), Occurrences(2, 1)}));
+  RankStepFigures rank1 = Window(0, 2, 3, {});
+  rank1.phases.push_back(
+      WithBuckets(1, 9, {Occurrences(0, 3), Occurrences(1, 2), Occurrences(2, 1)}));
+  rank1.phases.push_back(WithBuckets(2, 9, {Occurrences(1, 1)}));
+  rollup.AddRank(0, rank0, Resolve);
+  rollup.AddRank(1, rank1, Resolve);
+  v1::PhaseStats forward;
+  rollup.FillPhase(0, &forward);
+  EXPECT_EQ(forward.occurrences_per_step(), 3u);  // 3 in four steps, 1 in two
+
+  // A tie goes to the larger count; without marked steps there is none.
+  StepRollup tied;
+  RankStepFigures two = Window(0, 1, 2, {});
+  two.phases.push_back(WithBuckets(1, 9, {Occurrences(0, 4), Occurrences(1, 2)}));
+  tied.AddRank(0, two, Resolve);
+  v1::PhaseStats tied_row;
+  tied.FillPhase(0, &tied_row);
+  EXPECT_EQ(tied_row.occurrences_per_step(), 4u);
+  StepRollup unmarked;
+  RankStepFigures lone;
+  lone.phases.push_back(WithBuckets(1, 9, {Occurrences(0, 1), Occurrences(1, 1)}));
+  unmarked.AddRank(0, lone, Resolve);
+  v1::PhaseStats unmarked_row;
+  unmarked.FillPhase(0, &unmarked_row);
+  EXPECT_EQ(unmarked_row.occurrences_per_step(), 0u);
+}
+
 TEST(StepRollupTest, WithoutMarkedStepsPhasesHaveNoPerStepTimes) {
   StepRollup rollup;
   RankStepFigures figures;  // steps_marked 0: every occurrence is a bucket of its own

@@ -178,6 +178,7 @@ std::vector<PathStepFigures> StepStatistics::SumPerPath(const std::vector<Pendin
     BucketSum& sum = BucketOf(path.buckets, has_steps ? step : next_lone_bucket++);
     sum.cpu_ns += occurrence.cpu_ns;
     sum.busy_ns += occurrence.busy_ns;
+    ++sum.occurrences;
     const Pass pass = PassAt(occurrence.start_ns, &pass_hint);
     if (pass == Pass::kNone) continue;
     PassSum& part = pass == Pass::kForward ? sum.forward : sum.backward;

@@ -34,10 +34,11 @@ struct PassSum {
 // A path's figures in one bucket: a step (by number), or one occurrence when no step is marked.
 struct BucketSum {
   int64_t bucket = 0;
-  int64_t cpu_ns = 0;   // summed over the path's occurrences in the bucket
-  int64_t busy_ns = 0;  // likewise
-  PassSum forward;      // the part of the above inside `forward` ranges
-  PassSum backward;     // and inside `backward` ranges
+  int64_t cpu_ns = 0;        // summed over the path's occurrences in the bucket
+  int64_t busy_ns = 0;       // likewise
+  uint32_t occurrences = 0;  // the path's occurrences in the bucket
+  PassSum forward;           // the part of the above inside `forward` ranges
+  PassSum backward;          // and inside `backward` ranges
 };
 
 // The per-step figures of one path of one session.

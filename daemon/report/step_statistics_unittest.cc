@@ -220,6 +220,28 @@ TEST(StepStatisticsTest, OccurrencesOutsideEveryStepCountInTotalsOnly) {
   EXPECT_THAT(CpuSums(*forward), ElementsAre(50));
 }
 
+TEST(StepStatisticsTest, EachStepCountsTheOccurrencesItHolds) {
+  // Gradient accumulation: three forwards in each of two steps, one in a short last step, and
+  // an evaluation forward between steps that belongs to none.
+  const std::vector<int> forwards = {3, 3, 1};
+  StepStatistics statistics(std::nullopt);
+  for (size_t step = 0; step < forwards.size(); ++step) {
+    const int64_t start = 10'000 * static_cast<int64_t>(step + 1);
+    statistics.AddPhase(1, 7, Range(start, 5000), /*is_step=*/true);
+    for (int micro = 0; micro < forwards[step]; ++micro) {
+      statistics.AddPhase(1, 8, Range(start + 10 + 1000 * micro, 100), /*is_step=*/false);
+    }
+  }
+  statistics.AddPhase(1, 8, Range(16'000, 100), /*is_step=*/false);
+  const RankStepFigures figures = statistics.Finish();
+  const PathStepFigures* forward = Find(figures.phases, 8);
+  ASSERT_NE(forward, nullptr);
+  std::vector<uint32_t> counts;
+  for (const BucketSum& sum : forward->buckets) counts.push_back(sum.occurrences);
+  EXPECT_THAT(counts, ElementsAre(forwards[0], forwards[1], forwards[2]));
+  EXPECT_EQ(forward->occurrences, 3u + 3u + 1u + 1u);  // the totals keep the evaluation
+}
+
 TEST(StepStatisticsTest, ModuleOccurrencesSplitIntoForwardAndBackwardByTheirPassRange) {
   // Two steps; in each, a forward range, then a backward range. The module runs once in each
   // pass and once between them (in neither).
