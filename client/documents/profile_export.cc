@@ -206,6 +206,10 @@ void WriteProfileJson(const Profile& profile, JsonWriter& json) {
   json.Key("dp_size").Int(profile.dp_size);
   json.Key("mp_size").Int(profile.mp_size);
   json.Key("steps").Uint(profile.steps);
+  if (profile.micro_batches > 1) {
+    // Gradient accumulation: the summary's and the model rows' figures are per micro-batch.
+    json.Key("micro_batches_per_step").Uint(profile.micro_batches);
+  }
   json.Key("batch_size");
   if (profile.batch_size) {
     json.Int(*profile.batch_size);

@@ -107,7 +107,9 @@ void FillCountedSummary(const Report& report, Profile& profile) {
 }
 
 void MeasurePhaseFlops(const Report& report, Profile& profile) {
-  const double ranks = std::max(profile.counted_ranks, 1);
+  // Per counted step and GPU, then per micro-batch (Profile::micro_batches).
+  const double ranks =
+      std::max(profile.counted_ranks, 1) * std::max<double>(profile.micro_batches, 1);
   if (const PhaseStats* forward = CountedPhase(report, kForwardPhase)) {
     profile.fwd_flops_per_gpu = {forward->flops() / ranks, kMeasuredForward};
     profile.fwd_macs_per_gpu = {forward->flops() / ranks / 2, "measured flops / 2"};

@@ -186,6 +186,39 @@ Figure PhaseLatency(const Report& report, const std::string& name) {
   return {static_cast<double>(phase->cpu_time_ns()) / phase->calls() / 1e9, ""};
 }
 
+// Gradient accumulation: the `forward` phases of a usual step, the daemon's most frequent count
+// over the window's steps (a short last step, or forwards outside every step such as an
+// evaluation, leave it alone). From a daemon that does not send it: the forward phases over the
+// steps where they divide evenly, else 1. 1 without steps or forward phases.
+uint32_t MicroBatchesPerStep(const Report& report, const Profile& profile) {
+  const PhaseStats* forward = FindPhase(report, kForwardPhase);
+  if (forward == nullptr || profile.steps == 0) return 1;
+  if (forward->occurrences_per_step() > 0) return forward->occurrences_per_step();
+  const PhaseStats* step = FindPhase(report, kStepRange);
+  if (step == nullptr || step->calls() == 0 || forward->calls() % step->calls() != 0) return 1;
+  return static_cast<uint32_t>(std::max<uint64_t>(forward->calls() / step->calls(), 1));
+}
+
+// With k micro-batches per step, the model's rows (the first model_end) are one micro-batch's:
+// every per-step figure / k, as DeepSpeed's tree shows one forward. Roots outside the model (the
+// loss, the optimizer) stay per step; ratios (FLOPS, flops_disagree) do not change.
+void RowsPerMicroBatch(Profile& profile) {
+  if (profile.micro_batches <= 1) return;
+  const double k = profile.micro_batches;
+  for (size_t i = 0; i < profile.model_end && i < profile.modules.size(); ++i) {
+    ModuleRow& row = profile.modules[i];
+    for (std::optional<double>* figure :
+         {&row.flops, &row.all_passes_flops, &row.bwd_flops, &row.announced_flops,
+          &row.estimated_flops, &row.macs, &row.bwd_latency_s, &row.latency_min_s,
+          &row.latency_max_s}) {
+      if (*figure) **figure /= k;
+    }
+    row.latency_s /= k;
+    row.all_passes_latency_s /= k;
+    for (PrecisionFlops& entry : row.flops_by_precision) entry.flops /= k;
+  }
+}
+
 bool PhasesHaveMedians(const Report& report) {
   return std::any_of(report.phases().begin(), report.phases().end(),
                      [](const PhaseStats& phase) { return phase.median_ns() > 0; });
@@ -664,10 +697,18 @@ void FillSummaryFigures(const Report& report, Profile& profile) {
   profile.measured_step_range_s = PhaseLatency(report, kStepRange);
   profile.iter_latency_s = profile.measured_step_range_s;
   if (profile.fwd_latency_s.value && profile.bwd_latency_s.value) {
-    // DeepSpeed's definition: fwd + bwd + step, whatever the step range measured.
+    // DeepSpeed's definition: fwd + bwd + step, whatever the step range measured; with
+    // gradient accumulation the optimizer step's k forwards and k backwards, as DeepSpeed's
+    // timers hold them at the accumulation boundary where it prints.
     profile.iter_latency_s = {*profile.fwd_latency_s.value + *profile.bwd_latency_s.value +
                                   profile.step_latency_s.value.value_or(0),
                               ""};
+  }
+  if (profile.micro_batches > 1) {
+    // One micro-batch's forward and backward, as DeepSpeed's profiler times one forward.
+    for (Figure* latency : {&profile.fwd_latency_s, &profile.bwd_latency_s}) {
+      if (latency->value) *latency->value /= profile.micro_batches;
+    }
   }
 }
 
@@ -779,6 +820,19 @@ std::string MeasuredFlopsHint(const Profile& profile) {
       profile.job_id, " --count N` while it runs");
 }
 
+std::string GradientAccumulationLine(const Profile& profile) {
+  if (profile.micro_batches <= 1) return "";
+  const uint32_t k = profile.micro_batches;
+  return absl::StrCat(
+      k,
+      " micro-batches per optimizer step (forward/backward phases per step); DeepSpeed-style "
+      "figures above are per micro-batch (fwd MACs, flops and latency, bwd latency, the model's "
+      "rows), per optimizer step: x",
+      k, "; iter latency is the whole step (", k,
+      " x (fwd + bwd) + step), FLOPS per GPU and samples/second one micro-batch over it, as "
+      "DeepSpeed prints them at an accumulation boundary");
+}
+
 std::string UnfinishedStepsLine(const Profile& profile) {
   const std::vector<int64_t>& steps = profile.step_scope.unfinished_steps;
   if (steps.empty()) return "";
@@ -856,18 +910,24 @@ void DeriveFlopsRates(Profile& profile) {
 }
 
 // Samples per second as DeepSpeed's print_model_profile computes it: the batch size per GPU times
-// the world size (not dp_size: model-parallel ranks count too) over the iter latency.
+// the world size (not dp_size: model-parallel ranks count too) over the iter latency; with
+// gradient accumulation one micro-batch over the optimizer step's iter latency, as DeepSpeed
+// prints it at the accumulation boundary.
 // The other one, samples_per_s_step_to_step, divides by the step-to-step period instead: what
-// the job achieved, the time between steps (data loading) included.
+// the job achieved, the time between steps (data loading) included, each step's k micro-batches.
 void DeriveSamplesPerSecond(Profile& profile) {
-  const auto samples = [&](const std::optional<double>& seconds, const char* unknown) -> Figure {
+  const auto samples = [&](const std::optional<double>& seconds, const char* unknown,
+                           double micro_batches) -> Figure {
     if (!profile.batch_size) return {std::nullopt, kBatchSizeUnknown};
     if (!seconds || *seconds <= 0) return {std::nullopt, unknown};
-    return {static_cast<double>(*profile.batch_size) * profile.world_size / *seconds, ""};
+    return {
+        static_cast<double>(*profile.batch_size) * micro_batches * profile.world_size / *seconds,
+        ""};
   };
-  profile.samples_per_s = samples(profile.iter_latency_s.value, "iter latency unknown");
+  profile.samples_per_s = samples(profile.iter_latency_s.value, "iter latency unknown", 1);
   profile.samples_per_s_step_to_step =
-      samples(profile.step_scope.step_period_s, "no step-to-step period (fewer than 2 steps)");
+      samples(profile.step_scope.step_period_s, "no step-to-step period (fewer than 2 steps)",
+              std::max<uint32_t>(profile.micro_batches, 1));
 }
 
 // The precision whose peak MFU divides by, and why it was chosen ("" when the user or the job
@@ -981,6 +1041,8 @@ Profile BuildProfile(const Report& report, const ProfileOptions& options,
   }
   profile.model_end = PutModelFirst(profile.modules);
   FillCountedSummary(report, profile);
+  profile.micro_batches = MicroBatchesPerStep(report, profile);
+  RowsPerMicroBatch(profile);
   profile.latency_basis = LatencyBasis(report, profile);
   FillGpuStatus(report, profile);
   for (const auto& entry : report.metadata()) {

@@ -176,7 +176,15 @@ struct Profile {
   // iter latency is fwd + bwd + step (DeepSpeed); the `step` range's own median is an addition.
   Figure measured_step_range_s;
   bool passes_marked = false;  // `forward` phases exist: module latencies are forward only
-  std::string warmup_note;     // how the steps were chosen when --steps was not given
+  // Gradient accumulation: the `forward` phases of a usual step (the daemon's
+  // PhaseStats.occurrences_per_step), 1 without. Where it is k > 1 the DeepSpeed section is one
+  // micro-batch's, as DeepSpeed's profiler prints one forward: the model's rows (FLOPs, MACs,
+  // latencies), fwd MACs and flops, fwd and bwd latency are the step's / k; iter latency stays
+  // the optimizer step's (k forwards, k backwards, the optimizer), as DeepSpeed's timers hold it
+  // at an accumulation boundary, and FLOPS per GPU and samples/second divide one micro-batch's
+  // flops and samples by it, as DeepSpeed does there (see MicroBatchesPerStep).
+  uint32_t micro_batches = 1;
+  std::string warmup_note;  // how the steps were chosen when --steps was not given
   // The model root is modules[0]'s subtree; roots after it (loss, data loader, optimizer) are
   // listed apart and never part of its 100 %. model_end: index one past the model's subtree.
   size_t model_end = 0;
@@ -258,6 +266,9 @@ std::string FlopsSourceOf(const ModuleRow& row);
 // One line on how to get measured FLOPs when none were counted (FLOPSCOPE_COUNTERS at the job's
 // start, or `flopscope profile JOB --count N` while it runs); "" when some were.
 std::string MeasuredFlopsHint(const Profile& profile);
+
+// "gradient accumulation: 3 micro-batches per optimizer step ..." where micro_batches > 1; "" else.
+std::string GradientAccumulationLine(const Profile& profile);
 
 // "steps 4 did not finish ..." when some step of the window did not finish; "" otherwise.
 std::string UnfinishedStepsLine(const Profile& profile);

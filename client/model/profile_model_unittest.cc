@@ -650,6 +650,117 @@ TEST(ProfileModelTest, MfuUsesThePrecisionTheFlopsWereEstimatedIn) {
   EXPECT_FALSE(absl::StrContains(profile.mfu.note, "assumed")) << profile.mfu.note;
 }
 
+// BERT-Large trained with `micro_batches` micro-batches per optimizer step over 3 steps, as the
+// daemon reports it: each step holds that many forward and backward phases (the README's times
+// each), the model's FLOPs and time per step are that many forwards', the optimizer runs once.
+Report AccumulatedBertReport(uint32_t micro_batches) {
+  Report report = BertLargeReport();
+  const uint32_t steps = 3;
+  ModuleStats* top = report.mutable_modules(0);
+  top->set_flops(top->flops() * micro_batches);
+  top->set_cpu_time_ns(top->cpu_time_ns() * micro_batches * steps);
+  top->mutable_fwd_step_latency()->set_samples(steps);
+  top->mutable_fwd_step_latency()->set_median_ns(top->cpu_time_ns() / steps);
+  top->mutable_bwd_step_latency()->set_samples(steps);
+  top->mutable_bwd_step_latency()->set_median_ns(2 * top->cpu_time_ns() / steps);
+  *top->mutable_step_latency() = top->bwd_step_latency();
+  for (auto& phase : *report.mutable_phases()) {
+    const uint32_t per_step = phase.name() == "optimizer" ? 1 : micro_batches;
+    phase.set_calls(per_step * steps);
+    phase.set_cpu_time_ns(phase.cpu_time_ns() * per_step * steps);
+    phase.set_median_ns(phase.median_ns() * per_step);
+    phase.set_min_ns(phase.min_ns() * per_step);
+    phase.set_max_ns(phase.max_ns() * per_step);
+    phase.set_occurrences_per_step(per_step);
+  }
+  flopscope::v1::PhaseStats* step = report.add_phases();
+  step->set_name("step");
+  step->set_calls(steps);
+  step->set_median_ns(report.phases(0).median_ns() + report.phases(1).median_ns() +
+                      report.phases(2).median_ns());
+  step->set_occurrences_per_step(1);
+  report.mutable_steps()->set_requested(true);
+  report.mutable_steps()->set_first_step(1);
+  report.mutable_steps()->set_last_step(steps);
+  report.mutable_steps()->set_uncounted_steps(steps);
+  report.mutable_steps()->mutable_step_period()->set_median_ns(step->median_ns() + 5'000'000);
+  return report;
+}
+
+// DeepSpeed's profiler prints one micro-batch's forward (its profile restarts at every forward):
+// with k forward phases per step the DeepSpeed section is per micro-batch, iter latency the
+// optimizer step's, as DeepSpeed's timers hold it at the accumulation boundary.
+TEST(ProfileModelTest, GradientAccumulationGivesPerMicroBatchFiguresAndSaysSo) {
+  const uint32_t k = 3;
+  const Report accumulated = AccumulatedBertReport(k);
+  const Profile one = BuildProfile(AccumulatedBertReport(1), {});
+  const Profile profile = BuildProfile(accumulated, {});
+  EXPECT_EQ(one.micro_batches, 1u);
+  EXPECT_EQ(profile.micro_batches, k);
+  for (auto [got, want] : {std::pair{&profile.fwd_macs_per_gpu, &one.fwd_macs_per_gpu},
+                           std::pair{&profile.fwd_flops_per_gpu, &one.fwd_flops_per_gpu},
+                           std::pair{&profile.fwd_latency_s, &one.fwd_latency_s},
+                           std::pair{&profile.bwd_latency_s, &one.bwd_latency_s},
+                           std::pair{&profile.step_latency_s, &one.step_latency_s},
+                           std::pair{&profile.fwd_flops_per_s, &one.fwd_flops_per_s},
+                           std::pair{&profile.fwd_bwd_flops_per_s, &one.fwd_bwd_flops_per_s},
+                           std::pair{&profile.mfu, &one.mfu}}) {
+    ASSERT_TRUE(got->value.has_value()) << got->note;
+    EXPECT_DOUBLE_EQ(*got->value, *want->value);
+  }
+  ASSERT_GT(one.modules[0].latency_s, 0);
+  EXPECT_DOUBLE_EQ(profile.modules[0].latency_s, one.modules[0].latency_s);
+  EXPECT_DOUBLE_EQ(*profile.modules[0].bwd_latency_s, *one.modules[0].bwd_latency_s);
+  EXPECT_DOUBLE_EQ(*profile.modules[0].macs, *one.modules[0].macs);
+  // The optimizer step: k forwards, k backwards and one update; what runs over it, one
+  // micro-batch's flops and samples (DeepSpeed's figures at the boundary).
+  const double fwd = *one.fwd_latency_s.value, bwd = *one.bwd_latency_s.value;
+  const double iter = k * (fwd + bwd) + *one.step_latency_s.value;
+  EXPECT_DOUBLE_EQ(*profile.iter_latency_s.value, iter);
+  EXPECT_DOUBLE_EQ(*profile.fwd_bwd_step_flops_per_s.value,
+                   3 * *one.fwd_flops_per_gpu.value / iter);
+  EXPECT_DOUBLE_EQ(*profile.samples_per_s.value, *one.batch_size / iter);
+  const double period = accumulated.steps().step_period().median_ns() / 1e9;
+  EXPECT_DOUBLE_EQ(*profile.samples_per_s_step_to_step.value,
+                   static_cast<double>(*one.batch_size) * k / period);
+  EXPECT_DOUBLE_EQ(*one.samples_per_s_step_to_step.value,
+                   static_cast<double>(*one.batch_size) /
+                       (AccumulatedBertReport(1).steps().step_period().median_ns() / 1e9));
+
+  const std::string summary = RenderSummary(profile);
+  EXPECT_EQ(SummaryLine(summary, "fwd MACs per GPU: "),
+            SummaryLine(RenderSummary(one), "fwd MACs per GPU: "));
+  EXPECT_TRUE(absl::StrContains(SummaryLine(summary, "iter latency: "), DurationToString(iter)))
+      << summary;
+  const std::string line = SummaryLine(RenderAdditions(profile), "gradient accumulation: ");
+  EXPECT_TRUE(absl::StrContains(line, absl::StrCat(k, " micro-batches per optimizer step")))
+      << line;
+  EXPECT_TRUE(absl::StrContains(line, absl::StrCat("per optimizer step: x", k))) << line;
+  const std::string json =
+      RenderReportJson(accumulated, [&](JsonWriter& out) { WriteProfileJson(profile, out); });
+  EXPECT_TRUE(absl::StrContains(json, absl::StrCat("\"micro_batches_per_step\": ", k))) << json;
+
+  // One micro-batch per step changes nothing: no line, no key, DeepSpeed's sum as iter latency.
+  EXPECT_EQ(SummaryLine(RenderAdditions(one), "gradient accumulation: "), "");
+  EXPECT_FALSE(absl::StrContains(
+      RenderReportJson(accumulated, [&](JsonWriter& out) { WriteProfileJson(one, out); }),
+      "micro_batches_per_step"));
+  EXPECT_DOUBLE_EQ(*one.iter_latency_s.value, fwd + bwd + *one.step_latency_s.value);
+  Report older = AccumulatedBertReport(1);
+  for (auto& phase : *older.mutable_phases()) phase.clear_occurrences_per_step();
+  EXPECT_EQ(RenderProfileText(BuildProfile(older, {}), {}), RenderProfileText(one, {}));
+}
+
+// A daemon that does not send occurrences_per_step: the forward phases over the steps, where
+// they divide evenly (a short last step leaves them uneven: then nothing is divided).
+TEST(ProfileModelTest, WithoutTheDaemonsCountMicroBatchesComeFromForwardsOverSteps) {
+  Report report = AccumulatedBertReport(4);
+  for (auto& phase : *report.mutable_phases()) phase.clear_occurrences_per_step();
+  EXPECT_EQ(BuildProfile(report, {}).micro_batches, 4u);
+  report.mutable_phases(0)->set_calls(report.mutable_phases(0)->calls() - 1);
+  EXPECT_EQ(BuildProfile(report, {}).micro_batches, 1u);
+}
+
 TEST(ProfileModelTest, AnUnknownBatchSizeNamesFlopscopeBatchSize) {
   Report report = BertLargeReport();
   report.clear_metadata();

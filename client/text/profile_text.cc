@@ -541,6 +541,9 @@ std::string RenderAdditions(const Profile& profile) {
   if (std::string unfinished = UnfinishedStepsLine(profile); !unfinished.empty()) {
     absl::StrAppend(&out, Line("unfinished steps: ", unfinished));
   }
+  if (std::string accumulation = GradientAccumulationLine(profile); !accumulation.empty()) {
+    absl::StrAppend(&out, Line("gradient accumulation: ", accumulation));
+  }
   absl::StrAppend(&out, Line("latencies: ", profile.latency_basis));
   absl::StrAppend(&out, Line("step range (measured, median per step): ",
                              Shown(profile.measured_step_range_s, Duration)));
