@@ -2,7 +2,8 @@
 under `flopscope run --torch`, one launch running every scenario of test_torch_training_job.py in
 turn (gradient accumulation under no_sync, activation checkpointing non-reentrant and reentrant,
 and on torch 2 a torch.compile'd model), each scenario's model named by its class. Everything is
-read back from the rank stores: the range events (steps, phases, module ranges) and the marks.
+read back from the rank stores: the range events (steps, phases, module ranges) and the marks;
+and, for gradient accumulation, the report of its steps (figures per micro-batch, k said).
 
 Expected figures come from the models themselves: the module paths from named_modules(), the
 MACs of each Linear from its weight's shape and the batch."""
@@ -12,7 +13,7 @@ import re
 import sqlite3
 import unittest
 
-from harness import DaemonTestCase
+from harness import DaemonTestCase, client, report
 from test_torch_support import HAVE_TORCH, NO_TORCH, launch_ranks, range_events, wait_ranks
 
 if HAVE_TORCH:
@@ -67,6 +68,8 @@ class TorchTrainingTest(DaemonTestCase):
         self.steps = self.scenario_steps(scenarios)
         with self.subTest("accumulate"):
             self.check_accumulation()
+        with self.subTest("accumulate report"):
+            self.check_accumulation_report()
         for scenario in ("checkpoint", "reentrant"):
             with self.subTest(scenario):
                 self.check_checkpointing(scenario)
@@ -124,6 +127,62 @@ class TorchTrainingTest(DaemonTestCase):
             macs = last_marks(self.stores[rank], "estimated_macs ", until=windows[-1][1])
             self.assertEqual({p: int(macs[p]) for p in linear_macs(model)},
                              {p: job.ACCUMULATE * m for p, m in linear_macs(model).items()})
+
+    def daemon_median(self, samples):
+        """The daemon's median of integer nanoseconds (Summarize: the two middle ones halved
+        first where the count is even)."""
+        ordered = sorted(samples)
+        middle = len(ordered) // 2
+        if len(ordered) % 2:
+            return ordered[middle]
+        lower, upper = ordered[middle - 1], ordered[middle]
+        return lower // 2 + upper // 2 + (lower % 2 + upper % 2) // 2
+
+    def phase_medians(self, steps):
+        """phase -> the daemon's median per step of the phase's time in the step (its
+        occurrences summed), over `steps` (indices into each rank's accumulate steps)."""
+        medians = {}
+        for kind in ("forward", "backward", "optimizer"):
+            samples = []
+            for rank in range(WORLD):
+                for index in steps:
+                    start, end = self.steps[rank]["AccumulateNet"][index]
+                    samples.append(sum(e - s for domain, path, _, s, e in self.events[rank]
+                                       if domain == "flopscope" and path == f"step/{kind}"
+                                       and start <= s and e <= end))
+            medians[kind] = self.daemon_median(samples)
+        return medians
+
+    def check_accumulation_report(self):
+        """The report of the accumulate scenario's steps after warm-up (steps 1 to STEPS-1 of the
+        job: the scenario ran first) is DeepSpeed's for one micro-batch: fwd MACs per GPU are
+        one forward's (from the model's Linear weights), fwd and bwd latency the phases'
+        median per step / ACCUMULATE, iter latency the whole step's, and the additions and the
+        JSON say ACCUMULATE micro-batches per step."""
+        steps = f"1:{job.STEPS - 1}"
+        model = job.build_model("accumulate")
+        document = report(self.daemon.socket, "train", steps=steps)["profile"]
+        self.assertEqual(document["modules"][0]["model_path"], "AccumulateNet")
+        self.assertEqual(document["micro_batches_per_step"], job.ACCUMULATE)
+        summary = {key: figure["value"] for key, figure in document["summary"].items()}
+        self.assertEqual(summary["fwd_macs_per_gpu"], sum(linear_macs(model).values()))
+        medians = self.phase_medians(range(1, job.STEPS))
+        self.assertAlmostEqual(summary["fwd_latency_s"],
+                               medians["forward"] / 1e9 / job.ACCUMULATE, delta=1e-12)
+        self.assertAlmostEqual(summary["bwd_latency_s"],
+                               medians["backward"] / 1e9 / job.ACCUMULATE, delta=1e-12)
+        self.assertAlmostEqual(summary["iter_latency_s"], sum(medians.values()) / 1e9,
+                               delta=1e-12)
+        text = client(["report", "train", "--socket", str(self.daemon.socket), "--steps", steps])
+        self.assertEqual(text.returncode, 0, text.stderr)
+        line = next((l for l in text.stdout.splitlines()
+                     if l.startswith("gradient accumulation:")), "")
+        self.assertIn(f"{job.ACCUMULATE} micro-batches per optimizer step", line, text.stdout)
+        self.assertIn(f"per optimizer step: x{job.ACCUMULATE}", line)
+        # The checkpoint scenario's steps have one forward each: nothing is divided or said.
+        single = f"{job.STEPS + 1}:{2 * job.STEPS - 1}"
+        self.assertNotIn("micro_batches_per_step",
+                         report(self.daemon.socket, "train", steps=single)["profile"])
 
     def check_checkpointing(self, scenario):
         """Backward recomputes each checkpointed block's forward: no range opens for it (its time
