@@ -175,8 +175,8 @@ class TorchTrainingTest(DaemonTestCase):
                                delta=1e-12)
         text = client(["report", "train", "--socket", str(self.daemon.socket), "--steps", steps])
         self.assertEqual(text.returncode, 0, text.stderr)
-        line = next((l for l in text.stdout.splitlines()
-                     if l.startswith("gradient accumulation:")), "")
+        line = next((entry for entry in text.stdout.splitlines()
+                     if entry.startswith("gradient accumulation:")), "")
         self.assertIn(f"{job.ACCUMULATE} micro-batches per optimizer step", line, text.stdout)
         self.assertIn(f"per optimizer step: x{job.ACCUMULATE}", line)
         # The checkpoint scenario's steps have one forward each: nothing is divided or said.
