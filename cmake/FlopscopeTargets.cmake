@@ -38,10 +38,7 @@ function(flopscope_unittest)
   # their compiler time (21% on 18 of them, docs/architecture.md).
   target_compile_options(${T_NAME} PRIVATE $<$<CONFIG:RelWithDebInfo>:-g1>)
   target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} flopscope_gtest_main)
-  # Test files share fixture names in their anonymous namespaces: compiled one by one, also in a
-  # unity build (CMakeLists.txt).
-  set_target_properties(${T_NAME} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests
-                                             UNITY_BUILD OFF)
+  set_target_properties(${T_NAME} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
 
   set(suites_file ${CMAKE_CURRENT_BINARY_DIR}/${T_NAME}_suites.cmake)
   add_custom_command(TARGET ${T_NAME} POST_BUILD

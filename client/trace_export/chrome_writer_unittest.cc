@@ -19,23 +19,6 @@ namespace {
 
 using Flat = std::map<std::string, std::string>;
 
-std::string WriteSample() {
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("chrome-writer-test-" + std::to_string(getpid()) + ".json"))
-                               .string();
-  TraceFile file;
-  EXPECT_TRUE(file.Open(path).ok());
-  ChromeWriter writer(file);
-  for (const v1::TraceChunk& chunk : testing::SampleTrace()) EXPECT_TRUE(writer.Add(chunk).ok());
-  EXPECT_TRUE(writer.Finish().ok());
-  EXPECT_TRUE(file.Close().ok());
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  std::filesystem::remove(path);
-  return text.str();
-}
-
 // Event i's field, or "" when absent.
 std::string Field(const Flat& json, int i, const std::string& field) {
   auto it = json.find("traceEvents[" + std::to_string(i) + "]." + field);
@@ -47,7 +30,8 @@ std::string Quoted(const std::string& text) { return "\"" + text + "\""; }
 class ChromeWriterTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    absl::StatusOr<Flat> parsed = testing::FlattenJson(WriteSample());
+    absl::StatusOr<Flat> parsed =
+        testing::FlattenJson(testing::WriteSampleTrace<ChromeWriter>("chrome-writer-test"));
     if (absl::IsUnavailable(parsed.status())) GTEST_SKIP() << parsed.status();
     ASSERT_TRUE(parsed.ok()) << parsed.status();
     json_ = *parsed;

@@ -36,23 +36,6 @@ struct ReadBack {
   std::map<uint64_t, std::vector<std::pair<uint64_t, double>>> counters;  // track -> (ts, value)
 };
 
-std::string WriteSample() {
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("perfetto-writer-test-" + std::to_string(getpid()) + ".pftrace"))
-                               .string();
-  TraceFile file;
-  EXPECT_TRUE(file.Open(path).ok());
-  PerfettoWriter writer(file);
-  for (const v1::TraceChunk& chunk : testing::SampleTrace()) EXPECT_TRUE(writer.Add(chunk).ok());
-  EXPECT_TRUE(writer.Finish().ok());
-  EXPECT_TRUE(file.Close().ok());
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream bytes;
-  bytes << in.rdbuf();
-  std::filesystem::remove(path);
-  return bytes.str();
-}
-
 // Interned names resolved, slices rebuilt from begin/end events in time order (ties in file
 // order, as trace processors sort), each parented to the slice open on its track.
 ReadBack Parse(const std::string& bytes) {
@@ -132,7 +115,7 @@ uint64_t TrackNamed(const ReadBack& trace, const std::string& name) {
 }
 
 TEST(PerfettoWriterTest, OneSequenceClearedFirstAndEveryNameInterned) {
-  const ReadBack trace = Parse(WriteSample());
+  const ReadBack trace = Parse(testing::WriteSampleTrace<PerfettoWriter>("perfetto-writer-test"));
   ASSERT_FALSE(trace.packets.empty());
   EXPECT_EQ(trace.packets[0].sequence_flags(),
             perfetto::TracePacket::SEQ_INCREMENTAL_STATE_CLEARED);
@@ -151,7 +134,7 @@ TEST(PerfettoWriterTest, OneSequenceClearedFirstAndEveryNameInterned) {
 TEST(PerfettoWriterTest, ProcessThreadPhaseAndStreamTracks) {
   const std::vector<v1::TraceChunk> sample = testing::SampleTrace();
   const v1::TraceSession& session = sample[0].session();
-  const ReadBack trace = Parse(WriteSample());
+  const ReadBack trace = Parse(testing::WriteSampleTrace<PerfettoWriter>("perfetto-writer-test"));
   uint64_t process = 0;
   for (const auto& [uuid, track] : trace.tracks) {
     if (track.has_process()) {
@@ -176,7 +159,7 @@ TEST(PerfettoWriterTest, ProcessThreadPhaseAndStreamTracks) {
 
 TEST(PerfettoWriterTest, EveryRangeOnceWithTheParentItsNestingGives) {
   const std::vector<v1::TraceChunk> sample = testing::SampleTrace();
-  const ReadBack trace = Parse(WriteSample());
+  const ReadBack trace = Parse(testing::WriteSampleTrace<PerfettoWriter>("perfetto-writer-test"));
   const uint64_t phases = TrackNamed(trace, "steps & phases (thread 11)");
   int ranges = 0;
   for (const v1::TraceRange& range : sample[1].ranges()) {
@@ -198,7 +181,7 @@ TEST(PerfettoWriterTest, EveryRangeOnceWithTheParentItsNestingGives) {
 
 TEST(PerfettoWriterTest, EveryActivityOnceWithModuleFlopsAndItsFlow) {
   const std::vector<v1::TraceChunk> sample = testing::SampleTrace();
-  const ReadBack trace = Parse(WriteSample());
+  const ReadBack trace = Parse(testing::WriteSampleTrace<PerfettoWriter>("perfetto-writer-test"));
   const uint64_t stream = TrackNamed(trace, "GPU 0 stream 7");
   std::map<uint64_t, const Slice*> range_of_flow;
   for (const Slice& slice : trace.slices) {
@@ -232,7 +215,7 @@ TEST(PerfettoWriterTest, EveryActivityOnceWithModuleFlopsAndItsFlow) {
 
 TEST(PerfettoWriterTest, StepTimeAndAchievedFlopsCounters) {
   const std::vector<v1::TraceChunk> sample = testing::SampleTrace();
-  const ReadBack trace = Parse(WriteSample());
+  const ReadBack trace = Parse(testing::WriteSampleTrace<PerfettoWriter>("perfetto-writer-test"));
   const v1::RangeEvent& step = sample[1].ranges(0).event();
   const auto& step_time = trace.counters.at(TrackNamed(trace, "step time"));
   ASSERT_EQ(step_time.size(), 1u);
