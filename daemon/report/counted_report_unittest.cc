@@ -11,10 +11,13 @@
 #include "daemon/report/report_builder.h"
 #include "daemon/store/rank_store.h"
 #include "daemon/testing/test_batches.h"
+#include "daemon/testing/test_reports.h"
 #include "daemon/testing/test_temp_dir.h"
 
 namespace flopscope::daemon {
 namespace {
+
+using fixtures::FindModule;
 
 using fixtures::AddKernel;
 using fixtures::AddKernelFlops;
@@ -122,15 +125,6 @@ class CountedReportTest : public ::testing::Test {
     return builder.Build();
   }
 
-  static const v1::ModuleStats& Module(const v1::Report& report, const std::string& path) {
-    for (const v1::ModuleStats& module : report.modules()) {
-      if (module.path() == path) return module;
-    }
-    ADD_FAILURE() << "no module " << path;
-    static const v1::ModuleStats kNone;
-    return kNone;
-  }
-
   static const v1::PhaseStats& Phase(const v1::Report& report, const std::string& name) {
     for (const v1::PhaseStats& phase : report.phases()) {
       if (phase.name() == name) return phase;
@@ -161,7 +155,7 @@ TEST_F(CountedReportTest, SnapshotsKnowTheirCountedSteps) {
 TEST_F(CountedReportTest, ModuleFlopsArePerCountedStepSummedOverRanks) {
   const v1::Report report = Build({0, 1});
   // layer: rank 0 (1000 + 3000 + 2000) x 2 steps / 2 = 6000; rank 1: 500.
-  const v1::ModuleStats& layer = Module(report, "model/layer");
+  const v1::ModuleStats& layer = FindModule(report, "model/layer");
   ASSERT_TRUE(layer.has_flops());
   EXPECT_DOUBLE_EQ(layer.flops(), 6500);
   EXPECT_EQ(Precisions(layer),
@@ -170,15 +164,15 @@ TEST_F(CountedReportTest, ModuleFlopsArePerCountedStepSummedOverRanks) {
   EXPECT_EQ(layer.counted_steps(), 3u);
   EXPECT_EQ(layer.counted_kernels(), 5u);
   // attn: 800 + 100; head: only rank 1 counted it, so only its step counts.
-  const v1::ModuleStats& attn = Module(report, "model/attn");
+  const v1::ModuleStats& attn = FindModule(report, "model/attn");
   EXPECT_DOUBLE_EQ(attn.flops(), 900);
   EXPECT_EQ(Precisions(attn), (std::map<std::string, double>{{"fp64", 100}, {kTensorBf16, 800}}));
   EXPECT_EQ(attn.counted_kernels(), 3u);
-  const v1::ModuleStats& head = Module(report, "model/head");
+  const v1::ModuleStats& head = FindModule(report, "model/head");
   EXPECT_DOUBLE_EQ(head.flops(), 40);
   EXPECT_EQ(head.counted_steps(), 1u);
   // model: inclusive of its children.
-  const v1::ModuleStats& model = Module(report, "model");
+  const v1::ModuleStats& model = FindModule(report, "model");
   EXPECT_DOUBLE_EQ(model.flops(), 6500 + 900 + 40);
   EXPECT_EQ(Precisions(model),
             (std::map<std::string, double>{{"fp32", 3540}, {"fp64", 100}, {kTensorBf16, 3800}}));
@@ -194,28 +188,28 @@ TEST_F(CountedReportTest, ModuleFlopsAreSplitByThePassTheyWereLaunchedIn) {
   EXPECT_EQ(snapshots_.at(0).path_phase_flops.size(), 3u);  // layer fwd, layer bwd, attn fwd
   const v1::Report report = Build({0, 1});
   // layer: forward rank 0 (1000 + 3000) x 2 / 2 + rank 1 500; backward rank 0 2000 x 2 / 2.
-  const v1::ModuleStats& layer = Module(report, "model/layer");
+  const v1::ModuleStats& layer = FindModule(report, "model/layer");
   ASSERT_TRUE(layer.has_fwd_flops() && layer.has_bwd_flops());
   EXPECT_DOUBLE_EQ(layer.fwd_flops(), 4000 + 500);
   EXPECT_DOUBLE_EQ(layer.bwd_flops(), 2000);
   EXPECT_DOUBLE_EQ(layer.fwd_flops() + layer.bwd_flops(), layer.flops());
   // attn: 800 tensor in forward (rank 0), 100 fp64 in backward (rank 1).
-  const v1::ModuleStats& attn = Module(report, "model/attn");
+  const v1::ModuleStats& attn = FindModule(report, "model/attn");
   EXPECT_DOUBLE_EQ(attn.fwd_flops(), 800);
   EXPECT_DOUBLE_EQ(attn.bwd_flops(), 100);
   // head ran in forward only: no backward figure at all.
-  const v1::ModuleStats& head = Module(report, "model/head");
+  const v1::ModuleStats& head = FindModule(report, "model/head");
   EXPECT_DOUBLE_EQ(head.fwd_flops(), 40);
   EXPECT_FALSE(head.has_bwd_flops());
   // model: inclusive of its children, in each pass.
-  const v1::ModuleStats& model = Module(report, "model");
+  const v1::ModuleStats& model = FindModule(report, "model");
   EXPECT_DOUBLE_EQ(model.fwd_flops(), 4500 + 800 + 40);
   EXPECT_DOUBLE_EQ(model.bwd_flops(), 2000 + 100);
 }
 
 TEST_F(CountedReportTest, LatencyComesFromUncountedRecordsOnly) {
   const v1::Report report = Build({0, 1});
-  const v1::ModuleStats& layer = Module(report, "model/layer");
+  const v1::ModuleStats& layer = FindModule(report, "model/layer");
   EXPECT_EQ(layer.kernels(), 3u);
   EXPECT_EQ(layer.gpu_time_ns(), 300 + 300 + 400);
   const v1::PhaseStats& step = Phase(report, "step");
@@ -240,10 +234,10 @@ TEST_F(CountedReportTest, PhaseFlopsAreMeasuredAndStepsHoldTheirPhases) {
 
 TEST_F(CountedReportTest, OneRankAloneIsDividedByItsOwnSteps) {
   const v1::Report report = Build({0});
-  EXPECT_DOUBLE_EQ(Module(report, "model/layer").flops(), 6000);
-  EXPECT_EQ(Module(report, "model/layer").counted_steps(), 2u);
-  EXPECT_FALSE(Module(report, "model/head").has_flops());
-  EXPECT_FALSE(Module(report, "model/head").has_gpu_time_ns());
+  EXPECT_DOUBLE_EQ(FindModule(report, "model/layer").flops(), 6000);
+  EXPECT_EQ(FindModule(report, "model/layer").counted_steps(), 2u);
+  EXPECT_FALSE(FindModule(report, "model/head").has_flops());
+  EXPECT_FALSE(FindModule(report, "model/head").has_gpu_time_ns());
 }
 
 TEST_F(CountedReportTest, WindowsOfEveryIncludedRankAndTheFp16Convention) {

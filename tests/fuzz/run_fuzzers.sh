@@ -60,7 +60,8 @@ clang++ -fsanitize=fuzzer,address,undefined "$probe_dir/probe.cc" -o "$probe_dir
 
 # ---- configure (once) and build only the fuzzers.
 configure=(cmake -S "$SOURCE_DIR" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo
-           -DFLOPSCOPE_FUZZ=ON -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMPILER=clang)
+           -DFLOPSCOPE_FUZZ=ON -DFLOPSCOPE_UNITY_BUILD=ON -DCMAKE_CXX_COMPILER=clang++
+           -DCMAKE_C_COMPILER=clang)
 [[ -n "$GENERATOR" ]] && configure+=(-G "$GENERATOR")
 if command -v ccache >/dev/null; then
   configure+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
