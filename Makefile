@@ -42,6 +42,7 @@ screenshot: build
 	@bash scripts/screenshot.sh $(BUILD_DIR)
 
 bench: build
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target flopscope_benches
 	@bash scripts/bench.sh $(BUILD_DIR)
 
 # The relocatable bundle: $(BUILD_DIR)/dist/flopscope-<version>-linux-x86_64.tar.gz (README: GPU nodes).

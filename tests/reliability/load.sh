@@ -8,7 +8,8 @@
 # stderr lines, and how long the spooled records took to arrive.
 # NICE=N runs the ranks niced; SETSID=1 in a session of their own; DAEMON_ARGS: more flopscoped flags.
 # PROBE=1 also runs bench/query_latency beside (one client that stays connected, so its figures
-# leave out the client's own process start) and prints its summary. Needs BIN (the build's bin dir).
+# leave out the client's own process start) and prints its summary; `make bench` (or `ninja
+# query_latency`) builds it. Needs BIN (the build's bin dir).
 set -u
 D=$1 N=$2 STEPS=$3
 R=$(cd "$(dirname "$0")" && pwd)
