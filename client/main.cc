@@ -199,8 +199,9 @@ void AddRanks(CLI::App& app, CommandLine& line) {
   line.ranks->add_option("--format", options.format, "text or json")
       ->check(CLI::IsMember({"text", "json"}));
   line.ranks->add_option("--slow-pct", options.slow_pct,
-                         "flag ranks whose step is this many percent above the median "
-                         "(default 5)");
+                         "flag the rank the others wait for more than this many percent of "
+                         "the median step-to-step period, or whose step is this many percent "
+                         "above the median where nobody waits (default 5)");
   line.ranks->add_option_function<double>(
       "--peak-tflops", [&options](const double& peak) { options.peak_tflops = peak; },
       "MFU against this peak instead of the device's datasheet peak");

@@ -26,8 +26,10 @@ struct RanksOptions {
   std::string format = "text";
   std::optional<double> peak_tflops;  // overrides the peak table for MFU
   std::string precision;              // overrides the dominant precision for MFU
-  double slow_pct = 5;  // a rank is flagged when its step is this much above the median
-  std::string steps;    // as ReportOptions.steps; "": report's default (warm-up left out)
+  // A rank is flagged when the others wait for it this share of the median period, or when
+  // its step is this much above the median where nobody waits (rank_stragglers.h).
+  double slow_pct = 5;
+  std::string steps;  // as ReportOptions.steps; "": report's default (warm-up left out)
 };
 absl::Status RanksCommand(const RanksOptions& options);
 

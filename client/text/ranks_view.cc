@@ -44,16 +44,47 @@ std::string Mfu(const Figure& mfu) {
   return mfu.value ? absl::StrFormat("%.1f%%", *mfu.value * 100) : "-";
 }
 
-// "+31.0% vs 1.2 s: encoder/layer.3 +350 ms" for a straggler, "" otherwise.
+// For a straggler: "others waited 150.2 ms: model/layer.3 forward" (or ": between steps") for the
+// rank the others waited for, "+31.0% vs 1.2 s: encoder/layer.3 +350 ms" for a slower step (the
+// module's pass said where it is the backward); "" otherwise.
 std::string SlowCell(const std::optional<Straggler>& straggler) {
   if (!straggler) return "";
+  if (straggler->cause == StragglerCause::kWaitedFor) {
+    const char* pass = StragglerPassName(straggler->pass);
+    return absl::StrCat(
+        "others waited ", DurationToString(straggler->waited_s), ": ",
+        straggler->module.empty() ? pass : absl::StrCat(straggler->module, " ", pass));
+  }
   std::string cell = absl::StrFormat("+%.1f%% vs %s", straggler->excess_pct,
                                      DurationToString(straggler->median_step_s));
   if (!straggler->module.empty()) {
-    absl::StrAppend(&cell, ": ", straggler->module, " +",
+    absl::StrAppend(&cell, ": ", straggler->module,
+                    straggler->pass == StragglerPass::kBackward ? " backward" : "", " +",
                     DurationToString(straggler->module_excess_s));
   }
   return cell;
+}
+
+// The line under the table for a rank the others waited for: how long, and for what. The wait
+// is its excess over the other ranks' median in the pass; the module carries at least half.
+std::string WaitedForLine(int32_t rank, const Straggler& straggler) {
+  std::string line = absl::StrCat("Rank ", rank, " held the others up: they waited ",
+                                  DurationToString(straggler.waited_s), " per step for ");
+  if (straggler.pass == StragglerPass::kBetweenSteps) {
+    absl::StrAppend(&line, "it between steps (its step-to-step period less its step, above the ",
+                    "other ranks' median)\n");
+  } else {
+    absl::StrAppend(&line, "its ", StragglerPassName(straggler.pass), " (",
+                    PrintableForTerminal(straggler.module), ": +",
+                    DurationToString(straggler.module_excess_s),
+                    " above the other ranks' median)\n");
+  }
+  return line;
+}
+
+// The JSON's name of a pass: "forward", "backward", "between_steps", "".
+const char* PassKey(StragglerPass pass) {
+  return pass == StragglerPass::kBetweenSteps ? "between_steps" : StragglerPassName(pass);
 }
 
 std::vector<std::string> FigureCells(const RankFigures* figures) {
@@ -105,6 +136,10 @@ void WriteFiguresJson(const RankFigures& figures, JsonWriter& json) {
   json.Key("excess_pct").Double(straggler.excess_pct);
   json.Key("module").String(straggler.module);
   json.Key("module_excess_s").Double(straggler.module_excess_s);
+  json.Key("cause").String(straggler.cause == StragglerCause::kWaitedFor ? "waited_for"
+                                                                         : "slower_step");
+  json.Key("pass").String(PassKey(straggler.pass));
+  json.Key("waited_s").Double(straggler.waited_s);
   json.EndObject();
 }
 
@@ -134,6 +169,13 @@ std::string RenderRanksText(const flopscope::v1::ListRanksResponse& ranks,
     if (rank.kernels() == 0 && !rank.gpu_status().empty()) gpu_statuses.insert(rank.gpu_status());
   }
   std::string text = table.Render();
+  for (int i = 0; i < ranks.ranks_size(); ++i) {
+    const RankFigures* rank_figures = FiguresAt(figures, i);
+    if (rank_figures != nullptr && rank_figures->straggler &&
+        rank_figures->straggler->cause == StragglerCause::kWaitedFor) {
+      absl::StrAppend(&text, WaitedForLine(ranks.ranks(i).rank(), *rank_figures->straggler));
+    }
+  }
   for (const std::string& status : gpu_statuses) {
     absl::StrAppend(&text, "No GPU records: ", PrintableForTerminal(status), "\n");
   }

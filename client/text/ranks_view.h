@@ -20,8 +20,10 @@ struct RankFigures {
 
 // `flopscope ranks JOB`: one line per rank — rank, host, pid, device, parallel coordinates,
 // connected, time per step, fwd / bwd / optimizer step latency, fwd+bwd FLOPS per GPU, MFU,
-// kernels, lost records and, for the stragglers, how much slower than the median and the module
-// that makes them slow — and below the table, once per distinct status, why ranks have no GPU
+// kernels, lost records and, for the stragglers, how long the others waited for the rank and
+// where (a module's forward or backward, or between steps), or how much slower than the median
+// its step is and the module that makes it slow — and below the table one line per rank the
+// others waited for, saying it in words, once per distinct status why ranks have no GPU
 // records, then one line per rank whose report could not be read or whose usual file the daemon
 // left alone (its figures come from the file beside it). `figures` is empty (timing
 // columns show "-") or holds one entry per rank, in order.
@@ -36,9 +38,12 @@ std::string RenderRanksText(const flopscope::v1::ListRanksResponse& ranks,
 //               "opt_s": x|null, "flops_per_s": x|null, "mfu": x|null, "mfu_note": "",
 //               "problem": "",
 //               "straggler": null | {"step_s": x, "median_step_s": x, "excess_pct": x,
-//                                    "module": "", "module_excess_s": x}}]}
-// Latencies are seconds per step; mfu a fraction. The figures' keys are absent when `figures`
-// is empty.
+//                                    "module": "", "module_excess_s": x,
+//                                    "cause": "waited_for" | "slower_step",
+//                                    "pass": "forward" | "backward" | "between_steps" | "",
+//                                    "waited_s": x}}]}
+// Latencies are seconds per step; mfu a fraction; waited_s 0 for a slower step (Straggler). The
+// figures' keys are absent when `figures` is empty.
 std::string RenderRanksJson(const flopscope::v1::ListRanksResponse& ranks,
                             const std::vector<RankFigures>& figures = {});
 

@@ -151,6 +151,68 @@ TEST(RenderRanksJsonTest, FiguresAndStragglerParseBack) {
   EXPECT_DOUBLE_EQ(std::stod(flat->at("ranks[1].straggler.module_excess_s")), 0.2);
 }
 
+TEST(RenderRanksJsonTest, ASlowerStepSaysItsCause) {
+  absl::StatusOr<std::map<std::string, std::string>> flat =
+      testing::FlattenJson(RenderRanksJson(TwoRanks(), TwoRankFigures()));
+  if (absl::IsUnavailable(flat.status())) GTEST_SKIP() << flat.status();
+  ASSERT_TRUE(flat.ok()) << flat.status();
+  EXPECT_EQ(flat->at("ranks[1].straggler.cause"), "\"slower_step\"");
+  EXPECT_EQ(flat->at("ranks[1].straggler.pass"), "\"\"");
+  EXPECT_EQ(std::stod(flat->at("ranks[1].straggler.waited_s")), 0);
+}
+
+TEST(RenderRanksTextTest, ASlowerStepInABackwardSaysSo) {
+  std::vector<RankFigures> figures = TwoRankFigures();
+  figures[1].straggler->pass = StragglerPass::kBackward;
+  const std::string text = RenderRanksText(TwoRanks(), figures);
+  const std::vector<std::string> lines = absl::StrSplit(text, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 5u) << text;  // no line under the table: nobody waited
+  EXPECT_TRUE(lines[3].ends_with("+20.0% vs 1.25 s: model backward +200 ms")) << lines[3];
+}
+
+// Issue 31 item 3: the rank the others waited for is named with where its extra time went and
+// how long they waited, in its cell, in a line of its own under the table and in the JSON.
+TEST(RenderRanksTextTest, TheRankTheOthersWaitedForSaysWhereAndHowLong) {
+  std::vector<RankFigures> figures = TwoRankFigures();
+  figures[1].straggler = Straggler{.step_s = 1.25,
+                                   .median_step_s = 1.25,
+                                   .module = "model/layer.1",
+                                   .module_excess_s = 0.15,
+                                   .cause = StragglerCause::kWaitedFor,
+                                   .pass = StragglerPass::kBackward,
+                                   .waited_s = 0.16};
+  std::string text = RenderRanksText(TwoRanks(), figures);
+  std::vector<std::string> lines = absl::StrSplit(text, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 6u) << text;
+  EXPECT_TRUE(lines[3].ends_with("others waited 160 ms: model/layer.1 backward")) << lines[3];
+  EXPECT_EQ(lines[4],
+            "Rank 1 held the others up: they waited 160 ms per step for its backward "
+            "(model/layer.1: +150 ms above the other ranks' median)");
+  absl::StatusOr<std::map<std::string, std::string>> flat =
+      testing::FlattenJson(RenderRanksJson(TwoRanks(), figures));
+  if (absl::IsUnavailable(flat.status())) GTEST_SKIP() << flat.status();
+  ASSERT_TRUE(flat.ok()) << flat.status();
+  EXPECT_EQ(flat->at("ranks[1].straggler.cause"), "\"waited_for\"");
+  EXPECT_EQ(flat->at("ranks[1].straggler.pass"), "\"backward\"");
+  EXPECT_EQ(flat->at("ranks[1].straggler.module"), "\"model/layer.1\"");
+  EXPECT_DOUBLE_EQ(std::stod(flat->at("ranks[1].straggler.waited_s")), 0.16);
+
+  figures[1].straggler->pass = StragglerPass::kBetweenSteps;
+  figures[1].straggler->module.clear();
+  figures[1].straggler->module_excess_s = 0;
+  text = RenderRanksText(TwoRanks(), figures);
+  lines = absl::StrSplit(text, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 6u) << text;
+  EXPECT_TRUE(lines[3].ends_with("others waited 160 ms: between steps")) << lines[3];
+  EXPECT_EQ(lines[4],
+            "Rank 1 held the others up: they waited 160 ms per step for it between steps (its "
+            "step-to-step period less its step, above the other ranks' median)");
+  flat = testing::FlattenJson(RenderRanksJson(TwoRanks(), figures));
+  ASSERT_TRUE(flat.ok()) << flat.status();
+  EXPECT_EQ(flat->at("ranks[1].straggler.pass"), "\"between_steps\"");
+  EXPECT_EQ(flat->at("ranks[1].straggler.module"), "\"\"");
+}
+
 TEST(RenderRanksTextTest, ARankWithoutFiguresSaysWhy) {
   std::vector<RankFigures> figures = TwoRankFigures();
   figures[0] = RankFigures{.profile = Profile{},
