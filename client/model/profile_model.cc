@@ -756,6 +756,16 @@ std::string FlopsSource(const std::vector<ModuleRow>& modules, const Report& rep
   }
   const bool gpu = std::any_of(report.ranks().begin(), report.ranks().end(),
                                [](const auto& rank) { return rank.kernels() > 0; });
+  // A torch.compile graph runs none of the functions the estimate wraps (docs/pytorch.md).
+  const auto compiled = std::find_if(modules.begin(), modules.end(), [](const ModuleRow& row) {
+    return !row.inside_compiled.empty();
+  });
+  if (!gpu && compiled != modules.end()) {
+    return absl::StrCat("no FLOPs: ", compiled->inside_compiled,
+                        " ran as a torch.compile graph, which the torch hooks' estimate does not "
+                        "see (counters on a GPU do: FLOPSCOPE_COUNTERS); ",
+                        profile.no_gpu_why);
+  }
   if (!gpu) return absl::StrCat("no FLOPs: ", profile.no_gpu_why);
   return absl::StrCat("no FLOPs counted: no counter window yet (open one: flopscope profile ",
                       report.job_id(), " --count N)");

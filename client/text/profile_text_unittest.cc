@@ -500,6 +500,11 @@ TEST(ProfileSemanticsTest, ModulesInsideACompiledGraphSaySoInsteadOfNeverRan) {
   const std::string additions = RenderAdditions(profile);
   const std::vector<std::string> pieces = absl::StrSplit(additions, inside);
   EXPECT_EQ(pieces.size(), 4u) << additions;  // once per module
+  // Nothing estimated or counted: the FLOPs say why (the graph), not only that there is no GPU.
+  EXPECT_TRUE(absl::StartsWith(profile.flops_source,
+                               "no FLOPs: Net ran as a torch.compile graph, which the torch "
+                               "hooks' estimate does not see"))
+      << profile.flops_source;
 }
 
 TEST(ProfileSemanticsTest, TheAdditionsNeverPrintALatencyBesideNeverRan) {
