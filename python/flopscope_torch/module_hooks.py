@@ -141,7 +141,7 @@ class ModuleHooks:
         self._events_type = GradEvents  # what _add_events registers, and its owner
         self._events_owner = self
         self._hooks = ()  # the forward pre and post hooks registered with torch
-        self._dynamo_hidden = False  # whether Dynamo ignores them (hide_from_dynamo)
+        self._dynamo_hidden = False  # whether they are wrapped for Dynamo (hide_from_dynamo)
         self._compiled_paths = set()  # model paths announced `compiled`
 
     def install(self):
@@ -275,8 +275,7 @@ class ModuleHooks:
         for handle in self._handles:
             handle.remove()
         self._handles = []
-        if self._dynamo_hidden:
-            self._show_to_dynamo()
+        self._dynamo_hidden = False
         if self.estimate is not None:
             self.estimate.uninstall()
 
@@ -352,25 +351,17 @@ class ModuleHooks:
             self._announcer.announce(f"compiled {info.model_path}", "torch.compile")
 
     def hide_from_dynamo(self):
-        """Puts the forward hooks in Dynamo's ignore_logging_functions: under torch.compile they
-        are left out of the graph (neither run nor a graph break), as the hooks would break the
-        graph at every module. Called when the job first compiles (torch.compile, an
-        OptimizedModule's first call): importing torch._dynamo costs a second."""
+        """From the job's first compile on (torch.compile, an OptimizedModule's first call), the
+        forward hooks are called through functions that return at once while Dynamo traces: it
+        folds torch.compiler.is_compiling() to True, so the compiled graph holds no hook, neither
+        a call nor a graph break. Dynamo cannot trace into the native hooks (a method of a C
+        object) and breaks the graph at every module where the Python ones touch their state."""
         if self._dynamo_hidden or not self._hooks:
             return
         self._dynamo_hidden = True
-        try:
-            import torch._dynamo.config as dynamo_config  # pylint: disable=import-outside-toplevel
-        except ImportError:  # torch 1.13: no Dynamo
-            return
         compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None)
-        if compiling is None:
+        if compiling is None:  # torch 1.13: no Dynamo
             return
-        # Dynamo sees a method of a C object (the native hooks) as a call it cannot trace, and
-        # traces Python hooks (a graph break where they touch their state). So from now on the
-        # hooks are called through functions that Dynamo reads as returning at once: it folds
-        # torch.compiler.is_compiling() to True. ignore_logging_functions would say the same,
-        # but Dynamo does not consult it for the hooks of every module.
         inner_pre, inner_post = self._hooks
 
         def pre(module, inputs):
@@ -388,16 +379,6 @@ class ModuleHooks:
         module_api._global_forward_pre_hooks[self._handles[0].id] = pre
         module_api._global_forward_hooks[self._handles[1].id] = post
         self._hooks = (pre, post)
-        ignored = getattr(dynamo_config, "ignore_logging_functions", None)
-        if isinstance(ignored, set):
-            ignored.update(self._hooks)
-
-    def _show_to_dynamo(self):
-        config = sys.modules.get("torch._dynamo.config")
-        ignored = getattr(config, "ignore_logging_functions", None)
-        if isinstance(ignored, set):
-            ignored.difference_update(self._hooks)
-        self._dynamo_hidden = False
 
     def _recompute_pre(self, state, info, inputs):
         """A forward called while a backward range is the innermost (activation checkpointing
