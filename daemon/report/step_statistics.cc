@@ -4,6 +4,8 @@
 #include <iterator>
 #include <optional>
 
+#include "daemon/store/latency_sketch.h"
+
 namespace flopscope::daemon {
 
 namespace {
@@ -251,17 +253,10 @@ SampleSummary Summarize(std::vector<int64_t> samples) {
   SampleSummary summary;
   if (samples.empty()) return summary;
   summary.samples = static_cast<uint32_t>(samples.size());
-  const size_t middle = samples.size() / 2;
-  std::nth_element(samples.begin(), samples.begin() + middle, samples.end());
-  summary.median_ns = samples[middle];
-  if (samples.size() % 2 == 0) {
-    const int64_t lower = *std::max_element(samples.begin(), samples.begin() + middle);
-    // Halves first: the sum of two large durations must not overflow.
-    summary.median_ns = lower / 2 + samples[middle] / 2 + (lower % 2 + samples[middle] % 2) / 2;
-  }
   const auto [min, max] = std::minmax_element(samples.begin(), samples.end());
   summary.min_ns = *min;
   summary.max_ns = *max;
+  summary.median_ns = MedianOf(&samples);
   return summary;
 }
 

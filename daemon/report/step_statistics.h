@@ -142,7 +142,8 @@ class StepStatistics {
   std::vector<PassSpan> passes_;
 };
 
-// Median (the mean of the middle two for an even count, rounded down), min and max.
+// Median (MedianOf, latency_sketch.h: the mean of the middle two for an even count, rounded
+// down), min and max.
 struct SampleSummary {
   uint32_t samples = 0;
   int64_t median_ns = 0;

@@ -58,6 +58,19 @@ batch rejected_undefined_path <<'PB'
 seq: 3
 ranges { path_id: 99 instance_id: 1 start_ns: 1764000000000000000 end_ns: 1764000000000000001 }
 PB
+batch open_ranges <<'PB'
+seq: 4
+paths { id: 1 name: "step" domain: "flopscope" }
+paths { id: 2 parent_id: 1 name: "forward" domain: "flopscope" }
+paths { id: 3 name: "Net" }
+paths { id: 4 parent_id: 3 name: "slowed" }
+open_ranges { time_ns: 1764000009000000000
+  threads { thread_id: 77 module_depth: 2 phase_depth: 2
+            modules { path_id: 3 start_ns: 1764000000002000000 }
+            modules { path_id: 4 start_ns: 1764000000003000000 }
+            phases { path_id: 1 start_ns: 1764000000000000000 }
+            phases { path_id: 2 start_ns: 1764000000001000000 } } }
+PB
 batch nested_ranges <<'PB'
 seq: 4
 paths { id: 1 name: "Model" }
@@ -232,5 +245,19 @@ PY
 made_counts three_slots 0
 made_counts named_session 1
 made_counts named_sigint 1 2
+
+# ---- latency_sketch: a stored sketch in each form (proto/flopscope/v1/rollups.proto).
+sketch() {  # sketch NAME: a text-format v1::LatencySketch on stdin, encoded
+  protoc --proto_path="$ROOT/proto" --encode=flopscope.v1.LatencySketch \
+    "$ROOT/proto/flopscope/v1/rollups.proto" | seed latency_sketch "$1.pb"
+}
+sketch exact <<'PB'
+count: 4 sum_ns: 4700 min_ns: 1000 max_ns: 1500
+exact_deltas_ns: [1000, 100, 100, 300]
+PB
+sketch bucketed <<'PB'
+count: 9 sum_ns: 2100000 min_ns: 0 max_ns: 410000 bucketed: true zero_count: 1
+first_bucket: 618 bucket_counts: [3, 0, 0, 4, 1]
+PB
 
 echo "seeds: $(find "$CORPUS" -type f | wc -l) files, $(du -sk "$CORPUS" | cut -f1) KiB in $CORPUS"
