@@ -67,7 +67,7 @@ AccessRules MakeAccessRules(const std::string& admin_group) {
   return rules;
 }
 
-absl::StatusOr<PeerIdentity> AccessControl::Identify(const grpc::ServerContext& context) const {
+absl::StatusOr<PeerIdentity> AccessControl::Identify(const grpc::ServerContextBase& context) const {
   std::optional<PeerIdentity> peer = peers_->Find(context.peer());
   if (peer) return *std::move(peer);
   // A verified client certificate (mutual TLS on --tcp): its subject says who.
@@ -83,7 +83,7 @@ absl::StatusOr<PeerIdentity> AccessControl::Identify(const grpc::ServerContext& 
 }
 
 absl::StatusOr<PeerIdentity> AccessControl::IdentifyWriter(
-    const grpc::ServerContext& context) const {
+    const grpc::ServerContextBase& context) const {
   absl::StatusOr<PeerIdentity> caller = Identify(context);
   if (!caller.ok()) return caller;
   const auto& metadata = context.client_metadata();

@@ -65,12 +65,12 @@ class AccessControl {
       : peers_(peers), catalog_(catalog), rules_(std::move(rules)), limits_(limits) {}
 
   // The caller of a call, from its connection; PERMISSION_DENIED for a peer with no identity.
-  absl::StatusOr<PeerIdentity> Identify(const grpc::ServerContext& context) const;
+  absl::StatusOr<PeerIdentity> Identify(const grpc::ServerContextBase& context) const;
   // Who a Collector stream writes as: the caller, or for a stream a node daemon (or root)
   // forwards, the job's owner on the node (kForwardedOwnerKey), so that the aggregator's job has
   // its real owner; `forwarded_by` then names the forwarder. Anyone else may name only their
   // own uid there, and a node daemon's certificate writes nothing but forwarded streams.
-  absl::StatusOr<PeerIdentity> IdentifyWriter(const grpc::ServerContext& context) const;
+  absl::StatusOr<PeerIdentity> IdentifyWriter(const grpc::ServerContextBase& context) const;
 
   // OK when the caller may do `access` to `job_id`, or the job does not exist (the handler says
   // NOT_FOUND); PERMISSION_DENIED naming the owner and who may otherwise.

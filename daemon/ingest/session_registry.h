@@ -49,15 +49,16 @@ class LiveSession {
 
  private:
   const SessionKey key_;
-  // gRPC's synchronous streams allow one Read and one Write in flight at a time from different
-  // threads, never two Writes: the handler thread's Acks and the Profiling threads' Controls take
-  // turns here. Held across the (possibly slow) Write on purpose, so never while holding the
-  // registry's lock.
+  // The handler's Acks (from an ingest worker) and the Profiling threads' Controls take turns
+  // here, and Close waits for a write in progress. Held across the writer: the Collector's
+  // (collector_service.cc) only queues the message for the stream's one write in flight and
+  // takes its reactor's lock, which is never held across a call out, so this is short; another
+  // writer may block for as long as it writes, so this is never taken under the registry's lock.
   absl::Mutex write_mu_;
   DownWriter writer_ ABSL_GUARDED_BY(write_mu_);  // empty once closed
 };
 
-// The reply to one Control, filled in by the handler thread of the stream it went down.
+// The reply to one Control, filled in by the stream it went down when its reply is read.
 class PendingControl {
  public:
   PendingControl(uint64_t id, const LiveSession* stream) : id_(id), stream_(stream) {}
@@ -75,7 +76,7 @@ class PendingControl {
  private:
   const uint64_t id_;
   const LiveSession* const stream_;
-  absl::Mutex mu_;  // the waiting thread and the stream's handler thread meet here
+  absl::Mutex mu_;  // the waiting thread and the stream's reading reaction meet here
   std::optional<absl::StatusOr<v1::ControlReply>> outcome_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -29,7 +29,7 @@ StreamWatchdog::Watch::~Watch() { watchdog_->Forget(id_); }
 
 void StreamWatchdog::Watch::Heard() { watchdog_->Heard(id_); }
 
-std::unique_ptr<StreamWatchdog::Watch> StreamWatchdog::Start(grpc::ServerContext* context) {
+std::unique_ptr<StreamWatchdog::Watch> StreamWatchdog::Start(grpc::ServerContextBase* context) {
   absl::MutexLock lock(&mu_);
   const uint64_t id = next_id_++;
   entries_[id] = Entry{context, absl::Now() + hello_timeout_};

@@ -1,16 +1,18 @@
 #pragma once
 
-// Ends Collector streams that hold a daemon thread and say nothing (docs/design/access.md,
-// "Bounded per peer"; reliability campaign row 5a′). Each stream is served on a thread of its
-// own, blocked in Read; a peer that opens streams and never sends a hello would hold those
-// threads for ever. A stream must send its hello within `hello_timeout` and then some message
-// at least every `idle_timeout`; past either the watchdog cancels the call (Read returns false,
-// the handler returns, the thread is free). A producer that is only quiet reconnects and resumes
-// with its token, losing nothing.
+// Ends Collector streams that hold a peer's slot and say nothing (docs/design/access.md,
+// "Bounded per peer"; reliability campaign row 5a′). A stream holds no thread while it waits
+// (collector_service.h: callback API), but it holds one of its peer's stream slots, its reactor
+// and its buffers; a peer that opens streams and never sends a hello would hold those for ever.
+// A stream must send its hello within `hello_timeout` and then some message at least every
+// `idle_timeout`; past either the watchdog cancels the call (the pending read fails, the stream
+// ends and lets go of its slot). A producer that is only quiet reconnects and resumes with its
+// token, losing nothing.
 //
-// Thread-safe. Hazard: the watchdog calls ServerContext::TryCancel from its own thread, which
-// gRPC allows; it does so under mu_, and a Watch is removed under mu_ before its handler returns,
-// so the context is alive whenever it is cancelled.
+// Thread-safe. Hazard: the watchdog calls ServerContextBase::TryCancel from its own thread, which
+// gRPC allows; it does so under mu_, and a Watch is removed under mu_ before its stream calls
+// Finish (gRPC frees the context only after that), so the context is alive whenever it is
+// cancelled.
 
 #include <grpcpp/grpcpp.h>
 
@@ -30,7 +32,7 @@ class StreamWatchdog {
   StreamWatchdog(absl::Duration hello_timeout, absl::Duration idle_timeout);
   ~StreamWatchdog();  // stops the thread
 
-  // One stream under watch, from its start until destroyed (before the handler returns).
+  // One stream under watch, from its start until destroyed (before the stream's Finish).
   class Watch {
    public:
     ~Watch();
@@ -47,14 +49,14 @@ class StreamWatchdog {
   };
 
   // Watches the stream of `context` from now: cancelled unless a hello arrives in time.
-  std::unique_ptr<Watch> Start(grpc::ServerContext* context) ABSL_LOCKS_EXCLUDED(mu_);
+  std::unique_ptr<Watch> Start(grpc::ServerContextBase* context) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Streams cancelled for silence so far.
   uint64_t cancelled() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   struct Entry {
-    grpc::ServerContext* context;
+    grpc::ServerContextBase* context;
     absl::Time deadline;
     bool heard = false;  // the hello came
   };
