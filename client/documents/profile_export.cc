@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "client/text/memory_view.h"
 
 namespace flopscope::client {
 namespace {
@@ -238,6 +239,9 @@ void WriteProfileJson(const Profile& profile, JsonWriter& json) {
   }
   WriteStepWindow(profile.step_scope, json);
   WriteSummary(profile, json);
+  json.Key("memory").BeginArray();  // each rank's memory ledger (memory_view.h), by rank
+  for (const RankMemory& memory : profile.memory) WriteMemoryJson(memory, json);
+  json.EndArray();
   json.Key("modules").BeginArray();
   for (const ModuleRow& row : profile.modules) WriteModuleRow(row, json);
   json.EndArray();

@@ -15,6 +15,7 @@ namespace flopscope::client {
 //       "metric_set": "", "passes": n, "kernels_counted": n, "ranges_unmatched": n,
 //       "status": ""}],
 //     "summary": {"<figure>": {"value": x|null, "note": ""}},   // params_per_gpu, ..., mfu
+//     "memory": [each rank's memory ledger, memory_view.h's WriteMemoryJson],
 //     "modules": [{"path": "", "class": "", "depth": n, "name": "", "model_path": "",
 //                  "ran": bool, "container": bool, "figures_from_children": bool,
 //                  "note": ""|null, "params": x|null, "macs": x|null,

@@ -1055,6 +1055,7 @@ Profile BuildProfile(const Report& report, const ProfileOptions& options,
   RowsPerMicroBatch(profile);
   profile.latency_basis = LatencyBasis(report, profile);
   FillGpuStatus(report, profile);
+  profile.memory = ReadMemoryLedger(report.metadata());
   for (const auto& entry : report.metadata()) {
     if (entry.key() == kEndSignalKey) ++profile.end_signals[entry.value()];
     if (entry.key() == kEndSignalCutShortKey) ++profile.cut_short_signals[entry.value()];

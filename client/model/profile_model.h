@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "client/model/memory_ledger.h"
 #include "common/peak_flops.h"
 #include "flopscope/v1/query.pb.h"
 
@@ -230,6 +231,9 @@ struct Profile {
   std::vector<PrecisionFlops> flops_by_precision;
   std::vector<CountedWindow> counter_windows;
   std::string fp16_convention;
+  // Each rank's memory ledger (`memory_ledger` / `memory_peak` marks of the torch hooks), by
+  // rank; empty where none was announced.
+  std::vector<RankMemory> memory;
 };
 
 // `model_figures_measured`: params/FLOPs of the model are the report's own (the report covers a

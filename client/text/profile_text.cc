@@ -12,6 +12,7 @@
 #include "client/model/profile_flops.h"
 #include "client/text/deepspeed_format.h"
 #include "client/text/loss_cause_names.h"
+#include "client/text/memory_view.h"
 #include "client/text/text_table.h"
 #include "common/utf8.h"
 
@@ -572,6 +573,7 @@ std::string RenderAdditions(const Profile& profile) {
   absl::StrAppend(&out, EstimateComparison(profile));
   absl::StrAppend(&out, DeepSpeedDifferences(profile));
   absl::StrAppend(&out, ParamsHeldTable(profile));
+  absl::StrAppend(&out, MemoryLedgerSection(profile.memory));
   absl::StrAppend(&out, OutsideTheModel(profile));
   return out;
 }

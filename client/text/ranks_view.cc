@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "client/text/deepspeed_format.h"
 #include "client/text/loss_cause_names.h"
+#include "client/text/memory_view.h"
 #include "client/text/text_table.h"
 #include "common/json/json_writer.h"
 #include "common/utf8.h"
@@ -88,7 +89,7 @@ const char* PassKey(StragglerPass pass) {
 }
 
 std::vector<std::string> FigureCells(const RankFigures* figures) {
-  if (figures == nullptr) return {"-", "-", "-", "-", "-", "-", ""};
+  if (figures == nullptr) return {"-", "-", "-", "-", "-", "-", "-", ""};
   const Profile& profile = figures->profile;
   const Figure& flops = profile.fwd_bwd_flops_per_s;
   return {Seconds(StepTimeOf(profile)),
@@ -97,6 +98,7 @@ std::vector<std::string> FigureCells(const RankFigures* figures) {
           Seconds(profile.step_latency_s.value),
           flops.value ? FlopsToString(*flops.value) : "-",
           Mfu(profile.mfu),
+          MemoryCell(profile.memory),
           SlowCell(figures->straggler)};
 }
 
@@ -120,6 +122,13 @@ void WriteFiguresJson(const RankFigures& figures, JsonWriter& json) {
   WriteOptional(json, "mfu", profile.mfu.value);
   json.Key("mfu_note").String(profile.mfu.note);
   json.Key("problem").String(figures.problem);
+  // The rank's memory ledger (memory_view.h), null where its hooks announced none.
+  json.Key("memory");
+  if (profile.memory.empty() || profile.memory.front().setup.empty()) {
+    json.Null();
+  } else {
+    WriteMemoryJson(profile.memory.front(), json);
+  }
   // The file the daemon left alone in this rank's place, when it read the one beside it.
   json.Key("left_alone").BeginArray();
   for (const auto& left_alone : profile.left_alone_files) json.String(left_alone.second);
@@ -152,7 +161,7 @@ const RankFigures* FiguresAt(const std::vector<RankFigures>& figures, int index)
 std::string RenderRanksText(const flopscope::v1::ListRanksResponse& ranks,
                             const std::vector<RankFigures>& figures) {
   TextTable table({"rank", "host", "pid", "device", "layout", "connected", "step", "fwd", "bwd",
-                   "opt", "FLOPS", "MFU", "kernels", "lost", "slow"});
+                   "opt", "FLOPS", "MFU", "memory", "kernels", "lost", "slow"});
   std::set<std::string> gpu_statuses;
   for (int i = 0; i < ranks.ranks_size(); ++i) {
     const auto& rank = ranks.ranks(i);
@@ -174,6 +183,18 @@ std::string RenderRanksText(const flopscope::v1::ListRanksResponse& ranks,
     if (rank_figures != nullptr && rank_figures->straggler &&
         rank_figures->straggler->cause == StragglerCause::kWaitedFor) {
       absl::StrAppend(&text, WaitedForLine(ranks.ranks(i).rank(), *rank_figures->straggler));
+    }
+  }
+  for (int i = 0; i < ranks.ranks_size(); ++i) {
+    const RankFigures* rank_figures = FiguresAt(figures, i);
+    if (rank_figures == nullptr) continue;
+    for (const RankMemory& memory : rank_figures->profile.memory) {
+      for (const MemoryPart& part : memory.parts) {
+        if (part.flagged) {
+          absl::StrAppend(&text, "Rank ", memory.rank,
+                          " memory above its formula: ", MemoryFlagLine(memory, part), "\n");
+        }
+      }
     }
   }
   for (const std::string& status : gpu_statuses) {

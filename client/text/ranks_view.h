@@ -20,10 +20,12 @@ struct RankFigures {
 
 // `flopscope ranks JOB`: one line per rank — rank, host, pid, device, parallel coordinates,
 // connected, time per step, fwd / bwd / optimizer step latency, fwd+bwd FLOPS per GPU, MFU,
+// memory (what its tensors held / what the formula expects, "!" above it: memory_view.h),
 // kernels, lost records and, for the stragglers, how long the others waited for the rank and
 // where (a module's forward or backward, or between steps), or how much slower than the median
 // its step is and the module that makes it slow — and below the table one line per rank the
-// others waited for, saying it in words, once per distinct status why ranks have no GPU
+// others waited for, saying it in words, a line per memory part above its formula, once per
+// distinct status why ranks have no GPU
 // records, then one line per rank whose report could not be read or whose usual file the daemon
 // left alone (its figures come from the file beside it). `figures` is empty (timing
 // columns show "-") or holds one entry per rank, in order.
@@ -36,7 +38,7 @@ std::string RenderRanksText(const flopscope::v1::ListRanksResponse& ranks,
 //               "kernels": n, "lost": n, "gpu_status": "",
 //               "steps": n, "step_s": x|null, "fwd_s": x|null, "bwd_s": x|null,
 //               "opt_s": x|null, "flops_per_s": x|null, "mfu": x|null, "mfu_note": "",
-//               "problem": "",
+//               "problem": "", "memory": null | {memory_view.h's WriteMemoryJson},
 //               "straggler": null | {"step_s": x, "median_step_s": x, "excess_pct": x,
 //                                    "module": "", "module_excess_s": x,
 //                                    "cause": "waited_for" | "slower_step",

@@ -2,8 +2,10 @@
 
 #include <cmath>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "client/testing/json_parse_for_test.h"
+#include "client/text/memory_view.h"
 #include "gtest/gtest.h"
 
 namespace flopscope::client {
@@ -275,6 +277,37 @@ TEST(RenderRanksJsonTest, NoFiguresNoFigureKeys) {
   const std::string json = RenderRanksJson(TwoRanks());
   EXPECT_EQ(json.find("step_s"), std::string::npos);
   EXPECT_EQ(json.find("straggler"), std::string::npos);
+}
+
+// Each rank's report carries its own `memory_ledger` mark: the cell shows held / expected, and a
+// part above its formula gets a line under the table.
+TEST(RenderRanksTextTest, MemoryHeldAgainstTheFormulaAndTheFlaggedPart) {
+  std::vector<RankFigures> figures = TwoRankFigures();
+  for (int rank : {0, 1}) {
+    flopscope::v1::Report report;
+    report.add_ranks()->set_rank(rank);
+    auto* mark = report.add_metadata();
+    mark->set_key("memory_ledger " + std::to_string(rank));
+    mark->set_value(absl::StrCat("step:1 setup:zero3 dp:2 elements:1000 dtype:fp32 states:2 ",
+                                 "params:", rank == 0 ? 2000 : 4000, " grads:2000 optimizer:6000"));
+    figures[rank].profile.memory = BuildProfile(report, {}).memory;
+  }
+  const std::string text = RenderRanksText(TwoRanks(), figures);
+  const std::vector<std::string> lines = absl::StrSplit(text, '\n', absl::SkipEmpty());
+  ASSERT_GE(lines.size(), 6u) << text;
+  EXPECT_NE(lines[0].find("memory"), std::string::npos) << text;
+  EXPECT_NE(lines[2].find("9.77 KiB / 9.77 KiB "), std::string::npos) << text;  // 10000 B
+  EXPECT_NE(lines[3].find(" / 9.77 KiB !"), std::string::npos) << text;
+  EXPECT_EQ(lines[4], "Rank 1 memory above its formula: " +
+                          MemoryFlagLine(figures[1].profile.memory[0],
+                                         figures[1].profile.memory[0].parts[0]));
+  absl::StatusOr<std::map<std::string, std::string>> flat =
+      testing::FlattenJson(RenderRanksJson(TwoRanks(), figures));
+  if (absl::IsUnavailable(flat.status())) GTEST_SKIP() << flat.status();
+  ASSERT_TRUE(flat.ok()) << flat.status();
+  EXPECT_EQ(flat->at("ranks[0].memory.flagged"), "false");
+  EXPECT_EQ(flat->at("ranks[1].memory.parts.params.held"), "4000");
+  EXPECT_EQ(flat->at("ranks[1].memory.flags#"), "1");
 }
 
 }  // namespace

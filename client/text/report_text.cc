@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "client/model/memory_ledger.h"
 #include "client/model/profile_flops.h"
 #include "client/text/human_format.h"
 #include "client/text/loss_cause_names.h"
@@ -158,7 +159,8 @@ std::string AnnouncedSection(const Report& report) {
   std::set<std::string> seen;
   for (const auto& entry : report.metadata()) {
     if (IsPerModuleKey(entry.key()) || IsInjectorGpuKey(entry.key()) ||
-        entry.key() == kEndSignalKey || entry.key() == kEndSignalCutShortKey) {
+        IsMemoryLedgerKey(entry.key()) || entry.key() == kEndSignalKey ||
+        entry.key() == kEndSignalCutShortKey) {
       continue;
     }
     std::string fact = PrintableForTerminal(absl::StrCat(entry.key(), "=", entry.value()));

@@ -132,6 +132,7 @@ class ModuleHooks:
         self._fail = fail
         self._batch = batch
         self.estimate = estimate
+        self.memory = None  # the memory ledger (memory_ledger.MemoryLedger) when on
         self.ranges = ThreadRanges(backend)
         self._handles = []
         self._hook_key = f"flopscope_torch:{id(self)}"
@@ -409,6 +410,8 @@ class ModuleHooks:
 
     def _register(self, module, parent):
         info = self._registry.info_for(module, inside_module=parent is not None)
+        if parent is None and self.memory is not None:  # a root or the wrapper around one
+            self.memory.root_seen(module)
         for tree in self._registry.take_new_trees():
             modules = [each.ref() for each in tree.infos]
             self._announcer.announce_tree(tree, modules)

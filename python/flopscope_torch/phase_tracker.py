@@ -62,6 +62,8 @@ class PhaseTracker:
         self._on_step_end = on_step_end
         self._on_step_closing = on_step_closing
         self._local = threading.local()
+        # The memory ledger (memory_ledger.MemoryLedger) when on: told each phase boundary.
+        self.memory = None
 
     def _state(self):
         try:
@@ -203,11 +205,15 @@ class PhaseTracker:
             self._on_step_end()
 
     def _push(self, state, entry):
+        if self.memory is not None:
+            self.memory.phase_boundary(entry.name, opening=True)
         self._backend.phase_push(entry.name)
         state.open.append(entry)
         return len(state.open) - 1
 
     def _pop(self, state):
+        if self.memory is not None:
+            self.memory.phase_boundary(state.open[-1].name, opening=False)
         self._backend.phase_pop()
         state.open.pop()
 

@@ -31,6 +31,7 @@ class Profiler:
         self.phases: Any = None
         self.module_hooks: Any = None
         self.training_hooks: Any = None
+        self.memory: Any = None
         self.failed = False
         self._layout_sources: Dict[str, ParallelLayout] = {}
         self._atexit_registered = False
@@ -93,6 +94,7 @@ class Profiler:
         # Imported here: importing flopscope_torch must not import torch (sitecustomize runs it in
         # every Python process of the job, most of which never touch torch).
         from . import flop_estimate  # pylint: disable=import-outside-toplevel
+        from . import memory_ledger  # pylint: disable=import-outside-toplevel
         from .module_hooks import ModuleHooks  # pylint: disable=import-outside-toplevel
         from .phase_tracker import PhaseTracker  # pylint: disable=import-outside-toplevel
         from .training_hooks import TrainingHooks  # pylint: disable=import-outside-toplevel
@@ -110,6 +112,10 @@ class Profiler:
             self.module_hooks.estimate = flop_estimate.FlopEstimate(self.module_hooks.ranges,
                                                                     backend.mark)
         self.training_hooks = TrainingHooks(self.phases, self.module_hooks, self.fail)
+        if memory_ledger.enabled(environ):
+            self.memory = memory_ledger.MemoryLedger(backend.mark, environ)
+            self.module_hooks.memory = self.training_hooks.memory = self.memory
+            self.phases.memory = self.memory
 
     def _flush_estimate(self) -> None:
         estimate = self.module_hooks.estimate if self.module_hooks is not None else None
@@ -123,6 +129,13 @@ class Profiler:
         # At a step's end no module range of this thread should be open; any still open belongs
         # to a forward that raised (its post hook never ran).
         self.module_hooks.ranges.close_all()
+        if self.memory is not None:
+            try:
+                self.memory.step_ended()
+            except Exception as error:  # pylint: disable=broad-except
+                self.memory = self.module_hooks.memory = self.training_hooks.memory = None
+                self.phases.memory = None
+                self.announcer.problem_once("memory ledger off", error)
 
     def _teardown(self) -> None:
         if self.module_hooks is None:

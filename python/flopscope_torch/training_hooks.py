@@ -8,7 +8,7 @@
 - Every torch.optim.Optimizer subclass gets its `step` wrapped at class level (the classes that
   exist now, and each new class when its first instance is built), so `optimizer.step()` is the
   `optimizer` phase and ends the step. Nested steps (an optimizer calling another's step) count
-  once.
+  once. The optimizer stepped is told to the memory ledger, when it is on (memory_ledger).
 
 The wrappers call the original whatever happens and never raise on their own.
 """
@@ -39,6 +39,8 @@ class TrainingHooks:
         self._original_compile = None
         self._wrapped_classes = []
         self.active = False
+        # The memory ledger (memory_ledger.MemoryLedger) when on: told each optimizer stepped.
+        self.memory = None
 
     def install(self):
         self._original_backward = torch.autograd.backward
@@ -134,6 +136,8 @@ class TrainingHooks:
                 return step(optimizer, *args, **kwargs)
             finally:
                 hooks._depth.optimizer -= 1
+                if hooks.memory is not None:  # before the step ends, where the ledger measures
+                    hooks._guarded(lambda: hooks.memory.optimizer_stepped(optimizer))
                 hooks._guarded(lambda: hooks._phases.optimizer_end(opened))
 
         setattr(wrapped_step, _WRAPPED_MARK, step)

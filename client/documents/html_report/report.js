@@ -608,6 +608,59 @@ function renderFlopsComparison(profile) {
   ], rows);
 }
 
+// ---- memory ledger ----
+
+function bytes(value) {
+  if (value === null || value === undefined) return '-';
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
+  let magnitude = value;
+  let unit = 0;
+  while (unit + 1 < units.length && magnitude >= 999.5) {
+    magnitude /= 1024;
+    unit += 1;
+  }
+  return unit === 0 ? String(Math.round(value)) + ' B' : trimmed(magnitude) + ' ' + units[unit];
+}
+
+// Each rank's ledger (profile.memory): the parts its tensors held, the formula's total and the
+// GPU peaks; a part above its formula is marked and said under the table.
+function renderMemory(profile) {
+  const ranks = profile.memory || [];
+  const flags = byId('memory-flags');
+  flags.replaceChildren();
+  if (ranks.length === 0) {
+    byId('memory-note').textContent = 'No rank announced a memory ledger (the torch hooks ' +
+        'measure it at the end of an optimizer step).';
+    byId('memory').replaceChildren();
+    return;
+  }
+  const margin = Math.round(ranks[0].margin * 100);
+  byId('memory-note').textContent = 'What each rank\'s tensors held at the end of an ' +
+      'optimizer step, each storage once; expected: the usual formula for its setup ' +
+      '(docs/design/memory-ledger.md); ! above it by more than ' + margin + '%. Peaks: CUDA\'s ' +
+      'allocator, - on the CPU.';
+  const part = (name) => ({
+    label: name, key: name,
+    value: (row) => (row.parts[name] ? row.parts[name].held : null),
+    text: (row) => (row.parts[name] ? bytes(row.parts[name].held) +
+                    (row.parts[name].flagged ? ' !' : '') : '-'),
+  });
+  const figure = (label, key) => ({
+    label, key, value: (row) => row[key], text: (row) => bytes(row[key]),
+  });
+  fillTable(byId('memory'), [
+    {label: 'rank', key: 'rank', value: (row) => row.rank, text: (row) => String(row.rank)},
+    {label: 'setup', key: 'setup', value: (row) => row.setup_name,
+     text: (row) => row.setup_name + (row.dp > 1 ? ' dp=' + row.dp : ''), cls: 'text'},
+    part('params'), part('grads'), part('optimizer'), part('buckets'),
+    figure('held', 'held'), figure('expected', 'expected'),
+    figure('peak allocated', 'peak_allocated'), figure('peak reserved', 'peak_reserved'),
+  ], ranks, (row) => (row.flagged ? 'flagged' : ''));
+  for (const rank of ranks) {
+    for (const flag of rank.flags) htmlElement('li', 'rank ' + rank.rank + ' ' + flag, flags);
+  }
+}
+
 // ---- start ----
 
 function reportStatus(report, icicle) {
@@ -630,6 +683,7 @@ function main() {
   renderHeatmap(report);
   renderSteps(report);
   renderFlopsComparison(report.profile);
+  renderMemory(report.profile);
   reportStatus(report, icicle);
 }
 

@@ -1,0 +1,44 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "client/model/memory_ledger.h"
+#include "common/json/json_writer.h"
+
+namespace flopscope::client {
+
+// The memory ledger in words (client/model/memory_ledger.h, docs/design/memory-ledger.md): the
+// report's additions' table, the line per part above its formula, and `flopscope ranks`' cell.
+
+// "grads: 16.5 KiB held, the ZeRO-3 formula expects 8.25 KiB (4 B x 4.22 K elements / dp 2):
+// +100%" for a flagged part.
+std::string MemoryFlagLine(const RankMemory& memory, const MemoryPart& part);
+
+// The formula of one part in words: "4 B x 4.22 K elements / dp 2", "not in the formula".
+std::string MemoryFormula(const RankMemory& memory, const MemoryPart& part);
+
+// The additions' section: one row per rank (setup, each part held, held and expected totals,
+// GPU peaks), then a line per flagged part, what was not measured and why, and the CPU's RSS
+// high-water marks; "" when no rank announced a ledger. Over kMemoryRowsShown ranks, only the
+// flagged ranks and the ones holding the least and the most get a row.
+inline constexpr size_t kMemoryRowsShown = 16;
+std::string MemoryLedgerSection(const std::vector<RankMemory>& ranks);
+
+// `flopscope ranks`' cell: "66.3 KiB / 84.5 KiB" (held / expected), "!" after it when a part is
+// above its formula; "-" with no ledger.
+std::string MemoryCell(const std::vector<RankMemory>& ranks);
+
+// One rank's ledger as a JSON object (docs/report.schema.json, $defs/memory_ledger):
+//   {"rank": n, "step": n, "setup": "", "setup_name": "", "dp": n, "elements": x, "dtype": "",
+//    "amp": bool, "optimizer_states": n|null, "bucket_view": bool,
+//    "parts": {"params": {"held": x|null, "expected": x|null, "bytes_per_element": x,
+//                         "divided": bool, "flagged": bool}, "grads": ..., "optimizer": ...,
+//              "buckets": ...},
+//    "held": x|null, "expected": x|null, "margin": x, "flagged": bool, "flags": [""],
+//    "rss_high_water": x|null, "cost_s": x|null, "peak_allocated": x|null,
+//    "peak_reserved": x|null, "peak_step": n|null, "phase_peaks": {"forward": x, ...}}
+// Bytes everywhere; null where not measured or not in the formula.
+void WriteMemoryJson(const RankMemory& memory, JsonWriter& json);
+
+}  // namespace flopscope::client

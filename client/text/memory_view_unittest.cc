@@ -1,0 +1,110 @@
+#include "client/text/memory_view.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_split.h"
+#include "client/testing/json_parse_for_test.h"
+#include "client/text/human_format.h"
+#include "gtest/gtest.h"
+
+namespace flopscope::client {
+namespace {
+
+using Metadata = google::protobuf::RepeatedPtrField<flopscope::v1::Metadata>;
+
+std::vector<RankMemory> Ledgers(const std::vector<std::pair<std::string, std::string>>& marks) {
+  Metadata metadata;
+  for (const auto& [key, value] : marks) {
+    flopscope::v1::Metadata* entry = metadata.Add();
+    entry->set_key(key);
+    entry->set_value(value);
+  }
+  return ReadMemoryLedger(metadata);
+}
+
+// Two FSDP2 ranks: rank 1's root parameters were left unsharded.
+std::vector<RankMemory> TwoFsdpRanks() {
+  return Ledgers({{"memory_ledger 0",
+                   "step:1 setup:fsdp2 dp:2 elements:4223 dtype:fp32 states:2 params:8512 "
+                   "grads:8512 optimizer:17068 buckets:0 rss_high_water:743645184"},
+                  {"memory_ledger 1",
+                   "step:1 setup:fsdp2 dp:2 elements:4223 dtype:fp32 states:2 params:12604 "
+                   "grads:8512 optimizer:16804 buckets:0 rss_high_water:743305216"}});
+}
+
+TEST(MemoryViewTest, FlagLineNamesThePartTheFormulaAndTheExcess) {
+  const std::vector<RankMemory> ranks = TwoFsdpRanks();
+  const MemoryPart& params = ranks[1].parts[0];
+  ASSERT_TRUE(params.flagged);
+  EXPECT_EQ(MemoryFlagLine(ranks[1], params),
+            "params: " + FormatBytes(12604) + " held, the FSDP2 formula expects " +
+                FormatBytes(8446) + " (4 B x " + FormatCount(4223) + " elements / dp 2): +49%");
+  EXPECT_EQ(MemoryFormula(ranks[0], ranks[0].parts[3]), "not in the formula");
+}
+
+TEST(MemoryViewTest, SectionHasARowPerRankTheFlagsAndWhatTheCpuCannotSay) {
+  const std::string text = MemoryLedgerSection(TwoFsdpRanks());
+  const std::vector<std::string> lines = absl::StrSplit(text, '\n', absl::SkipEmpty());
+  ASSERT_GE(lines.size(), 6u) << text;
+  EXPECT_TRUE(lines[0].starts_with("Memory per rank")) << text;
+  EXPECT_NE(lines[3].find("FSDP2 dp=2"), std::string::npos) << text;
+  EXPECT_NE(lines[4].find(FormatBytes(12604) + " !"), std::string::npos) << text;
+  EXPECT_EQ(lines[5], "  rank 1 " + MemoryFlagLine(TwoFsdpRanks()[1], TwoFsdpRanks()[1].parts[0]));
+  EXPECT_NE(text.find("peaks: not measured on the CPU"), std::string::npos) << text;
+  EXPECT_NE(text.find("rank 0 " + FormatBytes(743645184)), std::string::npos) << text;
+  EXPECT_EQ(MemoryLedgerSection({}), "");
+}
+
+TEST(MemoryViewTest, DdpsUnreachableBucketsAreSaidAndGpuPeaksShown) {
+  const std::string text = MemoryLedgerSection(
+      Ledgers({{"memory_ledger 0",
+                "setup:ddp dp:2 elements:10 dtype:fp32 states:2 params:40 grads:40 optimizer:80 "
+                "buckets:-"},
+               {"memory_peak 0", "step:2 allocated:5000 reserved:8192 forward:4000"}}));
+  EXPECT_NE(text.find("buckets -: DDP's reducer"), std::string::npos) << text;
+  EXPECT_EQ(text.find("not measured on the CPU"), std::string::npos) << text;
+  EXPECT_NE(text.find(FormatBytes(8192)), std::string::npos) << text;
+}
+
+TEST(MemoryViewTest, ManyRanksShowTheFlaggedAndTheExtremes) {
+  std::vector<std::pair<std::string, std::string>> marks;
+  for (int rank = 0; rank < 40; ++rank) {
+    const int params = rank == 7 ? 9000 : 1000 + rank;  // 4000 expected
+    marks.push_back({"memory_ledger " + std::to_string(rank),
+                     "setup:zero3 dp:40 elements:40000 dtype:fp32 states:2 params:" +
+                         std::to_string(params) + " grads:0 optimizer:0"});
+  }
+  const std::string text = MemoryLedgerSection(Ledgers(marks));
+  const std::vector<std::string> lines = absl::StrSplit(text, '\n', absl::SkipEmpty());
+  // Heading, header, rule; rank 0 (least), rank 7 (flagged, most); the note, the flag, peaks.
+  EXPECT_EQ(lines.size(), 8u) << text;
+  EXPECT_NE(text.find("(40 ranks: the flagged ones"), std::string::npos) << text;
+}
+
+TEST(MemoryViewTest, CellAndJson) {
+  const std::vector<RankMemory> ranks = TwoFsdpRanks();
+  EXPECT_EQ(MemoryCell({ranks[1]}), FormatBytes(12604 + 8512 + 16804 + 0) + " / " +
+                                        FormatBytes(8446 + 8446 + 16892) + " !");
+  EXPECT_EQ(MemoryCell({}), "-");
+  JsonWriter json;
+  WriteMemoryJson(ranks[1], json);
+  absl::StatusOr<std::map<std::string, std::string>> flat = testing::FlattenJson(json.Finish());
+  if (absl::IsUnavailable(flat.status())) GTEST_SKIP() << flat.status();
+  ASSERT_TRUE(flat.ok()) << flat.status();
+  const std::map<std::string, std::string>& document = *flat;
+  EXPECT_EQ(document.at("setup"), "\"fsdp2\"");
+  EXPECT_EQ(document.at("parts.params.held"), "12604");
+  EXPECT_EQ(document.at("parts.params.expected"), "8446");
+  EXPECT_EQ(document.at("parts.params.flagged"), "true");
+  EXPECT_EQ(document.at("parts.params.divided"), "true");
+  EXPECT_EQ(document.at("parts.buckets.expected"), "null");
+  EXPECT_EQ(document.at("flagged"), "true");
+  EXPECT_EQ(document.at("flags#"), "1");
+  EXPECT_EQ(document.at("peak_allocated"), "null");
+  EXPECT_EQ(document.at("rss_high_water"), "743305216");
+}
+
+}  // namespace
+}  // namespace flopscope::client

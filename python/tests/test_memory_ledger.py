@@ -1,0 +1,140 @@
+"""The memory ledger's measurement (flopscope_torch/memory_ledger.py): its marks after optimizer
+steps, each storage counted once, against the model's own tensors; when it measures; the switch.
+Multi-rank setups (DDP, FSDP2, DeepSpeed ZeRO) are tests/integration/test_memory_ledger.py."""
+
+import unittest
+
+import torch
+from torch import nn
+
+from flopscope_torch.profiler import Profiler
+from recording_backend import Recorder
+
+
+def ledger_marks(marks):
+    """The values of the `memory_ledger <rank>=...` marks, in order, as {word: value} dicts."""
+    found = []
+    for text in marks:
+        if text.startswith("memory_ledger "):
+            value = text.rpartition("=")[2]
+            found.append(dict(word.split(":", 1) for word in value.split()))
+    return found
+
+
+class TiedLM(nn.Module):
+    """The head shares the embedding's weight: one storage, two parameters' places."""
+
+    def __init__(self, vocab=50, width=12):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab, width)
+        self.block = nn.Linear(width, width)
+        self.head = nn.Linear(width, vocab, bias=False)
+        self.head.weight = self.embedding.weight
+
+    def forward(self, tokens):
+        return self.head(torch.relu(self.block(self.embedding(tokens))))
+
+
+def nbytes(tensors):
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+class MemoryLedgerTest(unittest.TestCase):
+    environ = {}
+
+    def setUp(self):
+        torch.manual_seed(0)
+        self.recorder = Recorder()
+        self.profiler = Profiler()
+        self.assertTrue(self.profiler.enable(backend=self.recorder.backend(),
+                                             environ=self.environ))
+
+    def tearDown(self):
+        self.profiler.disable()
+
+    def train(self, model, optimizer, steps):
+        for _ in range(steps):
+            optimizer.zero_grad()
+            model(torch.randint(0, 50, (4, 6))).sum().backward()
+            optimizer.step()
+
+
+class MeasuredTest(MemoryLedgerTest):
+    def test_after_the_first_optimizer_step_from_the_tensors_each_storage_once(self):
+        model = TiedLM()
+        optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+        self.train(model, optimizer, 1)
+        marks = ledger_marks(self.recorder.marks())
+        self.assertEqual(len(marks), 1)
+        ledger = marks[0]
+        unique = list(model.parameters())  # parameters() lists the tied weight once
+        self.assertEqual(len(unique), 3)
+        states = [t for s in optimizer.state.values() for t in s.values()
+                  if isinstance(t, torch.Tensor)]
+        self.assertEqual(int(ledger["params"]), nbytes(unique))
+        self.assertEqual(int(ledger["grads"]), nbytes(p.grad for p in unique))
+        self.assertEqual(int(ledger["optimizer"]), nbytes(states))
+        self.assertEqual(int(ledger["elements"]), sum(p.numel() for p in unique))
+        self.assertEqual((ledger["setup"], ledger["dp"], ledger["step"]), ("single", "1", "0"))
+        self.assertEqual((ledger["dtype"], ledger["states"], ledger["amp"]), ("fp32", "2", "0"))
+        self.assertEqual(ledger["buckets"], "0")
+        self.assertGreater(int(ledger["rss_high_water"]), 0)  # the CPU: no allocator peaks
+        self.assertNotIn("memory_peak", " ".join(self.recorder.marks()))
+
+    def test_a_view_counts_its_whole_storage_once(self):
+        flat = torch.zeros(100)
+        model = nn.Module()
+        model.a = nn.Parameter(flat[:40].view(4, 10))
+        model.b = nn.Parameter(flat[40:].view(6, 10))
+        model.forward = lambda x: (x * model.a.sum() + model.b.sum()).sum()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        model(torch.ones(2)).backward()
+        optimizer.step()
+        ledger = ledger_marks(self.recorder.marks())[-1]
+        self.assertEqual(int(ledger["params"]), flat.numel() * flat.element_size())
+        self.assertEqual(ledger["states"], "0")  # plain SGD keeps none
+
+    def test_autocast_in_a_forward_is_mixed_precision(self):
+        model = TiedLM()
+        optimizer = torch.optim.Adam(model.parameters())
+        optimizer.zero_grad()
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            loss = model(torch.randint(0, 50, (4, 6))).float().sum()
+        loss.backward()
+        optimizer.step()
+        self.assertEqual(ledger_marks(self.recorder.marks())[-1]["amp"], "1")
+
+    def test_no_optimizer_step_no_ledger(self):
+        model = TiedLM()
+        with self.profiler.phases.step():
+            model(torch.randint(0, 50, (2, 3))).sum().backward()
+        self.assertEqual(ledger_marks(self.recorder.marks()), [])
+
+
+class EveryNStepsTest(MemoryLedgerTest):
+    environ = {"FLOPSCOPE_TORCH_MEMORY_EVERY": "3"}
+
+    def test_the_first_step_then_every_n_when_it_changed(self):
+        model = TiedLM()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        self.train(model, optimizer, 7)
+        steps = [int(mark["step"]) for mark in ledger_marks(self.recorder.marks())]
+        # Steps 0, 3 and 6 were measured; a figure that did not move is not announced again
+        # (the RSS high-water mark may move).
+        self.assertEqual(steps[0], 0)
+        self.assertTrue(set(steps) <= {0, 3, 6}, steps)
+        self.assertEqual(ledger_marks(self.recorder.marks())[0]["states"], "1")  # momentum
+
+
+class SwitchedOffTest(MemoryLedgerTest):
+    environ = {"FLOPSCOPE_TORCH_MEMORY": "0"}
+
+    def test_off(self):
+        model = TiedLM()
+        self.train(model, torch.optim.Adam(model.parameters()), 2)
+        self.assertIsNone(self.profiler.memory)
+        self.assertEqual(ledger_marks(self.recorder.marks()), [])
+
+
+if __name__ == "__main__":
+    unittest.main()
