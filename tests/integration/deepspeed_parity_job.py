@@ -1,21 +1,23 @@
 """One model, one input, two profilers (tests/integration/test_deepspeed_parity.py).
 
-    deepspeed_parity_job.py MODEL deepspeed OUT   DeepSpeed's get_model_profile, its text to OUT
-    deepspeed_parity_job.py MODEL flopscope       the same forwards, for `flopscope run --torch`
+    deepspeed_parity_job.py MODEL[,MODEL...] deepspeed DIR
+        DeepSpeed's get_model_profile of each model, its text to DIR/MODEL.deepspeed.txt (imports
+        once, then a fork per model: importing DeepSpeed takes longer than a profile)
+    deepspeed_parity_job.py MODEL flopscope
+        the same forward, for `flopscope run --torch`
 
 Both build MODEL from its configuration with seeded random weights (no download), in eval mode,
-with gradients on, as get_model_profile runs it (a TRAINING model: in training mode). DeepSpeed profiles one forward after WARM_UP;
-the flopscope side runs that one forward alone (a report with no step marked totals the run), with
-no flopscope code: `--torch` adds the hooks.
+with gradients on, as get_model_profile runs it (a TRAINING model: in training mode). DeepSpeed
+profiles one forward after WARM_UP; the flopscope side runs that one forward alone (a report with
+no step marked totals the run), with no flopscope code: `--torch` adds the hooks.
 
-The DeepSpeed side also writes, beside OUT, OUT.flops.json: its total fwd flops, and per module of
-a class in MISSED_BY_DEEPSPEED its own count and the FLOPs it misses there (watched on the
-profiled forward), with their sum formatted by its number_to_string: the fwd flops flopscope's
-report must print. And OUT.json: every module's params and MACs as DeepSpeed counted them in that
-run, formatted by its own params_to_string and macs_to_string, read just
-before get_model_profile ends its profile. Its text leaves them out for modules whose class
-defines __repr__ (torch 2's ModuleList, transformers' Conv1D), so the test compares those from
-here.
+Beside each text OUT the DeepSpeed side also writes OUT.flops.json: its total fwd flops, and per
+module of a class in MISSED_BY_DEEPSPEED its own count and the FLOPs it misses there (watched on
+the profiled forward), with their sum formatted by its number_to_string: the fwd flops
+flopscope's report must print. And OUT.json: every module's params and MACs as DeepSpeed counted
+them in that run, formatted by its own params_to_string and macs_to_string, read just before
+get_model_profile ends its profile. Its text leaves them out for modules whose class defines
+__repr__ (torch 2's ModuleList, transformers' Conv1D), so the test compares those from here.
 """
 
 import sys
@@ -134,8 +136,8 @@ MODELS = {"gpt2": gpt2, "llama": llama, "bert": bert, "t5": t5, "resnet18": resn
 TRAINING = {"resnet18_train": resnet18}
 
 
-def main(argv):
-    name, side = argv[1], argv[2]
+def build(name):
+    """MODEL and its input, seeded, in the mode the profile runs it in."""
     torch.manual_seed(0)
     model, args = {**MODELS, **TRAINING}[name]()
     if name in TRAINING:
@@ -143,62 +145,108 @@ def main(argv):
         model.eval = lambda: model  # get_model_profile's model.eval(): stays in training mode
     else:
         model.eval()
-    if side == "deepspeed":
-        # pylint: disable=import-outside-toplevel
-        import json
-        from deepspeed.profiling.flops_profiler import get_model_profile
-        from deepspeed.profiling.flops_profiler import profiler
-        figures = {}
-        missed, watching = {}, []
-        start_profile = profiler.FlopsProfiler.start_profile
-        end_profile = profiler.FlopsProfiler.end_profile
+    return model, args
 
-        def start_then_watch(self, *args, **kwargs):
-            # After the warm-up: only the profiled forward is watched.
-            start_profile(self, *args, **kwargs)
-            for path, module in model.named_modules():
-                if type(module).__name__ in MISSED_BY_DEEPSPEED:
-                    def watch(_, inputs, output, path=path):  # pylint: disable=unused-argument
-                        missed[path] = missed.get(path, 0) + inputs[0].numel()
-                    watching.append(module.register_forward_hook(watch))
 
-        def record_then_end(self):
-            # As DeepSpeed's flops_repr writes a module's first two items.
-            def share(part, whole):
-                return round(100 * part / whole, profiler.DEFAULT_PRECISION) if whole else 0
+def profile_with_deepspeed(model, args, out_path):
+    """DeepSpeed's get_model_profile of one forward: its text to OUT_PATH, beside it OUT_PATH.json
+    and OUT_PATH.flops.json (the module docstring)."""
+    # pylint: disable=import-outside-toplevel
+    import json
+    from deepspeed.profiling.flops_profiler import get_model_profile
+    from deepspeed.profiling.flops_profiler import profiler
+    figures = {}
+    missed, watching = {}, []
+    start_profile = profiler.FlopsProfiler.start_profile
+    end_profile = profiler.FlopsProfiler.end_profile
 
-            total_params = model.__params__ + model.__expert_params__
-            total_macs = profiler.get_module_macs(model)
-            for name, module in model.named_modules():
-                params = module.__params__ + module.__expert_params__
-                macs = profiler.get_module_macs(module)
-                figures[name] = [
-                    type(module).__name__,
-                    f"{profiler.params_to_string(params)} = {share(params, total_params):g}% Params",
-                    f"{profiler.macs_to_string(macs)} = {share(macs, total_macs):g}% MACs"]
-            for handle in watching:
-                handle.remove()
-            modules = dict(model.named_modules())
-            total = self.get_total_flops()
-            flops["total"] = total
-            flops["missed"] = {
-                path: {"class": type(modules[path]).__name__,
-                       "deepspeed": profiler.get_module_flops(modules[path]), "flops": count,
-                       "why": MISSED_BY_DEEPSPEED[type(modules[path]).__name__]}
-                for path, count in missed.items()}
-            flops["with_missed"] = profiler.number_to_string(total + sum(missed.values())).strip()
-            end_profile(self)
+    def start_then_watch(self, *args, **kwargs):
+        # After the warm-up: only the profiled forward is watched.
+        start_profile(self, *args, **kwargs)
+        for path, module in model.named_modules():
+            if type(module).__name__ in MISSED_BY_DEEPSPEED:
+                def watch(_, inputs, output, path=path):  # pylint: disable=unused-argument
+                    missed[path] = missed.get(path, 0) + inputs[0].numel()
+                watching.append(module.register_forward_hook(watch))
 
-        flops = {}
-        profiler.FlopsProfiler.start_profile = start_then_watch
-        profiler.FlopsProfiler.end_profile = record_then_end
+    def record_then_end(self):
+        # As DeepSpeed's flops_repr writes a module's first two items.
+        def share(part, whole):
+            return round(100 * part / whole, profiler.DEFAULT_PRECISION) if whole else 0
+
+        total_params = model.__params__ + model.__expert_params__
+        total_macs = profiler.get_module_macs(model)
+        for name, module in model.named_modules():
+            params = module.__params__ + module.__expert_params__
+            macs = profiler.get_module_macs(module)
+            figures[name] = [
+                type(module).__name__,
+                f"{profiler.params_to_string(params)} = {share(params, total_params):g}% Params",
+                f"{profiler.macs_to_string(macs)} = {share(macs, total_macs):g}% MACs"]
+        for handle in watching:
+            handle.remove()
+        modules = dict(model.named_modules())
+        total = self.get_total_flops()
+        flops["total"] = total
+        flops["missed"] = {
+            path: {"class": type(modules[path]).__name__,
+                   "deepspeed": profiler.get_module_flops(modules[path]), "flops": count,
+                   "why": MISSED_BY_DEEPSPEED[type(modules[path]).__name__]}
+            for path, count in missed.items()}
+        flops["with_missed"] = profiler.number_to_string(total + sum(missed.values())).strip()
+        end_profile(self)
+
+    flops = {}
+    profiler.FlopsProfiler.start_profile = start_then_watch
+    profiler.FlopsProfiler.end_profile = record_then_end
+    try:
         get_model_profile(model, args=list(args), print_profile=True, detailed=True,
-                          warm_up=WARM_UP, as_string=True, output_file=argv[3])
-        with open(argv[3] + ".json", "w", encoding="utf-8") as out:
-            json.dump(figures, out, indent=1)
-        with open(argv[3] + ".flops.json", "w", encoding="utf-8") as out:
-            json.dump(flops, out, indent=1)
-        return 0
+                          warm_up=WARM_UP, as_string=True, output_file=out_path)
+    finally:
+        profiler.FlopsProfiler.start_profile = start_profile
+        profiler.FlopsProfiler.end_profile = end_profile
+    with open(out_path + ".json", "w", encoding="utf-8") as out:
+        json.dump(figures, out, indent=1)
+    with open(out_path + ".flops.json", "w", encoding="utf-8") as out:
+        json.dump(flops, out, indent=1)
+
+
+def profile_each_in_a_fork(names, folder):
+    """profile_with_deepspeed for each model, each in a child forked after the imports, so that
+    every profile starts from the state before any: in one process, DeepSpeed 0.18.6 on torch 1.13
+    counted Llama's rotary embedding twice (256 MACs, 128 alone) when GPT-2 was profiled first."""
+    import os  # pylint: disable=import-outside-toplevel
+    import traceback  # pylint: disable=import-outside-toplevel
+    # Fork after the slow imports, and with one thread: OpenMP's pool is not fork-safe.
+    torch.set_num_threads(1)
+    from deepspeed.profiling.flops_profiler import profiler  # noqa: F401 pylint: disable=W0611,C0415
+    failed = []
+    for name in names:
+        model, args = build(name)
+        pid = os.fork()
+        if pid == 0:
+            status = 0
+            try:
+                profile_with_deepspeed(model, args, f"{folder}/{name}.deepspeed.txt")
+            except BaseException:  # pylint: disable=broad-except
+                traceback.print_exc()
+                status = 1
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(status)  # pylint: disable=protected-access
+        _, status = os.waitpid(pid, 0)
+        if status != 0:
+            failed.append(name)
+    if failed:
+        print(f"DeepSpeed's profile failed for {', '.join(failed)}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def main(argv):
+    names, side = argv[1].split(","), argv[2]
+    if side == "deepspeed":
+        return profile_each_in_a_fork(names, argv[3])
+    model, args = build(names[0])
     model(*args)
     return 0
 

@@ -26,6 +26,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import unittest
 from pathlib import Path
 
@@ -63,17 +64,44 @@ def differences_section(report):
     return found
 
 
+def this_torch_can_build(model):
+    """None, or why this torch cannot build `model`."""
+    import torch  # pylint: disable=import-outside-toplevel
+    if model == "sdpa" and not hasattr(torch.nn.functional, "scaled_dot_product_attention"):
+        return (f"torch {torch.__version__} has no torch.nn.functional."
+                "scaled_dot_product_attention (torch 2.0 on)")
+    return None
+
+
+# What the tests below check, each with DeepSpeed's profile of it.
+MODELS = ["gpt2", "llama", "bert", "t5", "resnet18", "resnet18_train", "vit_b_16", "tagger", "sdpa"]
+JOB_ENV = {"OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+
+
 @unittest.skipIf(MISSING, MISSING)
 class DeepSpeedParityTest(DaemonTestCase):
+    @classmethod
+    def setUpClass(cls):
+        """DeepSpeed's profiles of every model this torch builds, in one process."""
+        super().setUpClass()
+        cls.references = tempfile.TemporaryDirectory(prefix="flopscope-deepspeed-")
+        models = [model for model in MODELS if this_torch_can_build(model) is None]
+        env = {**os.environ, **JOB_ENV}
+        cls.reference = subprocess.run(
+            [sys.executable, str(JOB), ",".join(models), "deepspeed", cls.references.name],
+            capture_output=True, text=True, env=env, timeout=600, check=False)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.references.cleanup()
+        super().tearDownClass()
+
     def profiles(self, model):
         """(DeepSpeed's text, its per-module figures, flopscope's report text) for `model`."""
-        env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+        self.assertEqual(self.reference.returncode, 0, self.reference.stderr)
+        out = Path(self.references.name) / f"{model}.deepspeed.txt"
+        env = {**os.environ, **JOB_ENV}
         env.pop("FLOPSCOPE_TORCH_ESTIMATE", None)  # the defaults: the estimate on
-        out = self.root / f"{model}.deepspeed.txt"
-        reference = subprocess.run([sys.executable, str(JOB), model, "deepspeed", str(out)],
-                                   capture_output=True, text=True, env=env, timeout=150,
-                                   check=False)
-        self.assertEqual(reference.returncode, 0, reference.stderr)
         self.daemon.start()
         job = subprocess.run(
             [tool("flopscope"), "run", "--torch", "--job", model, "--socket",
@@ -174,10 +202,8 @@ class DeepSpeedParityTest(DaemonTestCase):
         self.check("tagger")
 
     def test_scaled_dot_product_attention(self):
-        import torch  # pylint: disable=import-outside-toplevel
-        if not hasattr(torch.nn.functional, "scaled_dot_product_attention"):
-            self.skipTest(f"torch {torch.__version__} has no torch.nn.functional."
-                          "scaled_dot_product_attention (torch 2.0 on)")
+        if why := this_torch_can_build("sdpa"):
+            self.skipTest(why)
         self.check("sdpa")
 
 
