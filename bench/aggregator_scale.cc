@@ -7,21 +7,32 @@
 // `layers` x `ops_per_layer` modules under step/forward/backward/optimizer, `kernels_per_step`
 // kernels, step 1 counted).
 //
-// Every node sends a step of each of its ranks every --step-ms (0: back to back, the most the
-// machine can push) and forwards what it commits; the run ends when the aggregator holds every
-// kernel. Prints the forwarded records/s and MB/s, the aggregator's CPU seconds (utime + stime
-// from /proc while forwarding; getrusage from wait4 for its whole life) per rank and step, the
-// node side's (this process) for comparison, the wall time of the real `flopscope report JOB`
-// and `flopscope ranks JOB` against the aggregator (first run and median of --repeats), and the
-// aggregator's disk per rank and step (its data directory after SIGTERM checkpointed every
-// file). It fails unless the aggregator lists every rank and its report counts every uncounted
-// kernel sent, with nothing rejected or lost. The last line is
+// Every rank of every node starts at once (its stream opened and its hello sent, then its
+// Welcome awaited: issue 33's "1024 ranks starting within one second"; the run fails when the
+// hellos take longer), so the node daemons open their forwarded streams to the aggregator
+// together. Every node then sends a step of each of its ranks every --step-ms (0: back to back,
+// the most the machine can push) and forwards what it commits; the run ends when the aggregator
+// holds every kernel (or stops gaining any for a minute). Prints how long the ranks took to
+// start (and to be welcomed), the forwarded streams the node daemons reopened (their log lines
+// "reopening the stream" and "no Welcome within": a stream upstream that stalled), the batches
+// the aggregator lacks or holds twice (from each rank's kernels), each against its target
+// (zero); the forwarded records/s and MB/s, the aggregator's CPU seconds (utime + stime from
+// /proc while forwarding; getrusage from wait4 for its whole life) per rank and step and its
+// peak thread count (/proc, sampled every 20 ms), the node side's CPU (this process) for
+// comparison, the wall time of the real `flopscope report JOB` and `flopscope ranks JOB` against
+// the aggregator (first run and median of --repeats), and the aggregator's disk per rank and
+// step (its data directory after SIGTERM checkpointed every file). It fails unless the
+// aggregator lists every rank and its report counts every uncounted kernel sent, with nothing
+// rejected, lost or stored twice and no stream reopened. The node daemons' log (stderr of this
+// process) goes to nodes.log in the bench's directory; --daemon measures another build's
+// aggregator (the figures before a change). The last line is
 //   aggregator_scale: ranks=R steps=S records_per_s=X mb_per_s=Y cpu_us_per_rank_step=C
-//   report_ms=P ranks_ms=Q disk_bytes_per_rank_step=D
+//   report_ms=P ranks_ms=Q disk_bytes_per_rank_step=D start_s=T reconnects=N lost_batches=L
+//   duplicate_batches=U aggregator_threads_peak=H
 //
 //   aggregator_scale [--nodes 16] [--ranks-per-node 64] [--steps 20] [--layers 8]
 //                    [--ops-per-layer 8] [--kernels-per-step 256] [--step-ms 0] [--repeats 3]
-//                    [--smoke] [--keep-data]
+//                    [--daemon PATH] [--smoke] [--keep-data]
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -63,9 +74,11 @@ constexpr const char* kJob = "scale";
 
 // The aggregator, stopped by Die so that a failed run leaves no daemon behind.
 pid_t g_aggregator = -1;
+// The bench's own stderr: fd 2 goes to nodes.log (the node daemons' log lines) once running.
+FILE* g_stderr = stderr;
 
 [[noreturn]] void Die(const std::string& what) {
-  std::fprintf(stderr, "aggregator_scale: %s\n", what.c_str());
+  std::fprintf(g_stderr, "aggregator_scale: %s\n", what.c_str());
   if (g_aggregator > 0) kill(g_aggregator, SIGKILL);
   std::exit(1);
 }
@@ -89,6 +102,7 @@ struct Config {
   int kernels_per_step = 256;
   int step_ms = 0;
   int repeats = 3;
+  std::string daemon = FLOPSCOPE_BENCH_DAEMON;  // the aggregator's binary
   bool keep_data = false;
   int world() const { return nodes * ranks_per_node; }
 };
@@ -176,14 +190,18 @@ RankShape ShapeOf(const Config& config, int node, int rank) {
 // One rank's producer: a Collector stream to its node daemon, kept open across steps.
 class Producer {
  public:
+  // Opens the stream and sends the hello; AwaitWelcome reads the answer.
   Producer(v1::Collector::Stub& node, const RankShape& shape) : batches_(shape) {
     stream_ = node.Stream(&context_);
     v1::UpMessage up;
     *up.mutable_hello() = batches_.hello();
+    if (!stream_->Write(up)) Die("no stream for rank " + std::to_string(shape.rank));
+  }
+
+  void AwaitWelcome() {
     v1::DownMessage down;
-    if (!stream_->Write(up) || !stream_->Read(&down) || !down.has_welcome()) {
-      Die("no Welcome for rank " + std::to_string(shape.rank) + ": " +
-          stream_->Finish().error_message());
+    if (!stream_->Read(&down) || !down.has_welcome()) {
+      Die("no Welcome for a rank: " + stream_->Finish().error_message());
     }
   }
 
@@ -245,30 +263,81 @@ std::vector<Node> StartNodes(const Config& config, const fs::path& dir,
     nodes[n].daemon = StartNodeDaemon(dir / ("node-" + std::to_string(n)), upstream);
     nodes[n].stub = v1::Collector::NewStub(
         grpc::CreateChannel(nodes[n].daemon->target(), grpc::InsecureChannelCredentials()));
-    for (int r = 0; r < config.ranks_per_node; ++r) {
-      nodes[n].ranks.push_back(std::make_unique<Producer>(
-          *nodes[n].stub, ShapeOf(config, n, n * config.ranks_per_node + r)));
-    }
   }
   return nodes;
 }
 
-// Runs `body(node)` for every node, a thread each.
+// Runs `body(node, n)` for every node, a thread each.
 template <typename Body>
 void ForEachNode(std::vector<Node>& nodes, Body body) {
   std::vector<std::thread> threads;
-  for (Node& node : nodes) threads.emplace_back([&body, &node] { body(node); });
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    threads.emplace_back([&body, &nodes, n] { body(nodes[n], static_cast<int>(n)); });
+  }
   for (std::thread& thread : threads) thread.join();
 }
 
-// Until the aggregator holds every kernel of every rank; dies after `timeout_s`.
-void AwaitForwarded(const Config& config, const std::string& socket, double timeout_s) {
+struct Start {
+  double hellos_s = 0;    // from the first hello to the last
+  double welcomed_s = 0;  // from the first hello to the last Welcome
+};
+
+// Every rank of every node at once: each node's thread sends all its ranks' hellos, then reads
+// their Welcomes.
+Start StartRanks(const Config& config, std::vector<Node>& nodes) {
+  const auto start = Clock::now();
+  std::vector<double> hellos_s(nodes.size());
+  ForEachNode(nodes, [&](Node& node, int n) {
+    for (int r = 0; r < config.ranks_per_node; ++r) {
+      node.ranks.push_back(std::make_unique<Producer>(
+          *node.stub, ShapeOf(config, n, n * config.ranks_per_node + r)));
+    }
+    hellos_s[n] = SecondsSince(start);
+    for (auto& rank : node.ranks) rank->AwaitWelcome();
+  });
+  return Start{*std::max_element(hellos_s.begin(), hellos_s.end()), SecondsSince(start)};
+}
+
+// The aggregator's thread count, sampled until stopped; the peak.
+class ThreadSampler {
+ public:
+  explicit ThreadSampler(pid_t pid) : thread_([this, pid] { Run(pid); }) {}
+  ~ThreadSampler() { Stop(); }
+
+  int Stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+    return peak_;
+  }
+
+ private:
+  void Run(pid_t pid) {
+    const std::string path = "/proc/" + std::to_string(pid) + "/status";
+    while (!stop_) {
+      std::ifstream status(path);
+      std::string line;
+      while (std::getline(status, line)) {
+        if (line.rfind("Threads:", 0) == 0) peak_ = std::max(peak_, std::stoi(line.substr(8)));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+
+  std::atomic<bool> stop_{false};
+  int peak_ = 0;  // written by the sampling thread only, read after the join
+  std::thread thread_;
+};
+
+// Until the aggregator holds every kernel of every rank (or more: a batch stored twice); returns
+// when it has gained none for `stall_s` (what it lacks is counted by CountBatches).
+void AwaitForwarded(const Config& config, const std::string& socket, double stall_s) {
   const flopscope::client::DaemonClient aggregator(socket);
   const uint64_t expected =
       static_cast<uint64_t>(config.world()) * config.steps * config.kernels_per_step;
-  const auto start = Clock::now();
+  auto progress = Clock::now();
   uint64_t kernels = 0;
-  while (SecondsSince(start) < timeout_s) {
+  while (SecondsSince(progress) < stall_s) {
+    const uint64_t before = kernels;
     absl::StatusOr<v1::ListJobsResponse> jobs = aggregator.ListJobs();
     if (!jobs.ok()) Die(jobs.status().ToString());
     for (const v1::JobInfo& job : jobs->jobs()) {
@@ -277,11 +346,55 @@ void AwaitForwarded(const Config& config, const std::string& socket, double time
         Die("the aggregator rejected or lost records: " + job.ShortDebugString());
       }
     }
-    if (kernels == expected) return;
+    if (kernels >= expected) return;
+    if (kernels != before) progress = Clock::now();
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  Die("the aggregator holds " + std::to_string(kernels) + " of " + std::to_string(expected) +
-      " kernels after " + std::to_string(timeout_s) + " s");
+  std::fprintf(
+      g_stderr,
+      "aggregator_scale: the aggregator holds %llu of %llu kernels, none more for %.0f s\n",
+      static_cast<unsigned long long>(kernels), static_cast<unsigned long long>(expected), stall_s);
+}
+
+struct Delivery {
+  Start start;
+  uint64_t reconnects = 0;  // forwarded streams the node daemons reopened
+  uint64_t lost = 0;        // batches the aggregator lacks
+  uint64_t twice = 0;       // batches it holds more than once
+  int threads_peak = 0;     // the aggregator's threads
+  bool met() const { return start.hellos_s <= 1 && reconnects == 0 && lost == 0 && twice == 0; }
+};
+
+// Each rank's batches at the aggregator, from its kernels (every batch carries
+// kernels_per_step): those missing and those stored more than once.
+void CountBatches(const Config& config, const std::string& socket, Delivery* delivery) {
+  const flopscope::client::DaemonClient aggregator(socket);
+  absl::StatusOr<v1::ListRanksResponse> ranks = aggregator.ListRanks(kJob);
+  if (!ranks.ok()) Die(ranks.status().ToString());
+  const int64_t per_rank = static_cast<int64_t>(config.steps) * config.kernels_per_step;
+  int64_t missing_kernels = per_rank * (config.world() - ranks->ranks_size());
+  int64_t extra_kernels = 0;
+  for (const v1::RankInfo& rank : ranks->ranks()) {
+    const int64_t kernels = static_cast<int64_t>(rank.kernels());
+    missing_kernels += std::max<int64_t>(0, per_rank - kernels);
+    extra_kernels += std::max<int64_t>(0, kernels - per_rank);
+  }
+  delivery->lost = (missing_kernels + config.kernels_per_step - 1) / config.kernels_per_step;
+  delivery->twice = (extra_kernels + config.kernels_per_step - 1) / config.kernels_per_step;
+}
+
+// The node daemons' log lines that say a forwarded stream stalled and was opened again.
+uint64_t CountReconnects(const fs::path& log) {
+  std::ifstream in(log);
+  std::string line;
+  uint64_t reconnects = 0;
+  while (std::getline(in, line)) {
+    if (line.find("reopening the stream") != std::string::npos ||
+        line.find("no Welcome within") != std::string::npos) {
+      ++reconnects;
+    }
+  }
+  return reconnects;
 }
 
 double ProcessCpuSeconds() {
@@ -305,14 +418,14 @@ Forwarding Forward(const Config& config, std::vector<Node>& nodes, const Child& 
   const double cpu_before = aggregator.CpuSeconds();
   const double nodes_before = ProcessCpuSeconds();
   const auto start = Clock::now();
-  ForEachNode(nodes, [&](Node& node) {
+  ForEachNode(nodes, [&](Node& node, int) {
     for (int step = 0; step < config.steps; ++step) {
       std::this_thread::sleep_until(start + std::chrono::milliseconds(config.step_ms) * step);
       for (auto& rank : node.ranks) rank->Send(step, sent);
     }
   });
   const auto last_sent = Clock::now();
-  AwaitForwarded(config, socket, 3600);
+  AwaitForwarded(config, socket, 60);
   result.lag_s = SecondsSince(last_sent);
   result.wall_s = SecondsSince(start);
   result.cpu_s = aggregator.CpuSeconds() - cpu_before;
@@ -394,6 +507,9 @@ Config ParseArgs(int argc, char** argv) {
       ->check(CLI::Range(0, 600'000));
   app.add_option("--repeats", config.repeats, "timed client runs after the first (median)")
       ->check(CLI::Range(1, 100));
+  app.add_option("--daemon", config.daemon,
+                 "the aggregator's flopscoped (default: the build's), to measure another build's")
+      ->check(CLI::ExistingFile);
   app.add_flag("--smoke", smoke, "2 nodes x 4 ranks x 4 steps: the ctest run that keeps it alive");
   app.add_flag("--keep-data", config.keep_data, "leave the data directories for inspection");
   try {
@@ -410,14 +526,33 @@ Config ParseArgs(int argc, char** argv) {
                     .kernels_per_step = 64,
                     .step_ms = config.step_ms,
                     .repeats = 1,
+                    .daemon = config.daemon,
                     .keep_data = config.keep_data};
   }
   return config;
 }
 
+const char* Verdict(bool met) { return met ? "met" : "MISSED"; }
+
+void PrintDelivery(const Config& config, const Delivery& delivery) {
+  std::printf(
+      "%d ranks started (their hellos sent) within %.2f s (target <= 1: %s), all welcomed "
+      "by their node daemons after %.2f s\n",
+      config.world(), delivery.start.hellos_s, Verdict(delivery.start.hellos_s <= 1),
+      delivery.start.welcomed_s);
+  std::printf("forwarded streams reopened: %llu (target 0: %s)\n",
+              static_cast<unsigned long long>(delivery.reconnects),
+              Verdict(delivery.reconnects == 0));
+  std::printf("batches lost: %llu (target 0: %s); stored twice: %llu (target 0: %s)\n",
+              static_cast<unsigned long long>(delivery.lost), Verdict(delivery.lost == 0),
+              static_cast<unsigned long long>(delivery.twice), Verdict(delivery.twice == 0));
+  std::printf("aggregator threads at the peak: %d\n", delivery.threads_peak);
+}
+
 void PrintFigures(const Config& config, const Sent& sent, const Forwarding& forwarding,
                   double total_cpu_s, const QueryTimes& report, const QueryTimes& ranks,
-                  uint64_t disk_bytes) {
+                  uint64_t disk_bytes, const Delivery& delivery) {
+  PrintDelivery(config, delivery);
   const double rank_steps = static_cast<double>(config.world()) * config.steps;
   const double records_per_s = sent.records / forwarding.wall_s;
   const double mb_per_s = sent.bytes / forwarding.wall_s / 1e6;
@@ -453,9 +588,13 @@ void PrintFigures(const Config& config, const Sent& sent, const Forwarding& forw
   std::printf(
       "aggregator_scale: ranks=%d steps=%d records_per_s=%.0f mb_per_s=%.2f "
       "cpu_us_per_rank_step=%.1f report_ms=%.0f ranks_ms=%.0f "
-      "disk_bytes_per_rank_step=%.0f\n",
+      "disk_bytes_per_rank_step=%.0f start_s=%.2f reconnects=%llu lost_batches=%llu "
+      "duplicate_batches=%llu aggregator_threads_peak=%d\n",
       config.world(), config.steps, records_per_s, mb_per_s, cpu_us, report.median_ms,
-      ranks.median_ms, disk_bytes / rank_steps);
+      ranks.median_ms, disk_bytes / rank_steps, delivery.start.hellos_s,
+      static_cast<unsigned long long>(delivery.reconnects),
+      static_cast<unsigned long long>(delivery.lost),
+      static_cast<unsigned long long>(delivery.twice), delivery.threads_peak);
 }
 
 }  // namespace
@@ -468,7 +607,13 @@ int main(int argc, char** argv) {
   fs::create_directories(dir);
   const std::string socket = (dir / "aggregator.sock").string();
   const fs::path data = dir / "aggregator";
-  Child aggregator({FLOPSCOPE_BENCH_DAEMON, "--socket", socket, "--data-dir", data.string(),
+  // The node daemons log to this process's stderr: into nodes.log, counted by CountReconnects.
+  const fs::path nodes_log = dir / "nodes.log";
+  g_stderr = fdopen(dup(2), "w");
+  const int log_fd = open(nodes_log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (g_stderr == nullptr || log_fd < 0 || dup2(log_fd, 2) < 0) Die("cannot log to nodes.log");
+  close(log_fd);
+  Child aggregator({config.daemon, "--socket", socket, "--data-dir", data.string(),
                     "--collect-spools", "--log-level", "warning"},
                    dir / "aggregator.log");
   g_aggregator = aggregator.pid();
@@ -486,9 +631,19 @@ int main(int argc, char** argv) {
       config.nodes, config.ranks_per_node, config.steps,
       flopscope::bench::ModuleCount(ShapeOf(config, 0, 0)), config.kernels_per_step, mode.c_str(),
       LoadAverage());
+  ThreadSampler sampler(aggregator.pid());
   std::vector<Node> nodes = StartNodes(config, dir, "unix:" + socket);
+  Delivery delivery;
+  delivery.start = StartRanks(config, nodes);
   Sent sent;
   const Forwarding forwarding = Forward(config, nodes, aggregator, socket, &sent);
+  CountBatches(config, socket, &delivery);
+  delivery.reconnects = CountReconnects(nodes_log);
+  if (!delivery.met()) {
+    delivery.threads_peak = sampler.Stop();
+    PrintDelivery(config, delivery);
+    Die("missed a delivery target (the node daemons' log: " + nodes_log.string() + ")");
+  }
   for (Node& node : nodes) {
     for (auto& rank : node.ranks) {
       if (std::string error = rank->Finish(); !error.empty()) Die("a producer's end: " + error);
@@ -498,12 +653,15 @@ int main(int argc, char** argv) {
   CheckAggregator(config, socket);
   const QueryTimes report = TimeClient(config, "report", socket, dir);
   const QueryTimes ranks = TimeClient(config, "ranks", socket, dir);
+  delivery.threads_peak = sampler.Stop();
   kill(aggregator.pid(), SIGTERM);
   double total_cpu_s = 0;
   const int status = aggregator.Wait(&total_cpu_s);
   g_aggregator = -1;
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) Die("the aggregator did not exit cleanly");
-  PrintFigures(config, sent, forwarding, total_cpu_s, report, ranks, BytesUnder(data));
+  delivery.reconnects = CountReconnects(nodes_log);  // the node daemons' shutdown included
+  PrintFigures(config, sent, forwarding, total_cpu_s, report, ranks, BytesUnder(data), delivery);
+  if (!delivery.met()) return 1;
   if (config.keep_data) {
     std::printf("data kept in %s\n", dir.c_str());
   } else {
