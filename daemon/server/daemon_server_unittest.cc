@@ -12,7 +12,9 @@
 
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "daemon/testing/test_batches.h"
 #include "daemon/testing/test_daemon.h"
@@ -147,6 +149,32 @@ TEST_F(DaemonServerTest, BatchesAreCommittedAndAcknowledged) {
   EXPECT_EQ(jobs.jobs(0).job_id(), "job-a");
   EXPECT_EQ(jobs.jobs(0).kernels(), 7u);
   EXPECT_EQ(jobs.jobs(0).connected_sessions(), 0u);  // the stream has ended
+}
+
+// Threads of this process (the daemon runs in it): /proc/self/task.
+int ThreadsOfThisProcess() {
+  int threads = 0;
+  for ([[maybe_unused]] const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    ++threads;
+  }
+  return threads;
+}
+
+TEST_F(DaemonServerTest, OpenStreamsHoldNoThreadAndEachCarriesOn) {
+  constexpr int kStreams = 64;
+  const int before = ThreadsOfThisProcess();
+  std::vector<std::unique_ptr<Producer>> producers;
+  for (int rank = 0; rank < kStreams; ++rank) {
+    producers.push_back(std::make_unique<Producer>(
+        *collector_, fixtures::Hello("many", rank, "s-many-" + std::to_string(rank))));
+    ASSERT_EQ(producers.back()->Hello(), 0) << rank;
+  }
+  // 64 welcomed streams wait for their next message: the callback API holds no thread for them
+  // (the synchronous server held one each). gRPC's pools may grow by a few under the load.
+  EXPECT_LT(ThreadsOfThisProcess() - before, kStreams / 4);
+  for (auto& producer : producers) EXPECT_EQ(producer->Send(KernelBatch(1, 2)), 1);
+  for (auto& producer : producers) EXPECT_TRUE(producer->Finish().ok());
+  EXPECT_EQ(StoredKernels("many"), 2u * kStreams);
 }
 
 TEST_F(DaemonServerTest, ARestartedDaemonOpensRecentRankFilesForReportsInTheBackground) {
