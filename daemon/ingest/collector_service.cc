@@ -93,6 +93,11 @@ namespace flopscope::daemon {
 // in Conclude, exactly once. The write side is a queue under mu_ with one write in flight; the
 // stream is finished once it has concluded and the queue is empty (or broken); OnDone, which
 // gRPC calls after the Finish and every operation, deletes the reactor.
+//
+// Hazard: gRPC may also run a reaction inline, on the thread that started the operation (a
+// worker, a Profiling thread), before StartRead, StartWrite or Finish returns. So no lock is
+// held across those calls, and each is the last thing its caller does with the reactor: after a
+// Finish, or once the chain is handed on, OnDone may already have deleted it.
 class CollectorService::StreamReactor final
     : public grpc::ServerBidiReactor<CheckedUpMessage, v1::DownMessage> {
  public:
@@ -100,7 +105,6 @@ class CollectorService::StreamReactor final
   // the watchdog's lock.
   StreamReactor(CollectorService* service, grpc::CallbackServerContext* context)
       : service_(service), context_(context) {
-    ++service_->open_streams_;
     // Silent streams are ended (stream_watchdog.h): the hello must come soon, then messages.
     if (service_->watchdog_ != nullptr) watch_ = service_->watchdog_->Start(context_);
     service_->workers_.Post([this] { Admit(); });
@@ -116,10 +120,7 @@ class CollectorService::StreamReactor final
   // (a worker task in flight finishes first, and its next read fails at once).
   void OnCancel() override {}
   // gRPC event thread, after Finish and every operation: the last thing that touches this.
-  void OnDone() override {
-    --service_->open_streams_;
-    delete this;
-  }
+  void OnDone() override { delete this; }
 
  private:
   // Worker tasks.

@@ -2,7 +2,6 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -95,9 +94,6 @@ class CollectorService final : public v1::Collector::Service {
   // the rest in its spool (SpoolCollector::Nudge). Set before serving; may stay null.
   void SetEndedHook(std::function<void()> hook) { ended_hook_ = std::move(hook); }
 
-  // Streams whose reactor is alive (from the call's start until gRPC is done with it).
-  int64_t open_streams() const { return open_streams_.load(); }
-
   // Messages a stream may have waiting to be written (its Acks and Controls) before it stops
   // reading: a peer that does not read its Acks is not read further (gRPC's flow control then
   // holds it back), so its queue stays this short.
@@ -135,7 +131,6 @@ class CollectorService final : public v1::Collector::Service {
   PeerLimits* limits_ = nullptr;
   StreamWatchdog* watchdog_ = nullptr;
   std::function<void()> ended_hook_;
-  std::atomic<int64_t> open_streams_{0};
   // Last member: destroyed (its queue run, its threads joined) before anything a task uses.
   IngestWorkers workers_;
 };

@@ -69,6 +69,7 @@ TEST(IngestWorkersTest, ABlockedTaskHoldsUpOnlyItsOwnWorker) {
   for (int i = 0; i < 20; ++i) workers.Post([&others] { others.Arrive(); });
   // The other streams' tasks all run on the second worker while the first still waits.
   EXPECT_TRUE(others.WaitFor(20));
+  EXPECT_EQ(workers.queued(), 0u);
   EXPECT_FALSE(slow_disk.HasBeenNotified());
   slow_disk.Notify();
 }
