@@ -89,6 +89,10 @@ void ReadPeak(const std::string& value, RankMemory& memory) {
       reserved && (!memory.peak_reserved || *reserved > *memory.peak_reserved)) {
     memory.peak_reserved = reserved;
   }
+  if (auto left = Number(words, "activations");
+      left && (!memory.activations || *left > *memory.activations)) {
+    memory.activations = left;
+  }
   for (const char* phase : {"forward", "backward", "optimizer"}) {
     if (auto peak = Number(words, phase)) {
       double& kept = memory.phase_peaks[phase];

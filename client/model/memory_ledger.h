@@ -52,6 +52,9 @@ struct RankMemory {
   std::optional<double> peak_allocated, peak_reserved;
   int64_t peak_step = -1;
   std::map<std::string, double> phase_peaks;
+  // What a forward phase left allocated (the activations kept for backward), the most of any
+  // step (GPU).
+  std::optional<double> activations;
 
   std::optional<double> HeldTotal() const;      // the measured parts' sum (absent ones left out)
   std::optional<double> ExpectedTotal() const;  // the formula's parts' sum

@@ -114,7 +114,8 @@ TEST(MemoryLedgerTest, TheLastLedgerOfARankWinsAndPeaksKeepTheHighest) {
   Metadata metadata;
   AddMark(metadata, "memory_ledger 0", "step:0 setup:ddp dp:2 elements:10 params:40");
   AddMark(metadata, "memory_peak 0", "step:0 allocated:1000 reserved:2048 forward:900");
-  AddMark(metadata, "memory_peak 0", "step:3 allocated:1500 reserved:2000 backward:1400");
+  AddMark(metadata, "memory_peak 0",
+          "step:3 allocated:1500 reserved:2000 backward:1400 activations:700");
   AddMark(metadata, "memory_peak 0", "step:4 allocated:1200 reserved:4096 forward:1100");
   AddMark(metadata, "memory_ledger 0", "step:100 setup:ddp dp:2 elements:10 params:44");
   AddMark(metadata, "memory_peak 2", "step:1 allocated:10 reserved:20");
@@ -127,6 +128,7 @@ TEST(MemoryLedgerTest, TheLastLedgerOfARankWinsAndPeaksKeepTheHighest) {
   EXPECT_DOUBLE_EQ(*ranks[0].peak_reserved, 4096);
   EXPECT_DOUBLE_EQ(ranks[0].phase_peaks.at("forward"), 1100);
   EXPECT_DOUBLE_EQ(ranks[0].phase_peaks.at("backward"), 1400);
+  EXPECT_DOUBLE_EQ(*ranks[0].activations, 700);
   EXPECT_EQ(ranks[1].rank, 2);
   EXPECT_TRUE(ranks[1].setup.empty());  // peaks alone: no formula
   EXPECT_TRUE(ranks[1].parts.empty());

@@ -74,19 +74,32 @@ std::string Notes(const std::vector<RankMemory>& ranks) {
                     "Python's reach; expected counts them (a copy of every gradient)\n");
   }
   std::vector<std::string> rss;
+  std::vector<std::string> activations;
   bool any_peak = false;
   for (const RankMemory& memory : ranks) {
     any_peak = any_peak || memory.peak_allocated.has_value();
+    if (memory.activations) {
+      activations.push_back(absl::StrCat("rank ", memory.rank, " ", Bytes(*memory.activations)));
+    }
     if (memory.rss_high_water) {
       rss.push_back(absl::StrCat("rank ", memory.rank, " ", Bytes(*memory.rss_high_water)));
     }
   }
+  constexpr size_t kShown = 8;
+  if (!activations.empty()) {
+    if (activations.size() > kShown) {
+      activations.resize(kShown);
+      activations.push_back("...");
+    }
+    absl::StrAppend(&out,
+                    "  activations the forward left allocated for backward (most of a step): ",
+                    absl::StrJoin(activations, ", "), "\n");
+  }
   if (!any_peak) {
     absl::StrAppend(&out, "  peaks: not measured on the CPU (the allocator's peaks are CUDA's)");
     if (!rss.empty()) {
-      constexpr size_t kRssShown = 8;
-      if (rss.size() > kRssShown) {
-        rss.resize(kRssShown);
+      if (rss.size() > kShown) {
+        rss.resize(kShown);
         rss.push_back("...");
       }
       absl::StrAppend(&out,
@@ -97,7 +110,42 @@ std::string Notes(const std::vector<RankMemory>& ranks) {
   return out;
 }
 
+// "0-3, 5, 7-8" for sorted ranks.
+std::string RankRanges(const std::vector<int32_t>& ranks) {
+  std::vector<std::string> ranges;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    ranges.push_back(j == i ? absl::StrCat(ranks[i]) : absl::StrCat(ranks[i], "-", ranks[j]));
+    i = j + 1;
+  }
+  return absl::StrJoin(ranges, ", ");
+}
+
 }  // namespace
+
+std::vector<std::string> MemoryFlagLines(const std::vector<RankMemory>& ranks) {
+  std::vector<std::pair<std::string, std::vector<int32_t>>> sentences;  // first seen first
+  for (const RankMemory& memory : ranks) {
+    for (const MemoryPart& part : memory.parts) {
+      if (!part.flagged) continue;
+      std::string sentence = MemoryFlagLine(memory, part);
+      auto found = std::find_if(sentences.begin(), sentences.end(),
+                                [&](const auto& entry) { return entry.first == sentence; });
+      if (found == sentences.end()) {
+        found = sentences.insert(sentences.end(), {std::move(sentence), {}});
+      }
+      found->second.push_back(memory.rank);
+    }
+  }
+  std::vector<std::string> lines;
+  for (auto& [sentence, holders] : sentences) {
+    std::sort(holders.begin(), holders.end());
+    lines.push_back(
+        absl::StrCat(holders.size() == 1 ? "rank " : "ranks ", RankRanges(holders), " ", sentence));
+  }
+  return lines;
+}
 
 std::string MemoryFormula(const RankMemory& memory, const MemoryPart& part) {
   if (!part.expected) return "not in the formula";
@@ -134,13 +182,7 @@ std::string MemoryLedgerSection(const std::vector<RankMemory>& ranks) {
                     " ranks: the flagged ones, and those holding the "
                     "least and the most)\n");
   }
-  for (const RankMemory& memory : ranks) {
-    for (const MemoryPart& part : memory.parts) {
-      if (part.flagged) {
-        absl::StrAppend(&out, "  rank ", memory.rank, " ", MemoryFlagLine(memory, part), "\n");
-      }
-    }
-  }
+  for (const std::string& line : MemoryFlagLines(ranks)) absl::StrAppend(&out, "  ", line, "\n");
   absl::StrAppend(&out, Notes(ranks));
   return out;
 }
@@ -205,6 +247,7 @@ void WriteMemoryJson(const RankMemory& memory, JsonWriter& json) {
   } else {
     json.Null();
   }
+  OptionalNumber(json, "activations", memory.activations);
   json.Key("phase_peaks").BeginObject();
   for (const auto& [phase, bytes] : memory.phase_peaks) json.Key(phase).Double(bytes);
   json.EndObject();

@@ -18,9 +18,13 @@ std::string MemoryFlagLine(const RankMemory& memory, const MemoryPart& part);
 // The formula of one part in words: "4 B x 4.22 K elements / dp 2", "not in the formula".
 std::string MemoryFormula(const RankMemory& memory, const MemoryPart& part);
 
+// One line per distinct flag sentence, with the ranks it holds for: "rank 3 params: ..." or
+// "ranks 0-7, 9 grads: ..." (64 ranks of one setup flag the same part with the same figures).
+std::vector<std::string> MemoryFlagLines(const std::vector<RankMemory>& ranks);
+
 // The additions' section: one row per rank (setup, each part held, held and expected totals,
-// GPU peaks), then a line per flagged part, what was not measured and why, and the CPU's RSS
-// high-water marks; "" when no rank announced a ledger. Over kMemoryRowsShown ranks, only the
+// GPU peaks), then the flag lines (MemoryFlagLines), what was not measured and why, and the CPU's
+// RSS high-water marks; "" when no rank announced a ledger. Over kMemoryRowsShown ranks, only the
 // flagged ranks and the ones holding the least and the most get a row.
 inline constexpr size_t kMemoryRowsShown = 16;
 std::string MemoryLedgerSection(const std::vector<RankMemory>& ranks);
@@ -37,7 +41,8 @@ std::string MemoryCell(const std::vector<RankMemory>& ranks);
 //              "buckets": ...},
 //    "held": x|null, "expected": x|null, "margin": x, "flagged": bool, "flags": [""],
 //    "rss_high_water": x|null, "cost_s": x|null, "peak_allocated": x|null,
-//    "peak_reserved": x|null, "peak_step": n|null, "phase_peaks": {"forward": x, ...}}
+//    "peak_reserved": x|null, "peak_step": n|null, "activations": x|null,
+//    "phase_peaks": {"forward": x, ...}}
 // Bytes everywhere; null where not measured or not in the formula.
 void WriteMemoryJson(const RankMemory& memory, JsonWriter& json);
 

@@ -58,14 +58,33 @@ TEST(MemoryViewTest, SectionHasARowPerRankTheFlagsAndWhatTheCpuCannotSay) {
 }
 
 TEST(MemoryViewTest, DdpsUnreachableBucketsAreSaidAndGpuPeaksShown) {
-  const std::string text = MemoryLedgerSection(
-      Ledgers({{"memory_ledger 0",
-                "setup:ddp dp:2 elements:10 dtype:fp32 states:2 params:40 grads:40 optimizer:80 "
-                "buckets:-"},
-               {"memory_peak 0", "step:2 allocated:5000 reserved:8192 forward:4000"}}));
+  const std::string text = MemoryLedgerSection(Ledgers(
+      {{"memory_ledger 0",
+        "setup:ddp dp:2 elements:10 dtype:fp32 states:2 params:40 grads:40 optimizer:80 "
+        "buckets:-"},
+       {"memory_peak 0", "step:2 allocated:5000 reserved:8192 forward:4000 activations:3000"}}));
   EXPECT_NE(text.find("buckets -: DDP's reducer"), std::string::npos) << text;
   EXPECT_EQ(text.find("not measured on the CPU"), std::string::npos) << text;
   EXPECT_NE(text.find(FormatBytes(8192)), std::string::npos) << text;
+  EXPECT_NE(text.find("activations the forward left allocated for backward (most of a step): "
+                      "rank 0 " +
+                      FormatBytes(3000)),
+            std::string::npos)
+      << text;
+}
+
+TEST(MemoryViewTest, RanksWithTheSameFlagShareALine) {
+  std::vector<std::pair<std::string, std::string>> marks;
+  for (int rank : {0, 1, 2, 3, 5, 7, 8}) {
+    marks.push_back({"memory_ledger " + std::to_string(rank),
+                     "setup:zero3 dp:8 elements:800 dtype:fp32 states:2 params:" +
+                         std::string(rank == 8 ? "900" : "800") + " grads:400 optimizer:1200"});
+  }
+  const std::vector<RankMemory> ranks = Ledgers(marks);
+  const std::vector<std::string> lines = MemoryFlagLines(ranks);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0], "ranks 0-3, 5, 7 " + MemoryFlagLine(ranks[0], ranks[0].parts[0]));
+  EXPECT_EQ(lines[1], "rank 8 " + MemoryFlagLine(ranks[6], ranks[6].parts[0]));
 }
 
 TEST(MemoryViewTest, ManyRanksShowTheFlaggedAndTheExtremes) {

@@ -185,17 +185,13 @@ std::string RenderRanksText(const flopscope::v1::ListRanksResponse& ranks,
       absl::StrAppend(&text, WaitedForLine(ranks.ranks(i).rank(), *rank_figures->straggler));
     }
   }
-  for (int i = 0; i < ranks.ranks_size(); ++i) {
-    const RankFigures* rank_figures = FiguresAt(figures, i);
-    if (rank_figures == nullptr) continue;
-    for (const RankMemory& memory : rank_figures->profile.memory) {
-      for (const MemoryPart& part : memory.parts) {
-        if (part.flagged) {
-          absl::StrAppend(&text, "Rank ", memory.rank,
-                          " memory above its formula: ", MemoryFlagLine(memory, part), "\n");
-        }
-      }
-    }
+  std::vector<RankMemory> memory;
+  for (const RankFigures& rank_figures : figures) {
+    memory.insert(memory.end(), rank_figures.profile.memory.begin(),
+                  rank_figures.profile.memory.end());
+  }
+  for (const std::string& line : MemoryFlagLines(memory)) {
+    absl::StrAppend(&text, "Memory above its formula: ", line, "\n");
   }
   for (const std::string& status : gpu_statuses) {
     absl::StrAppend(&text, "No GPU records: ", PrintableForTerminal(status), "\n");

@@ -24,7 +24,8 @@ struct RankFigures {
 // kernels, lost records and, for the stragglers, how long the others waited for the rank and
 // where (a module's forward or backward, or between steps), or how much slower than the median
 // its step is and the module that makes it slow — and below the table one line per rank the
-// others waited for, saying it in words, a line per memory part above its formula, once per
+// others waited for, saying it in words, the memory parts above their formula (MemoryFlagLines,
+// ranks with the same figures on one line), once per
 // distinct status why ranks have no GPU
 // records, then one line per rank whose report could not be read or whose usual file the daemon
 // left alone (its figures come from the file beside it). `figures` is empty (timing

@@ -298,7 +298,7 @@ TEST(RenderRanksTextTest, MemoryHeldAgainstTheFormulaAndTheFlaggedPart) {
   EXPECT_NE(lines[0].find("memory"), std::string::npos) << text;
   EXPECT_NE(lines[2].find("9.77 KiB / 9.77 KiB "), std::string::npos) << text;  // 10000 B
   EXPECT_NE(lines[3].find(" / 9.77 KiB !"), std::string::npos) << text;
-  EXPECT_EQ(lines[4], "Rank 1 memory above its formula: " +
+  EXPECT_EQ(lines[4], "Memory above its formula: rank 1 " +
                           MemoryFlagLine(figures[1].profile.memory[0],
                                          figures[1].profile.memory[0].parts[0]));
   absl::StatusOr<std::map<std::string, std::string>> flat =

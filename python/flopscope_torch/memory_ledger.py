@@ -15,9 +15,10 @@ belonging to the first part that reaches it:
 
 When: at the end of the first step whose optimizer stepped (its states exist from then), then
 every FLOPSCOPE_TORCH_MEMORY_EVERY steps (default 100), announced when a figure changed. On a GPU
-(CUDA), each step's peak allocated and reserved memory and each phase's peak allocated
-(torch.cuda.max_memory_* since the last phase boundary, then reset_peak_memory_stats) are
-announced when they moved by more than 1 % from the last announced; on the CPU the process's RSS
+(CUDA), each step's peak allocated and reserved memory, each phase's peak allocated
+(torch.cuda.max_memory_* since the last phase boundary, then reset_peak_memory_stats) and what
+the forward phase left allocated (activations kept for backward) are announced when they moved
+by more than 1 % from the last announced; on the CPU the process's RSS
 high-water mark is announced with the ledger, labelled as such (not tensor memory).
 
 Marks (docs/marks.md): `memory_ledger <rank>=<word:value ...>` and `memory_peak <rank>=...`.
@@ -33,6 +34,8 @@ EVERY_ENV = "FLOPSCOPE_TORCH_MEMORY_EVERY"
 SWITCH_ENV = "FLOPSCOPE_TORCH_MEMORY"
 DEFAULT_EVERY = 100
 PEAK_CHANGE = 0.01  # a peak is announced again when it moved by more than this fraction
+_PHASES = ("forward", "backward", "optimizer")  # the phases whose peaks are kept
+MAX_ROOTS = 64  # root modules with parameters kept (weakly) for the measurement
 
 # Optimizer state tensors per parameter element that the formulas count (fp32 each), by class.
 # DeepSpeed's own Adams keep Adam's two.
@@ -121,6 +124,8 @@ def _dp_of_group(group):
 def detect_setup(root):
     """The Setup of a root module (the outermost one the hooks saw called)."""
     setup = Setup()
+    if type(root).__name__ == "OptimizedModule":  # torch.compile's wrapper: what it compiled
+        root = getattr(root, "_orig_mod", root)
     name = type(root).__name__
     if hasattr(root, "zero_optimization_stage") and hasattr(root, "dp_world_size"):
         setup.name = f"zero{int(root.zero_optimization_stage())}"
@@ -189,7 +194,13 @@ class MemoryLedger:
     # ---- what the hooks tell it ----
 
     def root_seen(self, module):
-        self._roots.append(weakref.ref(module))
+        """A module called with no module open: a model, or the wrapper around one. Modules
+        with no parameters (a loss built in every step) are not kept."""
+        if next(iter(module.parameters()), None) is None:
+            return
+        self._roots = [ref for ref in self._roots if ref() is not None]
+        if len(self._roots) < MAX_ROOTS:
+            self._roots.append(weakref.ref(module))
 
     def optimizer_stepped(self, optimizer):
         self._optimizers.add(optimizer)
@@ -206,16 +217,25 @@ class MemoryLedger:
 
     def phase_boundary(self, name, opening):
         """A phase range opens or closes: on a GPU, the peak since the last boundary belongs to
-        the phase that was open (closing) and the stats are reset."""
+        the phase that was open (closing) and the stats are reset; what a `forward` phase left
+        allocated (its end less its start) is the activations it keeps for backward."""
         try:
             if opening and name == "forward":
                 self.forward_began()
             cuda = self._device()
             if cuda is None:
                 return
-            if not opening:
-                allocated = cuda.max_memory_allocated()
-                self._peaks[name] = max(self._peaks.get(name, 0), allocated)
+            peaks = self._peaks
+            if name in _PHASES and not opening:
+                peaks[name] = max(peaks.get(name, 0), cuda.max_memory_allocated())
+            if name == "forward":
+                allocated = cuda.memory_allocated()
+                if opening:
+                    self._forward_start = allocated
+                elif self._forward_start is not None:
+                    left = max(allocated - self._forward_start, 0)
+                    peaks["activations"] = max(peaks.get("activations", 0), left)
+                    self._forward_start = None
             self._note_step_peak(cuda)
             cuda.reset_peak_memory_stats()
         except Exception:  # pylint: disable=broad-except
@@ -249,10 +269,13 @@ class MemoryLedger:
     def measure(self):
         """(Setup, elements Ψ, param dtype, states per element, parts) of this rank, or None."""
         roots = [root for root in (ref() for ref in self._roots) if root is not None]
-        roots = [root for root in roots if next(iter(root.parameters()), None) is not None]
         if not roots:
             return None
-        setup = detect_setup(roots[0])
+        setups = [detect_setup(root) for root in roots]
+        found = [index for index, each in enumerate(setups) if each.name != "single"]
+        first = found[0] if found else 0  # a wrapper called after its bare model was
+        setup = setups[first]
+        roots.insert(0, roots.pop(first))
         counter = _Counter()
         elements, dtype = 0, None
         parameters = []
@@ -334,7 +357,10 @@ class MemoryLedger:
 
     # ---- GPU peaks ----
 
-    _peaks = None  # this step's peak allocated per phase, and "step"/"reserved" (GPU)
+    # This step's figures on a GPU: "allocated", "reserved" (the step's peaks), the peak allocated
+    # of each phase, "activations" (what a forward left allocated, the most of the step's).
+    _peaks = None
+    _forward_start = None  # memory_allocated() when the open forward phase began
 
     def _device(self):
         """torch.cuda once this process initialised CUDA, else None (asked again later)."""
@@ -355,15 +381,13 @@ class MemoryLedger:
 
     def _note_step_peak(self, cuda):
         peaks = self._peaks
-        peaks["step"] = max(peaks.get("step", 0), cuda.max_memory_allocated())
+        peaks["allocated"] = max(peaks.get("allocated", 0), cuda.max_memory_allocated())
         peaks["reserved"] = max(peaks.get("reserved", 0), cuda.max_memory_reserved())
 
     def _announce_peaks(self, step):
         peaks, self._peaks = self._peaks, {}
-        figures = {"allocated": peaks.get("step", 0), "reserved": peaks.get("reserved", 0)}
-        for phase in ("forward", "backward", "optimizer"):
-            if phase in peaks:
-                figures[phase] = peaks[phase]
+        figures = {key: peaks[key] for key in ("allocated", "reserved", *_PHASES, "activations")
+                   if key in peaks}
         last = self._last_peak
         if last is not None and last.keys() == figures.keys() and all(
                 abs(figures[key] - last[key]) <= PEAK_CHANGE * max(last[key], 1)

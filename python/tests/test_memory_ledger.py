@@ -7,6 +7,7 @@ import unittest
 import torch
 from torch import nn
 
+from flopscope_torch.memory_ledger import MemoryLedger
 from flopscope_torch.profiler import Profiler
 from recording_backend import Recorder
 
@@ -134,6 +135,61 @@ class SwitchedOffTest(MemoryLedgerTest):
         self.train(model, torch.optim.Adam(model.parameters()), 2)
         self.assertIsNone(self.profiler.memory)
         self.assertEqual(ledger_marks(self.recorder.marks()), [])
+
+class FakeCuda:
+    """torch.cuda's allocator statistics as the ledger reads them, with no GPU: bytes allocated
+    now, the peak since the last reset, and what the caching allocator reserved."""
+
+    def __init__(self, allocated=0):
+        self.allocated = self.peak = allocated
+        self.reserved = 1 << 20
+
+    def alloc(self, size):
+        self.allocated += size
+        self.peak = max(self.peak, self.allocated)
+
+    def memory_allocated(self):
+        return self.allocated
+
+    def max_memory_allocated(self):
+        return self.peak
+
+    def max_memory_reserved(self):
+        return self.reserved
+
+    def reset_peak_memory_stats(self):
+        self.peak = self.allocated
+
+
+class GpuPeaksTest(unittest.TestCase):
+    """The GPU path of the ledger (peaks per step and phase, activations) against a fake
+    allocator: the sequence of phase boundaries the hooks make, and the bytes in between."""
+
+    def test_peaks_per_phase_and_what_the_forward_left(self):
+        marks = []
+        ledger = MemoryLedger(marks.append, environ={})
+        cuda = FakeCuda(allocated=10_000)  # the parameters and states
+        ledger._cuda, ledger._peaks = cuda, {}  # pylint: disable=protected-access
+        for _ in range(2):  # two identical steps: the second announces nothing new
+            ledger.phase_boundary("step", opening=True)
+            ledger.phase_boundary("forward", opening=True)
+            cuda.alloc(5_000)   # activations and a temporary
+            cuda.alloc(-1_000)  # the temporary freed: 4 000 kept for backward
+            ledger.phase_boundary("forward", opening=False)
+            ledger.phase_boundary("backward", opening=True)
+            cuda.alloc(3_000)   # gradients
+            cuda.alloc(-4_000)  # the activations freed
+            ledger.phase_boundary("backward", opening=False)
+            ledger.phase_boundary("optimizer", opening=True)
+            cuda.alloc(500)
+            cuda.alloc(-500)
+            ledger.phase_boundary("optimizer", opening=False)
+            ledger.phase_boundary("step", opening=False)
+            ledger.step_ended()
+            cuda.alloc(-3_000)  # zero_grad
+        peaks = [text for text in marks if text.startswith("memory_peak ")]
+        self.assertEqual(peaks, ["memory_peak 0=step:0 allocated:17000 reserved:1048576 "
+                                 "forward:15000 backward:17000 optimizer:13500 activations:4000"])
 
 
 if __name__ == "__main__":

@@ -13,9 +13,9 @@ parameters whole on every rank. The report's additions, its JSON, its HTML page 
 `flopscope ranks` (text and JSON) each show it.
 """
 
+import importlib.util
 import json
 import shutil
-import subprocess
 import sys
 import unittest
 
@@ -50,19 +50,13 @@ def fsdp2_missing():
 
 
 def deepspeed_missing():
-    """"" where DeepSpeed's engine runs on the CPU here, else why not."""
+    """"" where DeepSpeed is installed for this Python, else why not."""
     if not HAVE_TORCH:
         return NO_TORCH
-    import torch  # pylint: disable=import-outside-toplevel
-    if torch_major() < 2:
-        return (f"DeepSpeed's CPU accelerator is not set up for Debian's torch "
-                f"{torch.__version__} (the torch1 environment's DeepSpeed fails to build its "
-                "CPU ops): the *_torch2 twin runs the ZeRO engines")
-    probe = subprocess.run([sys.executable, "-c", "import deepspeed"], capture_output=True,
-                           text=True, env={"DS_ACCELERATOR": "cpu", "PATH": "/usr/bin:/bin"},
-                           timeout=120, check=False)
-    if probe.returncode != 0:
-        return f"DeepSpeed does not import here: {probe.stderr.strip()[-300:]}"
+    if importlib.util.find_spec("deepspeed") is None:
+        import torch  # pylint: disable=import-outside-toplevel
+        return (f"DeepSpeed is not installed for {sys.executable} (torch {torch.__version__}): "
+                "the *_torch2 twin runs the ZeRO engines in the torch 2 environment")
     return ""
 
 
@@ -180,8 +174,8 @@ class MemoryLedgerTest(DaemonTestCase):
                                 for flag in entry["flags"]), entry["flags"])
         ranks = client(["ranks", "fsdp2_partial", "--socket", str(self.daemon.socket)])
         self.assertEqual(ranks.returncode, 0, ranks.stderr)
-        for rank in range(WORLD):
-            self.assertIn(f"Rank {rank} memory above its formula: params: ", ranks.stdout)
+        # Both ranks hold the same: one line for the two.
+        self.assertIn("Memory above its formula: ranks 0-1 params: ", ranks.stdout)
         self.check_ranks("fsdp2_partial", partial)
 
     @unittest.skipIf(DEEPSPEED_MISSING, DEEPSPEED_MISSING)

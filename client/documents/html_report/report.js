@@ -637,8 +637,8 @@ function renderMemory(profile) {
   const margin = Math.round(ranks[0].margin * 100);
   byId('memory-note').textContent = 'What each rank\'s tensors held at the end of an ' +
       'optimizer step, each storage once; expected: the usual formula for its setup ' +
-      '(docs/design/memory-ledger.md); ! above it by more than ' + margin + '%. Peaks: CUDA\'s ' +
-      'allocator, - on the CPU.';
+      '(docs/design/memory-ledger.md); ! above it by more than ' + margin + '%. Peaks and the ' +
+      'activations a forward left allocated: CUDA\'s allocator, - on the CPU.';
   const part = (name) => ({
     label: name, key: name,
     value: (row) => (row.parts[name] ? row.parts[name].held : null),
@@ -655,6 +655,7 @@ function renderMemory(profile) {
     part('params'), part('grads'), part('optimizer'), part('buckets'),
     figure('held', 'held'), figure('expected', 'expected'),
     figure('peak allocated', 'peak_allocated'), figure('peak reserved', 'peak_reserved'),
+    figure('activations', 'activations'),
   ], ranks, (row) => (row.flagged ? 'flagged' : ''));
   for (const rank of ranks) {
     for (const flag of rank.flags) htmlElement('li', 'rank ' + rank.rank + ' ' + flag, flags);
