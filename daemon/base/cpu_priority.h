@@ -32,7 +32,8 @@ struct CpuPriorityOutcome {
 };
 
 // The nice value of the daemon's background work: a stream's hello, batches and end (the
-// Collector's ingest workers), the replays of orphaned spools and the disk budget's pruning. Queries keep the daemon's --nice.
+// Collector's ingest workers), the replays of orphaned spools and the disk budget's pruning.
+// Queries keep the daemon's --nice.
 //
 // Why: inside the daemon every thread weighs the same, so while 64 ranks start and stream (row 4
 // of docs/reliability-rerun.md) a report's reader threads shared the daemon's CPU with up to 64
@@ -45,9 +46,9 @@ inline constexpr int kBackgroundNice = 0;
 // Only where that way back is allowed: lowering a nice value needs CAP_SYS_NICE or an
 // RLIMIT_NICE that reaches it; without it nothing changes. (The way back was for gRPC's pool
 // threads, which served a stream and then a query; its users now hold it for their thread's
-// whole life: the Collector's ingest workers, the spool collector, the pruner.) Never raises the thread's priority (a `nice` below its
-// value is left). Thread-compatible: each object is about the thread that constructs it, and
-// must be destroyed on that thread.
+// whole life: the Collector's ingest workers, the spool collector, the pruner.) Never raises the
+// thread's priority (a `nice` below its value is left). Thread-compatible: each object is about the
+// thread that constructs it, and must be destroyed on that thread.
 class ScopedThreadNice {
  public:
   explicit ScopedThreadNice(int nice);
