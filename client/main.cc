@@ -20,6 +20,7 @@
 #include "client/commands/profile_commands.h"
 #include "client/commands/prune_command.h"
 #include "client/commands/query_commands.h"
+#include "client/commands/where_command.h"
 #include "client/connect/daemon_address.h"
 #include "client/connect/environment.h"
 #include "client/run/injector_locator.h"
@@ -48,7 +49,9 @@ struct CommandLine {
   CLI::App* counters = nullptr;
   CLI::App* export_trace = nullptr;
   CLI::App* prune = nullptr;
+  CLI::App* where = nullptr;
   client::PruneOptions prune_options;
+  client::WhereOptions where_options;
   client::ExportOptions export_options;
   client::CountersOptions counters_options;
   client::DiffOptions diff_options;
@@ -105,6 +108,7 @@ absl::Status ResolveAddress(CommandLine& line) {
   assign(line.export_options);
   assign(line.import_options);
   assign(line.prune_options);
+  assign(line.where_options);
   return absl::OkStatus();
 }
 
@@ -210,6 +214,18 @@ void AddRanks(CLI::App& app, CommandLine& line) {
   line.ranks->add_option("--steps", options.steps,
                          "A:B, A:, :B or A, as in `report --steps`: each rank's medians per step "
                          "over those steps (default 1:, step 0 being warm-up, as `report`)");
+}
+
+void AddWhere(CLI::App& app, CommandLine& line) {
+  client::WhereOptions& options = line.where_options;
+  line.where = app.add_subcommand(
+      "where",
+      "Where every rank of a running job is now: its innermost open module and for how long, "
+      "ranks grouped by place, and the rank that is not where the others are (a hang)");
+  line.where->add_option("JOB", options.job_id, "job id (see: flopscope jobs)")->required();
+  AddDaemonAddress(line.where, line);
+  line.where->add_option("--format", options.format, "text or json")
+      ->check(CLI::IsMember({"text", "json"}));
 }
 
 void AddDiff(CLI::App& app, CommandLine& line) {
@@ -447,6 +463,10 @@ std::unique_ptr<client::PrivateDaemon> ServeKeptRun(CommandLine& line) {
     socket = &line.ranks_options.socket;
     job_id = line.ranks_options.job_id;
     tls = line.ranks_options.tls.has_value();
+  } else if (line.where->parsed()) {
+    socket = &line.where_options.socket;
+    job_id = line.where_options.job_id;
+    tls = line.where_options.tls.has_value();
   } else if (line.export_trace->parsed()) {
     socket = &line.export_options.socket;
     job_id = line.export_options.job_id;
@@ -466,6 +486,7 @@ int AskTheDaemon(CommandLine& line) {
   if (line.import->parsed()) return Import(line);
   if (line.jobs->parsed()) return Fail(client::JobsCommand(line.jobs_options));
   if (line.ranks->parsed()) return Fail(client::RanksCommand(line.ranks_options));
+  if (line.where->parsed()) return Fail(client::WhereCommand(line.where_options));
   if (line.diff->parsed()) return Fail(client::DiffCommand(line.diff_options));
   if (line.profile->parsed()) return Profile(line.profile_options);
   if (line.prune->parsed()) return Fail(client::PruneCommand(line.prune_options, std::cout));
@@ -490,6 +511,7 @@ int main(int argc, char** argv) {
   AddReport(app, line);
   AddImport(app, line);
   AddRanks(app, line);
+  AddWhere(app, line);
   AddDiff(app, line);
   AddProfile(app, line);
   AddCounters(app, line);

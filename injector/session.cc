@@ -186,7 +186,9 @@ void Session::StartBackground(StartReason reason) {
       },
       [this](uint32_t steps, std::string_view metric_set, uint64_t control_id) {
         return RequestCounterWindow(steps, metric_set, control_id);
-      }};
+      },
+      // `flopscope where`: what each thread has open, read once a second at most.
+      [this](std::vector<ThreadOpenStacks>* out) { tracker_.ReadOpenStacks(out); }};
   exporter_ = std::make_unique<Exporter>(options, std::move(sources), MakeSink());
   // fork(): the child has a copy of our memory but none of our threads, and any lock another
   // thread held at the fork stays locked forever. Rather than repair that, the child runs

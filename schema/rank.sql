@@ -279,3 +279,13 @@ CREATE TABLE IF NOT EXISTS range_instance_ids(
   hi INTEGER NOT NULL,
   PRIMARY KEY(sid, lo)
 ) WITHOUT ROWID;
+
+-- The latest snapshot of each session's open ranges (flopscope.v1.OpenRanges, serialized), for
+-- `flopscope where`: replaced only by a newer one (time_ns), so a batch replayed from a spool
+-- never puts an older one back. Files written before it lack the table until a writer opens
+-- them; readers treat a missing table as no snapshot (daemon/query/open_ranges_reader.h).
+CREATE TABLE IF NOT EXISTS open_ranges(
+  sid INTEGER PRIMARY KEY,
+  time_ns INTEGER NOT NULL,
+  snapshot BLOB NOT NULL
+);

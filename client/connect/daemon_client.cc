@@ -121,6 +121,13 @@ absl::StatusOr<flopscope::v1::Report> DaemonClient::GetReport(
   return Unary(&flopscope::v1::Query::Stub::GetReport, request, "GetReport");
 }
 
+absl::StatusOr<flopscope::v1::OpenRangesResponse> DaemonClient::GetOpenRanges(
+    const std::string& job_id) const {
+  flopscope::v1::OpenRangesRequest request;
+  request.set_job_id(job_id);
+  return Unary(&flopscope::v1::Query::Stub::GetOpenRanges, request, "GetOpenRanges");
+}
+
 absl::StatusOr<flopscope::v1::PruneResponse> DaemonClient::PruneJobs(
     const flopscope::v1::PruneRequest& request) const {
   return Unary(&flopscope::v1::Query::Stub::PruneJobs, request, "PruneJobs");

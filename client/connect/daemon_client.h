@@ -49,6 +49,8 @@ class DaemonClient {
       const flopscope::v1::TraceRequest& request,
       const std::function<absl::Status(const flopscope::v1::TraceChunk&)>& on_chunk,
       absl::Duration trace_timeout = absl::Minutes(30)) const;
+  // `flopscope where`: every rank's latest snapshot of its open ranges.
+  absl::StatusOr<flopscope::v1::OpenRangesResponse> GetOpenRanges(const std::string& job_id) const;
   // `flopscope prune`: the daemon deletes (or, with dry_run, lists) whole jobs.
   absl::StatusOr<flopscope::v1::PruneResponse> PruneJobs(
       const flopscope::v1::PruneRequest& request) const;

@@ -8,6 +8,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "absl/time/clock.h"
 
 namespace flopscope::daemon::metrics {
 namespace {
@@ -42,7 +43,9 @@ void PerRank(const std::vector<RankSnapshot>& ranks, const char* name, MetricTyp
 
 }  // namespace
 
-MetricsRegistry::MetricsRegistry(size_t max_ranks) : max_ranks_(std::max<size_t>(max_ranks, 1)) {}
+MetricsRegistry::MetricsRegistry(size_t max_ranks, std::function<int64_t()> now_ns)
+    : max_ranks_(std::max<size_t>(max_ranks, 1)),
+      now_ns_(now_ns ? std::move(now_ns) : [] { return absl::GetCurrentTimeNanos(); }) {}
 
 MetricsRegistry::RankEntry& MetricsRegistry::Touch(const v1::SessionHello& hello) {
   RankKey key{hello.job_id(), hello.rank()};
@@ -109,6 +112,24 @@ void MetricsRegistry::TakeDeviceFacts(const v1::Batch& batch, RankEntry* entry) 
   }
 }
 
+void MetricsRegistry::TakeOpenRanges(const v1::Batch& batch, RankCounters* counters) {
+  // A rank's sessions each send their own; the newest snapshot stands for the rank.
+  if (!batch.has_open_ranges() || batch.open_ranges().time_ns() < counters->open_snapshot_ns) {
+    return;
+  }
+  counters->open_snapshot_ns = batch.open_ranges().time_ns();
+  std::optional<int64_t> oldest;
+  for (const v1::ThreadOpenRanges& thread : batch.open_ranges().threads()) {
+    // Outermost first: a stack's first range is its oldest.
+    for (const auto* stack : {&thread.modules(), &thread.phases()}) {
+      if (stack->empty()) continue;
+      const int64_t start = stack->Get(0).start_ns();
+      if (!oldest || start < *oldest) oldest = start;
+    }
+  }
+  counters->oldest_open_start_ns = oldest;
+}
+
 void MetricsRegistry::OnCommitted(const v1::SessionHello& hello, const v1::Batch& batch,
                                   const RankTotals& totals) {
   absl::MutexLock lock(&mu_);
@@ -121,6 +142,7 @@ void MetricsRegistry::OnCommitted(const v1::SessionHello& hello, const v1::Batch
   counters.metadata += static_cast<uint64_t>(batch.metadata_size());
   counters.losses = totals.losses;
   TakeDeviceFacts(batch, &entry);
+  TakeOpenRanges(batch, &counters);
   entry.activity.Observe(hello.session_id(), batch);
 }
 
@@ -134,6 +156,7 @@ void MetricsRegistry::OnRejected(const v1::SessionHello& hello, std::string_view
 }
 
 std::vector<RankSnapshot> MetricsRegistry::TakeSnapshots() const {
+  const int64_t now_ns = now_ns_();
   absl::MutexLock lock(&mu_);
   std::vector<RankSnapshot> snapshots;
   snapshots.reserve(ranks_.size());
@@ -143,8 +166,13 @@ std::vector<RankSnapshot> MetricsRegistry::TakeSnapshots() const {
                   {"UUID", entry.counters.uuid},
                   {"job", key.job},
                   {"rank", std::to_string(key.rank)}};
+    std::optional<double> oldest_open_seconds;
+    if (entry.counters.connected > 0 && entry.counters.oldest_open_start_ns) {
+      oldest_open_seconds = std::max<double>(
+          0, static_cast<double>(now_ns - *entry.counters.oldest_open_start_ns) / 1e9);
+    }
     snapshots.push_back(RankSnapshot{key.job, key.rank, std::move(labels), entry.counters,
-                                     entry.activity.Figures()});
+                                     entry.activity.Figures(), oldest_open_seconds});
   }
   std::sort(snapshots.begin(), snapshots.end(), [](const RankSnapshot& a, const RankSnapshot& b) {
     return std::tie(a.job, a.rank) < std::tie(b.job, b.rank);
@@ -186,6 +214,11 @@ void WriteProgress(const std::vector<RankSnapshot>& ranks, std::vector<MetricFam
       ranks, "flopscope_rank_mfu_ratio", MetricType::Gauge,
       "Achieved FLOPS over the device's dense peak for the step's dominant precision.",
       [](const RankSnapshot& r) { return r.figures.mfu; }, out);
+  PerRank(
+      ranks, "flopscope_rank_oldest_open_range_seconds", MetricType::Gauge,
+      "Age of the rank's oldest open NVTX range at the scrape, from its latest snapshot "
+      "(flopscope where); only for connected ranks with a range open. A hang keeps it growing.",
+      [](const RankSnapshot& r) { return r.oldest_open_seconds; }, out);
 }
 
 void WriteIngested(const std::vector<RankSnapshot>& ranks, std::vector<MetricFamily>* out) {

@@ -15,7 +15,9 @@
 #include <prometheus/metric_family.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -34,11 +36,11 @@ namespace flopscope::daemon::metrics {
 inline constexpr size_t kDefaultMaxRanks = 1024;
 // Distinct rejection rules kept per rank; more are added up under "other".
 inline constexpr size_t kMaxRejectionRules = 8;
-// connected, batches, steps, step seconds, step FLOPs, achieved FLOPS, MFU (7), records
-// ingested by kind (4), lost by cause (one per LossCause but UNSPECIFIED: 12 today), rejected by
-// rule (kMaxRejectionRules): 31 today.
+// connected, batches, steps, step seconds, step FLOPs, achieved FLOPS, MFU, oldest open range (8),
+// records ingested by kind (4), lost by cause (one per LossCause but UNSPECIFIED: 15 today),
+// rejected by rule (kMaxRejectionRules): 35 today.
 inline constexpr size_t kMaxSeriesPerRank =
-    7 + 4 + static_cast<size_t>(v1::LossCause_MAX) + kMaxRejectionRules;
+    8 + 4 + static_cast<size_t>(v1::LossCause_MAX) + kMaxRejectionRules;
 
 // What a scrape copies of one rank (everything but its RankActivity, whose figures it takes).
 struct RankCounters {
@@ -48,6 +50,10 @@ struct RankCounters {
   uint64_t ranges = 0, activities = 0, kernel_flops = 0, metadata = 0;
   std::map<int, uint64_t> losses;            // LossCause -> records, as the store sums them
   std::map<std::string, uint64_t> rejected;  // rule -> records
+  // The latest snapshot of open ranges (Batch.open_ranges): when it was taken, and the start of
+  // the oldest range open in it (nullopt: nothing open, or no snapshot yet).
+  int64_t open_snapshot_ns = INT64_MIN;
+  std::optional<int64_t> oldest_open_start_ns;
 };
 
 struct RankSnapshot {
@@ -56,6 +62,9 @@ struct RankSnapshot {
   Labels labels;
   RankCounters counters;
   RankFigures figures;
+  // Seconds the oldest open range has been open at the scrape, for a rank still connected with
+  // something open (`flopscope where`: an alert on a hang).
+  std::optional<double> oldest_open_seconds;
 };
 
 // Thread-safe: every call takes one mutex, held for O(records of the batch) in OnCommitted
@@ -63,7 +72,9 @@ struct RankSnapshot {
 // prometheus::Collectable: its families are built from the figures when scraped (exposition.h).
 class MetricsRegistry : public prometheus::Collectable {
  public:
-  explicit MetricsRegistry(size_t max_ranks = kDefaultMaxRanks);
+  // `now_ns`: the clock open ranges are aged by at a scrape (Unix-epoch ns); null: the real one.
+  explicit MetricsRegistry(size_t max_ranks = kDefaultMaxRanks,
+                           std::function<int64_t()> now_ns = nullptr);
 
   // A producer's stream was accepted / ended.
   void OnConnected(const v1::SessionHello& hello) ABSL_LOCKS_EXCLUDED(mu_);
@@ -103,9 +114,11 @@ class MetricsRegistry : public prometheus::Collectable {
   RankEntry& Touch(const v1::SessionHello& hello) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EvictOne() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   static void TakeDeviceFacts(const v1::Batch& batch, RankEntry* entry);
+  static void TakeOpenRanges(const v1::Batch& batch, RankCounters* counters);
   std::vector<RankSnapshot> TakeSnapshots() const ABSL_LOCKS_EXCLUDED(mu_);
 
   const size_t max_ranks_;
+  const std::function<int64_t()> now_ns_;
   mutable absl::Mutex mu_;
   absl::flat_hash_map<RankKey, RankEntry> ranks_ ABSL_GUARDED_BY(mu_);
   uint64_t ticks_ ABSL_GUARDED_BY(mu_) = 0;

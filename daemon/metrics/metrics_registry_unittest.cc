@@ -6,6 +6,7 @@
 #include <prometheus/check_names.h>
 
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -229,6 +230,60 @@ TEST(MetricsRegistryTest, PrunedJobsAndTheirBytesAreCounted) {
   const std::map<std::string, double> samples = ExpositionSamples(registry.Render());
   EXPECT_EQ(samples.at("flopscope_daemon_jobs_pruned_total"), 2);
   EXPECT_EQ(samples.at("flopscope_daemon_pruned_bytes_total"), 4096 + 1000);
+}
+
+}  // namespace
+}  // namespace flopscope::daemon::metrics
+
+namespace flopscope::daemon::metrics {
+namespace {
+
+// A snapshot of open ranges taken at `time_ns`: one thread whose outermost range opened at
+// `oldest_ns` (the step) with a module under it a second later; or nothing open.
+void SetOpenRangesAt(v1::Batch& batch, int64_t time_ns, std::optional<int64_t> oldest_ns) {
+  v1::OpenRanges* open = batch.mutable_open_ranges();
+  open->set_time_ns(time_ns);
+  if (!oldest_ns) return;
+  v1::ThreadOpenRanges* thread = open->add_threads();
+  v1::OpenRange* step = thread->add_phases();
+  step->set_path_id(kStepPath);
+  step->set_start_ns(*oldest_ns);
+  v1::OpenRange* module = thread->add_modules();
+  module->set_path_id(kModulePath);
+  module->set_start_ns(*oldest_ns + kSecondNs);
+}
+
+TEST(MetricsRegistryTest, TheOldestOpenRangeIsAgedAtTheScrape) {
+  const int64_t base = fixtures::BaseNs();
+  int64_t now = base + 40 * kSecondNs;
+  MetricsRegistry registry(kDefaultMaxRanks, [&now] { return now; });
+  const v1::SessionHello hung = Hello("job-w", 1, "w1");
+  const v1::SessionHello idle = Hello("job-w", 0, "w0");
+  registry.OnConnected(hung);
+  registry.OnConnected(idle);
+  v1::Batch batch;
+  SetOpenRangesAt(batch, base + 10 * kSecondNs, base + 5 * kSecondNs);
+  registry.OnCommitted(hung, batch, RankTotals{});
+  v1::Batch nothing;
+  SetOpenRangesAt(nothing, base + 10 * kSecondNs, std::nullopt);
+  registry.OnCommitted(idle, nothing, RankTotals{});
+  const std::string gauge = "flopscope_rank_oldest_open_range_seconds";
+
+  std::map<std::string, double> samples = ExpositionSamples(registry.Render());
+  EXPECT_DOUBLE_EQ(samples.at(Series(gauge, hung)), 35.0);  // now - the step's start
+  EXPECT_FALSE(samples.contains(Series(gauge, idle))) << "nothing open: no sample";
+  // Unchanged snapshots are not resent: the scrape alone ages the range.
+  now += 20 * kSecondNs;
+  samples = ExpositionSamples(registry.Render());
+  EXPECT_DOUBLE_EQ(samples.at(Series(gauge, hung)), 55.0);
+  // An older snapshot (a spool's replay) does not replace the newer one.
+  v1::Batch older;
+  SetOpenRangesAt(older, base + 9 * kSecondNs, std::nullopt);
+  registry.OnCommitted(hung, older, RankTotals{});
+  EXPECT_DOUBLE_EQ(ExpositionSamples(registry.Render()).at(Series(gauge, hung)), 55.0);
+  // A rank whose streams ended has no sample: an alert on it would never clear.
+  registry.OnDisconnected(hung);
+  EXPECT_FALSE(ExpositionSamples(registry.Render()).contains(Series(gauge, hung)));
 }
 
 }  // namespace

@@ -56,6 +56,14 @@ class QueryService final : public v1::Query::Service {
   grpc::Status GetTrace(grpc::ServerContext* context, const v1::TraceRequest* request,
                         grpc::ServerWriter<v1::TraceChunk>* writer) override;
 
+  // `flopscope where`: implemented in daemon/query/query_where.cc (rank files read by
+  // open_ranges_reader).
+  grpc::Status GetOpenRanges(grpc::ServerContext* context, const v1::OpenRangesRequest* request,
+                             v1::OpenRangesResponse* response) override;
+  // The same for callers in the same process (tests): every rank of the job, its latest
+  // snapshot, whether it is connected; `now_ns` the clock the answer is stamped with.
+  absl::StatusOr<v1::OpenRangesResponse> BuildOpenRanges(const std::string& job_id, int64_t now_ns);
+
   // `flopscope prune`: implemented in daemon/query/query_prune.cc (the pruner deletes).
   // UNIMPLEMENTED without a pruner.
   grpc::Status PruneJobs(grpc::ServerContext* context, const v1::PruneRequest* request,

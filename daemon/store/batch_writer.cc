@@ -96,6 +96,11 @@ absl::StatusOr<std::unique_ptr<BatchWriter>> BatchWriter::Prepare(SqliteDb& db) 
       {&writer->update_session_,
        "UPDATE sessions SET last_seq = ?, last_seen_ns = ?, range_events = range_events + ?, "
        "kernels = kernels + ?, final = MAX(final, ?) WHERE sid = ?"},
+      // A snapshot older than the stored one (a spool's replay after newer batches) is ignored.
+      {&writer->upsert_open_ranges_,
+       "INSERT INTO open_ranges(sid, time_ns, snapshot) VALUES(?,?,?) ON CONFLICT(sid) DO "
+       "UPDATE SET time_ns = excluded.time_ns, snapshot = excluded.snapshot "
+       "WHERE excluded.time_ns >= open_ranges.time_ns"},
   });
   if (!prepared.ok()) return prepared;
   absl::StatusOr<std::unique_ptr<CountedWriter>> counted = CountedWriter::Prepare(db);
@@ -114,8 +119,21 @@ absl::Status BatchWriter::Write(int64_t sid, const v1::Batch& batch,
   if (status.ok()) status = WriteLosses(sid, batch);
   if (status.ok()) status = WriteModuleStats(sid, batch);
   if (status.ok()) status = counted_->Write(sid, batch);
+  if (status.ok()) status = WriteOpenRanges(sid, batch);
   if (status.ok()) status = UpdateSession(sid, batch, now_ns);
   return status;
+}
+
+absl::Status BatchWriter::WriteOpenRanges(int64_t sid, const v1::Batch& batch) {
+  if (!batch.has_open_ranges()) return absl::OkStatus();
+  std::string bytes;
+  if (!batch.open_ranges().SerializeToString(&bytes)) {
+    return absl::InternalError("cannot serialize the open ranges");
+  }
+  upsert_open_ranges_->BindInt(1, sid);
+  upsert_open_ranges_->BindInt(2, batch.open_ranges().time_ns());
+  upsert_open_ranges_->BindBlob(3, bytes);
+  return upsert_open_ranges_->Run();
 }
 
 absl::Status BatchWriter::WriteStrings(int64_t sid, const v1::Batch& batch,

@@ -56,6 +56,7 @@ class BatchWriter {
                                 const MemoryTotals& totals);
   absl::Status WriteInstanceStats(int64_t sid);
   absl::Status UpdateSession(int64_t sid, const v1::Batch& batch, int64_t now_ns);
+  absl::Status WriteOpenRanges(int64_t sid, const v1::Batch& batch);
 
   std::unique_ptr<SqliteStatement> insert_string_;
   std::unique_ptr<SqliteStatement> insert_path_;
@@ -68,6 +69,7 @@ class BatchWriter {
   std::unique_ptr<SqliteStatement> upsert_memory_stats_;
   std::unique_ptr<SqliteStatement> upsert_instance_stats_;
   std::unique_ptr<SqliteStatement> update_session_;
+  std::unique_ptr<SqliteStatement> upsert_open_ranges_;
   std::unique_ptr<CountedWriter> counted_;
   BatchRollup rollup_;
 };

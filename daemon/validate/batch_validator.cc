@@ -68,6 +68,7 @@ absl::Status BatchValidator::Validate(const v1::Batch& batch, SessionDefinitions
   if (status.ok()) status = CheckWindows(batch);
   if (status.ok()) status = CheckMetadata(batch);
   if (status.ok()) status = CheckLosses(batch);
+  if (status.ok()) status = CheckOpenRanges(batch);
   return status;
 }
 
@@ -385,6 +386,56 @@ absl::Status BatchValidator::CheckLosses(const v1::Batch& batch) const {
     }
   }
   return absl::OkStatus();
+}
+
+absl::Status BatchValidator::CheckOpenRanges(const v1::Batch& batch) const {
+  if (!batch.has_open_ranges()) return absl::OkStatus();
+  const v1::OpenRanges& open = batch.open_ranges();
+  if (std::string p = TimestampProblem("time_ns", open.time_ns()); !p.empty()) {
+    return Reject("open_ranges", 0, p);
+  }
+  if (open.threads_size() > kMaxOpenRangeThreads) {
+    return Reject("open_ranges", 0,
+                  absl::StrCat("holds ", open.threads_size(), " threads (at most ",
+                               kMaxOpenRangeThreads, ")"));
+  }
+  for (int i = 0; i < open.threads_size(); ++i) {
+    const v1::ThreadOpenRanges& thread = open.threads(i);
+    std::string p =
+        OpenStackProblem("modules", thread.modules(), thread.module_depth(), open.time_ns());
+    if (p.empty()) {
+      p = OpenStackProblem("phases", thread.phases(), thread.phase_depth(), open.time_ns());
+    }
+    if (!p.empty()) return Reject("open_ranges", i, p);
+  }
+  return absl::OkStatus();
+}
+
+std::string BatchValidator::OpenStackProblem(
+    absl::string_view name, const google::protobuf::RepeatedPtrField<v1::OpenRange>& ranges,
+    uint32_t depth, int64_t time_ns) const {
+  if (ranges.size() > kMaxOpenRangesPerStack) {
+    return absl::StrCat(name, ": ", ranges.size(), " ranges (at most ", kMaxOpenRangesPerStack,
+                        ")");
+  }
+  if (depth < static_cast<uint32_t>(ranges.size()) || depth > kMaxNestingDepth) {
+    return absl::StrCat(name, ": depth ", depth, " is not within [", ranges.size(), ", ",
+                        kMaxNestingDepth, "]");
+  }
+  for (int j = 0; j < ranges.size(); ++j) {
+    const v1::OpenRange& range = ranges[j];
+    if (range.path_id() == 0 || FindPath(range.path_id()) == nullptr) {
+      return absl::StrCat(name, "[", j, "]: path_id ", range.path_id(), " is not defined");
+    }
+    if (std::string p = TimestampProblem("start_ns", range.start_ns()); !p.empty()) {
+      return absl::StrCat(name, "[", j, "]: ", p);
+    }
+    if (range.start_ns() > time_ns) {
+      return absl::StrCat(name, "[", j, "]: start_ns ", range.start_ns(),
+                          " is after the snapshot's time_ns ", time_ns);
+    }
+  }
+  return "";
 }
 
 const PathDefinition* BatchValidator::FindPath(uint64_t id) const {

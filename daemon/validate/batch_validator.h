@@ -36,6 +36,10 @@ inline constexpr uint64_t kMaxSeq = uint64_t{1} << 62;
 // One loss counter's records: summed over many sessions and causes, totals stay exact and
 // clear of uint64 wrap-around.
 inline constexpr uint64_t kMaxLossRecords = uint64_t{1} << 48;
+// A snapshot of open ranges (Batch.open_ranges): threads, and ranges of one thread's stack, at
+// most (the injector sends at most 256 threads and 16 ranges a stack).
+inline constexpr int kMaxOpenRangeThreads = 1024;
+inline constexpr int kMaxOpenRangesPerStack = 64;
 // Timestamps are Unix-epoch nanoseconds; anything before 2000-01-01 is a unit or clock mistake.
 inline constexpr int64_t kEarliestTimestampNs = 946'684'800LL * 1'000'000'000LL;
 // A range event cannot start before its session did (SessionHello.start_time_ns: the injector
@@ -50,8 +54,9 @@ size_t BatchRecordCount(const v1::Batch& batch);
 
 // The rule a status from BatchValidator::Validate names, for counting rejections by rule: the
 // record list the problem was found in ("strings", "paths", "ranges", "kernels", "kernel_flops",
-// "windows", "metadata", "losses"), "seq" or "limits" for the batch as a whole, and "other" for
-// a status the validator did not write. Carried as a status payload, not parsed from the text.
+// "windows", "metadata", "losses", "open_ranges"), "seq" or "limits" for the batch as a whole, and
+// "other" for a status the validator did not write. Carried as a status payload, not parsed from
+// the text.
 std::string RejectedRule(const absl::Status& status);
 
 // Who sent a batch, for the loss causes only a node daemon may carry.
@@ -115,6 +120,11 @@ class BatchValidator {
   std::string WindowProblem(const v1::CounterWindowRecord& window) const;
   absl::Status CheckMetadata(const v1::Batch& batch) const;
   absl::Status CheckLosses(const v1::Batch& batch) const;
+  absl::Status CheckOpenRanges(const v1::Batch& batch) const;
+  // "" when one stack of a snapshot taken at `time_ns` is sound, else the problem.
+  std::string OpenStackProblem(absl::string_view name,
+                               const google::protobuf::RepeatedPtrField<v1::OpenRange>& ranges,
+                               uint32_t depth, int64_t time_ns) const;
 
   const PathDefinition* FindPath(uint64_t id) const;
   bool IsStringDefined(uint32_t id) const;

@@ -556,3 +556,78 @@ TEST_F(BatchValidatorTest, LossRecordsStayClearOfWrapAround) {
 
 }  // namespace
 }  // namespace flopscope::daemon
+
+namespace flopscope::daemon {
+namespace {
+
+// A snapshot of open ranges at BaseNs() + 1 s, with one thread holding `modules` (path ids, each
+// opened a millisecond after the one before) under one `step` phase (path 3).
+void SetOpenRanges(v1::Batch& batch, const std::vector<uint64_t>& modules) {
+  batch.clear_open_ranges();
+  v1::OpenRanges* open = batch.mutable_open_ranges();
+  open->set_time_ns(BaseNs() + 1'000'000'000);
+  v1::ThreadOpenRanges* thread = open->add_threads();
+  thread->set_thread_id(42);
+  v1::OpenRange* step = thread->add_phases();
+  step->set_path_id(3);
+  step->set_start_ns(BaseNs());
+  thread->set_phase_depth(1);
+  int64_t start = BaseNs();
+  for (uint64_t path : modules) {
+    v1::OpenRange* range = thread->add_modules();
+    range->set_path_id(path);
+    range->set_start_ns(start += 1'000'000);
+  }
+  thread->set_module_depth(static_cast<uint32_t>(modules.size()));
+}
+
+class OpenRangesValidatorTest : public BatchValidatorTest {
+ protected:
+  OpenRangesValidatorTest() {
+    AddPath(batch_, 1, 0, "model");
+    AddPath(batch_, 2, 1, "layer.0");
+    AddPath(batch_, 3, 0, "step", "flopscope");
+  }
+};
+
+TEST_F(OpenRangesValidatorTest, AcceptsASnapshotAlone) {
+  SetOpenRanges(batch_, {1, 2});
+  EXPECT_TRUE(Validate().ok()) << Validate();
+  EXPECT_EQ(BatchRecordCount(batch_), 3u) << "a snapshot is not a record";
+  batch_.mutable_open_ranges()->clear_threads();  // nothing open
+  EXPECT_TRUE(Validate().ok()) << Validate();
+}
+
+TEST_F(OpenRangesValidatorTest, RefusesUndefinedPathsAndImplausibleTimes) {
+  SetOpenRanges(batch_, {1, 99});
+  ExpectRejected({"open_ranges[0]", "modules[1]: path_id 99 is not defined"});
+  SetOpenRanges(batch_, {});
+  batch_.mutable_open_ranges()->mutable_threads(0)->mutable_phases(0)->set_path_id(0);
+  ExpectRejected({"open_ranges[0]", "phases[0]: path_id 0"});
+  SetOpenRanges(batch_, {1});
+  batch_.mutable_open_ranges()->mutable_threads(0)->mutable_modules(0)->set_start_ns(
+      batch_.open_ranges().time_ns() + 1);
+  ExpectRejected({"open_ranges[0]", "after the snapshot's time_ns"});
+  SetOpenRanges(batch_, {1});
+  batch_.mutable_open_ranges()->set_time_ns(5);
+  ExpectRejected({"open_ranges[0]", "time_ns 5 is outside"});
+}
+
+TEST_F(OpenRangesValidatorTest, BoundsThreadsRangesAndDepth) {
+  SetOpenRanges(batch_, std::vector<uint64_t>(kMaxOpenRangesPerStack + 1, 1));
+  batch_.mutable_open_ranges()->mutable_threads(0)->set_module_depth(kMaxOpenRangesPerStack + 1);
+  ExpectRejected({"open_ranges[0]", "modules: 65 ranges (at most 64)"});
+  SetOpenRanges(batch_, {1, 2});
+  batch_.mutable_open_ranges()->mutable_threads(0)->set_module_depth(1);
+  ExpectRejected({"open_ranges[0]", "modules: depth 1 is not within [2, 256]"});
+  batch_.mutable_open_ranges()->mutable_threads(0)->set_module_depth(kMaxNestingDepth + 1);
+  ExpectRejected({"open_ranges[0]", "depth 257"});
+  SetOpenRanges(batch_, {1});
+  for (int i = 0; i < kMaxOpenRangeThreads; ++i) {
+    *batch_.mutable_open_ranges()->add_threads() = batch_.open_ranges().threads(0);
+  }
+  ExpectRejected({"open_ranges[0]", "holds 1025 threads (at most 1024)"});
+}
+
+}  // namespace
+}  // namespace flopscope::daemon

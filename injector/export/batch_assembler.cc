@@ -47,6 +47,36 @@ void BatchAssembler::Reset(ExportContent content, bool send_empty) {
     metadata_views_.push_back(fs_metadata{View(m.key), View(m.value), m.time_ns});
   }
   ViewCounterRecords();
+  ViewOpenRanges();
+}
+
+void BatchAssembler::ViewOpenRanges() {
+  open_thread_views_.clear();
+  open_range_views_.clear();
+  if (!content_.open_ranges) return;
+  // The entry array is filled completely before any pointer into it is taken.
+  for (const ThreadOpenStacks& thread : content_.open_ranges->threads) {
+    for (const OpenRangeEntry& e : thread.modules) {
+      open_range_views_.push_back(fs_open_range{e.path_id, e.start_ns});
+    }
+    for (const OpenRangeEntry& e : thread.phases) {
+      open_range_views_.push_back(fs_open_range{e.path_id, e.start_ns});
+    }
+  }
+  size_t at = 0;
+  for (const ThreadOpenStacks& thread : content_.open_ranges->threads) {
+    fs_thread_open_ranges view{};
+    view.thread_id = thread.thread_id;
+    view.modules = open_range_views_.data() + at;
+    view.num_modules = static_cast<uint32_t>(thread.modules.size());
+    view.module_depth = thread.module_depth;
+    at += thread.modules.size();
+    view.phases = open_range_views_.data() + at;
+    view.num_phases = static_cast<uint32_t>(thread.phases.size());
+    view.phase_depth = thread.phase_depth;
+    at += thread.phases.size();
+    open_thread_views_.push_back(view);
+  }
 }
 
 void BatchAssembler::ViewCounterRecords() {
@@ -164,6 +194,12 @@ bool BatchAssembler::Next(fs_batch* batch, uint64_t* records) {
   batch->losses = content_.losses.data();
   batch->num_losses = static_cast<uint32_t>(content_.losses.size());
   batch->final = (AllTaken() && content_.final) ? 1 : 0;
+  if (AllTaken() && content_.open_ranges) {
+    batch->has_open_ranges = 1;
+    batch->open_ranges_time_ns = content_.open_ranges->time_ns;
+    batch->open_threads = open_thread_views_.data();
+    batch->num_open_threads = static_cast<uint32_t>(open_thread_views_.size());
+  }
   *records = uint64_t{batch->num_metadata} + batch->num_ranges + batch->num_kernels +
              batch->num_kernel_flops + batch->num_windows;
   emitted_any_ = true;

@@ -2,14 +2,22 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
+#include "injector/ranges/open_stacks.h"
 #include "injector/ranges/path_table.h"
 #include "injector/records/string_table.h"
 #include "injector/records/thread_buffer.h"
 #include "injector/transport/transport_abi.h"
 
 namespace flopscope::injector {
+
+// The open ranges of a process at one moment (flopscope.v1.OpenRanges), CLOCK_REALTIME ns.
+struct OpenRangesContent {
+  int64_t time_ns = 0;
+  std::vector<ThreadOpenStacks> threads;  // none: nothing open
+};
 
 // Everything one export cycle sends: definitions first, then records.
 struct ExportContent {
@@ -18,6 +26,8 @@ struct ExportContent {
   RecordSet records;
   std::vector<fs_loss> losses;  // cumulative; repeated in every batch
   bool final = false;
+  // Sent in the cycle's last batch, after every definition its path ids may need.
+  std::optional<OpenRangesContent> open_ranges;
 };
 
 // Cuts one cycle's content into fs_batch views of bounded size: at most max_items entries and
@@ -45,6 +55,7 @@ class BatchAssembler {
   size_t TakeItems(const std::vector<T>& items, size_t* cursor, size_t* items_left,
                    size_t* bytes_left, SizeFn item_bytes);
   void ViewCounterRecords();
+  void ViewOpenRanges();
   bool AllTaken() const;
 
   const size_t max_items_;
@@ -57,6 +68,8 @@ class BatchAssembler {
   std::vector<fs_tensor_flops> tensor_views_;  // every record's, back to back
   std::vector<fs_raw_counter> raw_views_;
   std::vector<fs_counter_window> window_views_;
+  std::vector<fs_thread_open_ranges> open_thread_views_;
+  std::vector<fs_open_range> open_range_views_;  // every thread's, back to back
   size_t next_string_ = 0, next_path_ = 0, next_metadata_ = 0, next_range_ = 0, next_kernel_ = 0,
          next_flops_ = 0, next_window_ = 0;
   bool emitted_any_ = false;

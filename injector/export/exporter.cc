@@ -2,7 +2,9 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cstring>
 #include <string>
 
@@ -121,6 +123,9 @@ void Exporter::ExportCycle(bool final) {
   // appended, so its definition is already queued and goes in this cycle or went earlier.
   sources_.buffers->DrainAll(&content.records);
   ConvertTimestamps(&content.records);
+  // Before the definitions are taken: every path an open range names was interned before the
+  // range was published, so its definition goes in this cycle or went earlier.
+  content.open_ranges = TakeOpenRanges(final);
   sources_.strings->TakeNewDefinitions(&content.strings);
   sources_.paths->TakeNewDefinitions(&content.paths);
   if (final && sources_.count_open_ranges) {
@@ -132,12 +137,13 @@ void Exporter::ExportCycle(bool final) {
   content.final = final;
   const bool losses_changed = !SameLosses(content.losses, last_sent_losses_);
   last_sent_losses_ = content.losses;
+  const bool send_open = content.open_ranges.has_value();
 
   if (!sink_open_) {
     undelivered_while_closed_ += content.records.size();
     return;
   }
-  assembler_.Reset(std::move(content), /*send_empty=*/final || losses_changed);
+  assembler_.Reset(std::move(content), /*send_empty=*/final || losses_changed || send_open);
   fs_batch batch;
   uint64_t records = 0;
   uint64_t batches = 0, sent = 0;
@@ -149,6 +155,56 @@ void Exporter::ExportCycle(bool final) {
   MutexLock lock(&mutex_);
   stats_.batches += batches;
   stats_.records += sent;
+}
+
+std::optional<OpenRangesContent> Exporter::TakeOpenRanges(bool final) {
+  if (!sources_.read_open_stacks) return std::nullopt;
+  OpenRangesContent content;
+  content.time_ns = RangeClock::RealtimeNs();
+  // The last batch says nothing is open: the process is leaving (a range left open is counted
+  // as UNCLOSED_RANGE in the same batch).
+  if (final) return content;
+  if (options_.open_ranges_interval_ms == 0) return std::nullopt;
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last_open_read_ < std::chrono::milliseconds(options_.open_ranges_interval_ms)) {
+    return std::nullopt;
+  }
+  last_open_read_ = now;
+  std::vector<ThreadOpenStacks> stacks;
+  sources_.read_open_stacks(&stacks);
+  if (stacks.size() > kMaxOpenRangeThreads) {
+    // Those open the longest: the oldest outermost range first (a hang is the oldest range).
+    auto oldest = [](const ThreadOpenStacks& t) {
+      int64_t start = INT64_MAX;
+      if (!t.modules.empty()) start = std::min(start, t.modules.front().start_ns);
+      if (!t.phases.empty()) start = std::min(start, t.phases.front().start_ns);
+      return start;
+    };
+    std::sort(stacks.begin(), stacks.end(),
+              [&](const ThreadOpenStacks& a, const ThreadOpenStacks& b) {
+                return oldest(a) < oldest(b);
+              });
+    stacks.resize(kMaxOpenRangeThreads);
+  }
+  std::sort(stacks.begin(), stacks.end(), [](const ThreadOpenStacks& a, const ThreadOpenStacks& b) {
+    return a.thread_id < b.thread_id;
+  });
+  if (stacks == last_sent_open_) return std::nullopt;
+  last_sent_open_ = stacks;
+  RangeClock* clock = sources_.clock;
+  const bool convert = clock != nullptr && clock->source() != RangeClock::Source::kRealtime;
+  for (ThreadOpenStacks& thread : stacks) {
+    for (std::vector<OpenRangeEntry>* entries : {&thread.modules, &thread.phases}) {
+      for (OpenRangeEntry& entry : *entries) {
+        if (convert) entry.start_ns = clock->ToRealtimeNs(static_cast<uint64_t>(entry.start_ns));
+        // A range pushed a moment after the read of `now` began (the clocks differ by a
+        // conversion's rounding too) is not older than the snapshot.
+        entry.start_ns = std::min(entry.start_ns, content.time_ns);
+      }
+    }
+  }
+  content.threads = std::move(stacks);
+  return content;
 }
 
 void Exporter::ConvertTimestamps(RecordSet* records) {

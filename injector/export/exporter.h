@@ -1,9 +1,11 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -30,7 +32,12 @@ class Exporter {
     uint32_t exit_timeout_ms = 5000;
     size_t max_batch_items = BatchAssembler::kDefaultMaxItems;
     size_t max_batch_bytes = BatchAssembler::kDefaultMaxBytes;
+    // How often at most the open ranges are read and, when they changed, sent (`flopscope
+    // where`); 0: never.
+    uint32_t open_ranges_interval_ms = 1000;
   };
+  // Threads reported in one snapshot of the open ranges at most: those open the longest.
+  static constexpr size_t kMaxOpenRangeThreads = 256;
   struct Sources {
     PathTable* paths;
     StringTable* strings;
@@ -48,6 +55,9 @@ class Exporter {
     // exporter thread between cycles. Empty: every such control is refused.
     std::function<ControlAnswer(uint32_t, std::string_view, uint64_t)> request_counter_window =
         nullptr;
+    // The push/pop ranges open on the process's threads, start times raw clock readings
+    // (RangeTracker::ReadOpenStacks). Empty: no snapshots are sent.
+    std::function<void(std::vector<ThreadOpenStacks>*)> read_open_stacks = nullptr;
   };
   struct Stats {
     uint64_t batches = 0;
@@ -83,6 +93,9 @@ class Exporter {
   // Both call out to the sink (the transport, which may block): never under mutex_.
   void ExportCycle(bool final) FS_EXCLUDES(mutex_);
   void ConvertTimestamps(RecordSet* records);
+  // The open ranges to send this cycle, if any: at most once an interval and only when they
+  // changed since the last ones sent; at exit always, with nothing open.
+  std::optional<OpenRangesContent> TakeOpenRanges(bool final);
   void HandleControls() FS_EXCLUDES(mutex_);
   ControlAnswer AnswerCounterWindow(const fs_control& control);
   void FinishSink() FS_EXCLUDES(mutex_);
@@ -93,6 +106,9 @@ class Exporter {
   BatchAssembler assembler_;
   std::thread thread_;
   std::vector<fs_loss> last_sent_losses_;  // exporter thread only
+  // Exporter thread only: the open stacks last sent (raw timestamps) and when they were read.
+  std::vector<ThreadOpenStacks> last_sent_open_;
+  std::chrono::steady_clock::time_point last_open_read_{};
   bool sink_open_ = false;                 // exporter thread only
   uint64_t undelivered_while_closed_ = 0;  // exporter thread only: drained with no sink
 

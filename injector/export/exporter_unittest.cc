@@ -25,6 +25,10 @@ struct CopiedBatch {
   std::vector<std::string> metadata_keys;
   std::map<uint32_t, uint64_t> losses;
   bool final = false;
+  // Batch.open_ranges: present or not, each thread's module path ids and starts.
+  bool has_open = false;
+  int64_t open_time_ns = 0;
+  std::vector<std::vector<fs_open_range>> open_modules;
 };
 
 // Keeps deep copies of what the exporter submits (views die after Submit).
@@ -58,6 +62,12 @@ class RecordingSink : public BatchSink {
       copy.losses[batch.losses[i].cause] = batch.losses[i].records;
     }
     copy.final = batch.final != 0;
+    copy.has_open = batch.has_open_ranges != 0;
+    copy.open_time_ns = batch.open_ranges_time_ns;
+    for (uint32_t i = 0; i < batch.num_open_threads; ++i) {
+      const fs_thread_open_ranges& thread = batch.open_threads[i];
+      copy.open_modules.emplace_back(thread.modules, thread.modules + thread.num_modules);
+    }
     std::lock_guard<std::mutex> lock(shared_->mutex);
     shared_->batches.push_back(std::move(copy));
   }
@@ -89,7 +99,9 @@ class RecordingSink : public BatchSink {
 using WindowRequests = std::function<ControlAnswer(uint32_t, std::string_view, uint64_t)>;
 
 struct World {
-  explicit World(uint64_t budget, bool sink_opens = true, WindowRequests windows = nullptr)
+  // `open_ranges_ms` > 0: snapshots of the tracker's open ranges at most that often.
+  explicit World(uint64_t budget, bool sink_opens = true, WindowRequests windows = nullptr,
+                 uint32_t open_ranges_ms = 0)
       : clock(RangeClock::Detect()),
         buffers(budget, &losses),
         tracker(&clock, &paths, &buffers, &losses) {
@@ -97,11 +109,16 @@ struct World {
     Exporter::Options options;
     options.flush_ms = 10;
     options.exit_timeout_ms = 1000;
+    options.open_ranges_interval_ms = open_ranges_ms;
+    std::function<void(std::vector<ThreadOpenStacks>*)> open_stacks = nullptr;
+    if (open_ranges_ms > 0) {
+      open_stacks = [this](std::vector<ThreadOpenStacks>* out) { tracker.ReadOpenStacks(out); };
+    }
     exporter =
         std::make_unique<Exporter>(options,
                                    Exporter::Sources{&paths, &strings, &buffers, &losses, &clock,
                                                      [this] { return tracker.CountOpenRanges(); },
-                                                     nullptr, std::move(windows)},
+                                                     nullptr, std::move(windows), open_stacks},
                                    std::make_unique<RecordingSink>(shared, sink_opens));
   }
   LossCounters losses;
@@ -141,6 +158,61 @@ TEST(ExporterTest, FinalBatchCarriesEverythingAndOpenRangesAreCounted) {
   EXPECT_EQ(ranges, 1u);
   EXPECT_EQ(metadata, 1u);
   EXPECT_EQ(w.exporter->stats().records, 2u);
+}
+
+// The snapshots of `flopscope where`: sent when the open ranges changed, at most once an
+// interval, with no other records in the batch if need be; the last batch says nothing is open.
+TEST(ExporterTest, OpenRangesAreSentWhenTheyChangeAndClearedAtExit) {
+  constexpr uint32_t kIntervalMs = 30;
+  World& w = *new World(64 << 20, true, nullptr, kIntervalMs);
+  const Domain* d = w.domains.Default();
+  const int64_t before = RangeClock::RealtimeNs();
+  w.tracker.Push(d, "Model");
+  w.exporter->Start();
+  auto snapshots = [&w] {
+    std::vector<CopiedBatch> found;
+    std::lock_guard<std::mutex> lock(w.shared->mutex);
+    for (const CopiedBatch& batch : w.shared->batches) {
+      if (batch.has_open) found.push_back(batch);
+    }
+    return found;
+  };
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (snapshots().empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  // Unchanged for many intervals: nothing more is sent.
+  std::this_thread::sleep_for(std::chrono::milliseconds(10 * kIntervalMs));
+  std::vector<CopiedBatch> sent = snapshots();
+  ASSERT_EQ(sent.size(), 1u);
+  ASSERT_EQ(sent[0].open_modules.size(), 1u);
+  ASSERT_EQ(sent[0].open_modules[0].size(), 1u);
+  const fs_open_range model = sent[0].open_modules[0][0];
+  std::vector<PathDefinition> defs;
+  {
+    std::lock_guard<std::mutex> lock(w.shared->mutex);
+    ASSERT_EQ(w.shared->batches.front().path_names.front(), "Model");
+    EXPECT_EQ(model.path_id, w.shared->batches.front().path_ids.front());
+  }
+  // Realtime nanoseconds, within the conversion's jitter.
+  EXPECT_GE(model.start_ns, before - 1000000);
+  EXPECT_LE(model.start_ns, sent[0].open_time_ns);
+  // A change is sent: now nothing is open.
+  w.tracker.Pop(d);
+  const auto second = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (snapshots().size() < 2 && std::chrono::steady_clock::now() < second) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  sent = snapshots();
+  ASSERT_EQ(sent.size(), 2u);
+  EXPECT_TRUE(sent[1].open_modules.empty());
+  EXPECT_GE(sent[1].open_time_ns, sent[0].open_time_ns + int64_t{kIntervalMs} * 1000000);
+  w.tracker.Push(d, "left open");
+  w.exporter->Stop();
+  sent = snapshots();
+  ASSERT_FALSE(sent.empty());
+  EXPECT_TRUE(sent.back().final);
+  EXPECT_TRUE(sent.back().open_modules.empty()) << "the last batch says nothing is open";
 }
 
 TEST(ExporterTest, TimestampsLeaveAsRealtimeNanoseconds) {

@@ -63,8 +63,24 @@ struct RangeTracker::ThreadState {
   uint64_t next_instance = 0;
   uint64_t instance_end = 0;
   PathCache cache;
+  // The stacks' path ids and starts as the exporter may read them (open_stacks.h). Last: the
+  // fields above are read on every push and pop, and stay where they were without it.
+  OpenStacks published;
 
   Stack& StackFor(const Domain* domain) { return domain->is_flopscope ? phases : modules; }
+  // Publishes frames [from, depth) of `domain`'s stack and its depth (open_stacks.h): owner
+  // thread only. A push publishes its own frame, a pop from the top none.
+  void Publish(const Domain* domain, uint32_t from) {
+    const Stack& stack = StackFor(domain);
+    const OpenStacks::Stack which =
+        domain->is_flopscope ? OpenStacks::Stack::kPhases : OpenStacks::Stack::kModules;
+    for (uint32_t i = from; i < stack.depth; ++i) {
+      const Frame& frame = stack.frames[i];
+      published.Publish(which, i, frame.instance_id, i == 0 ? 0 : stack.frames[i - 1].instance_id,
+                        frame.path_id, frame.start_ns);
+    }
+    published.SetDepth(which, stack.depth);
+  }
   void AddOpen(int delta) {
     open_ranges.store(open_ranges.load(std::memory_order_relaxed) + delta,
                       std::memory_order_relaxed);
@@ -200,6 +216,7 @@ int RangeTracker::Push(const Domain* domain, std::string_view name) {
     steps_->Opened(name, path_id, frame.instance_id);
   }
   frame.start_ns = Now();  // last, so the tool's own work falls outside the range
+  state->Publish(domain, stack.depth - 1);
   return static_cast<int>(stack.depth - 1);
 }
 
@@ -224,6 +241,9 @@ int RangeTracker::Pop(const Domain* domain) {
   std::copy(stack.frames + index + 1, stack.frames + stack.depth, stack.frames + index);
   --stack.depth;
   state->AddOpen(-1);
+  // Normally the top: only the depth changes. A range popped from under another domain's
+  // ranges shifted those down a slot.
+  state->Publish(domain, static_cast<uint32_t>(index));
   // Read before the step tracker hears of the pop: the pop of a window's last step closes the
   // window, and that step is still counted.
   const uint8_t counted = Counted();
@@ -356,6 +376,20 @@ bool RangeTracker::AppendWindow(CounterWindowRecord record) {
   return AppendToSomeBuffer(1, [&](ThreadBuffer* buffer) -> size_t {
            return buffer->AppendWindow(std::move(record)) ? 1 : 0;
          }) == 1;
+}
+
+void RangeTracker::ReadOpenStacks(std::vector<ThreadOpenStacks>* out) {
+  out->clear();
+  // Holds threads_mutex_, so no thread's state is freed meanwhile (Detach takes it); the owner
+  // threads take it only when they attach or exit, never to push or pop.
+  MutexLock lock(&threads_mutex_);
+  for (const ThreadState* state : live_threads_) {
+    ThreadOpenStacks stacks;
+    if (!state->published.Read(&stacks)) continue;
+    if (stacks.modules.empty() && stacks.phases.empty()) continue;
+    stacks.thread_id = state->thread_id;
+    out->push_back(std::move(stacks));
+  }
 }
 
 uint64_t RangeTracker::CountOpenRanges() {

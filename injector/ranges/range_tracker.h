@@ -9,6 +9,7 @@
 
 #include "common/mutex.h"
 #include "injector/ranges/domain_registry.h"
+#include "injector/ranges/open_stacks.h"
 #include "injector/ranges/path_cache.h"
 #include "injector/ranges/path_table.h"
 #include "injector/ranges/range_clock.h"
@@ -80,6 +81,10 @@ class RangeTracker {
   // Ranges open right now on live threads plus open start/end ranges (counted as UNCLOSED_RANGE
   // at exit; threads that already exited counted theirs when they did).
   uint64_t CountOpenRanges();
+  // The push/pop ranges open right now on every live thread that has any (`flopscope where`),
+  // read without stopping the threads (open_stacks.h). Start timestamps are raw clock readings.
+  // A thread that changed its stacks under every try is left out: it is busy, not stuck.
+  void ReadOpenStacks(std::vector<ThreadOpenStacks>* out);
 
   // The thread_local guard that tells the tracker a thread exited.
   struct ThreadState;

@@ -129,6 +129,27 @@ void EncodeWindow(const fs_counter_window& window, v1::CounterWindowRecord* out)
   out->set_status(Str(window.status));
 }
 
+void EncodeOpenRanges(const fs_batch& batch, v1::OpenRanges* out) {
+  out->set_time_ns(batch.open_ranges_time_ns);
+  for (uint32_t t = 0; t < batch.num_open_threads; ++t) {
+    const fs_thread_open_ranges& thread = batch.open_threads[t];
+    v1::ThreadOpenRanges* encoded = out->add_threads();
+    encoded->set_thread_id(thread.thread_id);
+    for (uint32_t i = 0; i < thread.num_modules; ++i) {
+      v1::OpenRange* range = encoded->add_modules();
+      range->set_path_id(thread.modules[i].path_id);
+      range->set_start_ns(thread.modules[i].start_ns);
+    }
+    encoded->set_module_depth(thread.module_depth);
+    for (uint32_t i = 0; i < thread.num_phases; ++i) {
+      v1::OpenRange* range = encoded->add_phases();
+      range->set_path_id(thread.phases[i].path_id);
+      range->set_start_ns(thread.phases[i].start_ns);
+    }
+    encoded->set_phase_depth(thread.phase_depth);
+  }
+}
+
 void EncodeLosses(const fs_batch& batch, const TransportLosses& extra, v1::Batch* out) {
   std::map<uint32_t, uint64_t> by_cause;
   for (uint32_t i = 0; i < batch.num_losses; ++i) {
@@ -215,6 +236,8 @@ void EncodeBatch(const fs_batch& batch, uint64_t seq, bool drop_records,
   }
   EncodeLosses(batch, transport_losses, out);
   out->set_final(batch.final != 0);
+  // Not records (a few dozen bytes a process): kept when records are dropped.
+  if (batch.has_open_ranges != 0) EncodeOpenRanges(batch, out->mutable_open_ranges());
 }
 
 uint64_t DroppableRecords(const fs_batch& batch) {

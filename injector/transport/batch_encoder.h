@@ -19,7 +19,7 @@ struct TransportLosses {
 void EncodeHello(const fs_hello& hello, v1::SessionHello* out);
 
 // Encodes a borrowed batch under `seq`. With `drop_records` the ranges, kernels and kernel FLOPs
-// are left out (definitions, metadata, counter windows and losses are always kept).
+// are left out (definitions, metadata, counter windows, losses and open ranges are always kept).
 // `transport_losses` are added to the batch's own loss counters.
 void EncodeBatch(const fs_batch& batch, uint64_t seq, bool drop_records,
                  const TransportLosses& transport_losses, v1::Batch* out);

@@ -26,8 +26,9 @@ uint64_t RecordCount(const v1::Batch& batch) {
 
 // A batch with no record, no definition and no end: only cumulative loss counters.
 bool OnlyLosses(const v1::Batch& batch) {
+  // A snapshot of open ranges is sent only when it changed (`flopscope where`): never dropped.
   return RecordCount(batch) == 0 && batch.strings_size() == 0 && batch.paths_size() == 0 &&
-         !batch.final();
+         !batch.final() && !batch.has_open_ranges();
 }
 
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target, uint32_t initial_ms,

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "injector/transport/batch_encoder.h"
 #include "injector/transport/testing/fake_collector.h"
 #include "injector/transport/testing/test_batch.h"
 
@@ -124,6 +125,65 @@ TEST_F(GrpcTransportTest, CounterWindowsAndKernelFlopsReachTheCollector) {
   ASSERT_EQ(committed[0].windows_size(), 1);
   EXPECT_EQ(committed[0].windows(0).trigger(), trigger);
   EXPECT_EQ(committed[0].windows(0).last_step(), 5);
+}
+
+// `flopscope where`: a batch that holds nothing but a snapshot of open ranges (a hung process
+// makes no records) is delivered, where a batch of losses alone is not queued; a batch whose
+// records are dropped keeps its snapshot.
+TEST_F(GrpcTransportTest, ASnapshotOfOpenRangesTravelsAloneAndOutlivesDroppedRecords) {
+  FakeCollector collector(socket());
+  auto transport = Connect();
+  const fs_open_range modules[] = {{3, 1'764'000'000'000'000'000}, {4, 1'764'000'000'100'000'000}};
+  const fs_open_range phases[] = {{1, 1'763'999'999'000'000'000}};
+  fs_thread_open_ranges thread{};
+  thread.thread_id = 77;
+  thread.modules = modules;
+  thread.num_modules = 2;
+  thread.module_depth = 2;
+  thread.phases = phases;
+  thread.num_phases = 1;
+  thread.phase_depth = 1;
+  fs_batch batch{};
+  batch.has_open_ranges = 1;
+  batch.open_ranges_time_ns = 1'764'000'001'000'000'000;
+  batch.open_threads = &thread;
+  batch.num_open_threads = 1;
+  transport->Submit(batch);
+  ASSERT_TRUE(transport->Flush(kLongWaitMs));
+  std::vector<v1::Batch> committed = collector.committed();
+  ASSERT_EQ(committed.size(), 1u);
+  ASSERT_TRUE(committed[0].has_open_ranges());
+  const v1::OpenRanges& open = committed[0].open_ranges();
+  EXPECT_EQ(open.time_ns(), batch.open_ranges_time_ns);
+  ASSERT_EQ(open.threads_size(), 1);
+  EXPECT_EQ(open.threads(0).thread_id(), 77u);
+  ASSERT_EQ(open.threads(0).modules_size(), 2);
+  EXPECT_EQ(open.threads(0).modules(1).path_id(), 4u);
+  EXPECT_EQ(open.threads(0).modules(1).start_ns(), modules[1].start_ns);
+  EXPECT_EQ(open.threads(0).module_depth(), 2u);
+  ASSERT_EQ(open.threads(0).phases_size(), 1);
+  EXPECT_EQ(open.threads(0).phases(0).path_id(), 1u);
+  // Nothing open: a snapshot with no threads still travels.
+  fs_batch nothing{};
+  nothing.has_open_ranges = 1;
+  nothing.open_ranges_time_ns = batch.open_ranges_time_ns + 1;
+  transport->Submit(nothing);
+  ASSERT_TRUE(transport->Flush(kLongWaitMs));
+  committed = collector.committed();
+  ASSERT_EQ(committed.size(), 2u);
+  EXPECT_TRUE(committed[1].has_open_ranges());
+  EXPECT_EQ(committed[1].open_ranges().threads_size(), 0);
+  // Records dropped for want of room: the snapshot stays (it is not a record).
+  v1::Batch encoded;
+  TestBatch with_records(1, 1, 2);
+  fs_batch both = with_records.view();
+  both.has_open_ranges = 1;
+  both.open_ranges_time_ns = batch.open_ranges_time_ns;
+  both.open_threads = &thread;
+  both.num_open_threads = 1;
+  transport::EncodeBatch(both, 9, /*drop_records=*/true, {}, &encoded);
+  EXPECT_EQ(encoded.ranges_size(), 0);
+  EXPECT_EQ(encoded.open_ranges().threads_size(), 1);
 }
 
 TEST_F(GrpcTransportTest, WaitsForADaemonThatStartsLater) {

@@ -36,8 +36,9 @@ extern "C" {
  *    bounds the queue's memory, not its encoded size.
  * 5: FS_LOSS_NOT_ARRIVED and FS_LOSS_ENDED_WITHOUT_FINAL (the daemon's own, never sent).
  * 6: FS_LOSS_KILLED (the daemon's own, never sent).
- * 8: fs_transport_stats.stored_as_job_id. */
-#define FS_TRANSPORT_ABI_VERSION 8u
+ * 8: fs_transport_stats.stored_as_job_id.
+ * 9: fs_batch.open_ranges (flopscope.v1.OpenRanges, `flopscope where`). */
+#define FS_TRANSPORT_ABI_VERSION 9u
 
 /* Named values of the uint32_t fields that cross the seam. Each mirrors a flopscope.v1 enum
  * (proto/flopscope/v1/records.proto) that the core cannot include; batch_encoder.cc, the one file
@@ -187,6 +188,21 @@ typedef struct fs_loss {
   uint64_t records; /* cumulative for the session */
 } fs_loss;
 
+/* flopscope.v1.OpenRange */
+typedef struct fs_open_range {
+  uint64_t path_id;
+  int64_t start_ns;
+} fs_open_range;
+
+/* flopscope.v1.ThreadOpenRanges */
+typedef struct fs_thread_open_ranges {
+  uint64_t thread_id;
+  const fs_open_range* modules;
+  uint32_t num_modules, module_depth;
+  const fs_open_range* phases;
+  uint32_t num_phases, phase_depth;
+} fs_thread_open_ranges;
+
 typedef struct fs_batch {
   const fs_string_def* strings;
   uint32_t num_strings;
@@ -205,6 +221,12 @@ typedef struct fs_batch {
   uint32_t num_kernel_flops;
   const fs_counter_window* windows;
   uint32_t num_windows;
+  /* flopscope.v1.OpenRanges: present only when has_open_ranges (num_open_threads 0 then says
+   * nothing is open). Not records: kept when the transport drops a batch's records. */
+  uint8_t has_open_ranges;
+  int64_t open_ranges_time_ns;
+  const fs_thread_open_ranges* open_threads;
+  uint32_t num_open_threads;
 } fs_batch;
 
 typedef struct fs_transport_options {
