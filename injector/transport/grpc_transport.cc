@@ -24,11 +24,17 @@ uint64_t RecordCount(const v1::Batch& batch) {
          batch.kernel_flops_size() + batch.windows_size();
 }
 
-// A batch with no record, no definition and no end: only cumulative loss counters.
-bool OnlyLosses(const v1::Batch& batch) {
-  // A snapshot of open ranges is sent only when it changed (`flopscope where`): never dropped.
+// A batch with no record, no definition and no end: only cumulative loss counters, and maybe a
+// snapshot of open ranges (`flopscope where`).
+bool NoRecordsOrDefinitions(const v1::Batch& batch) {
   return RecordCount(batch) == 0 && batch.strings_size() == 0 && batch.paths_size() == 0 &&
-         !batch.final() && !batch.has_open_ranges();
+         !batch.final();
+}
+
+// Only cumulative loss counters: not queued, the next batch carries them. A snapshot of open
+// ranges is sent only when it changed, so a batch carrying one is queued while there is room.
+bool OnlyLosses(const v1::Batch& batch) {
+  return NoRecordsOrDefinitions(batch) && !batch.has_open_ranges();
 }
 
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target, uint32_t initial_ms,
@@ -224,6 +230,11 @@ void GrpcTransport::Submit(const fs_batch& batch) {
     if (OnlyLosses(message->batch())) return;
     pending.records = RecordCount(message->batch());
     LogLocked(*message, &pending);  // a small batch: it may still fit
+  } else if (!room && NoRecordsOrDefinitions(message->batch())) {
+    // A snapshot alone with no room in memory or on disk: dropped, so that an outage cannot grow
+    // the queue by one a second. Records are being dropped meanwhile too; a later change of the
+    // open ranges is sent again.
+    return;
   }
   pending.message = std::move(message);
   pending.bytes = bytes;

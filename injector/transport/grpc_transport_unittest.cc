@@ -261,6 +261,23 @@ TEST_F(GrpcTransportTest, FullPendingQueueDropsRecordsButKeepsDefinitions) {
   EXPECT_EQ(committed[1].losses(0).records(), 3u);
 }
 
+TEST_F(GrpcTransportTest, ASnapshotAloneWithoutRoomIsNotQueued) {
+  auto transport = Connect(/*max_pending_bytes=*/1);
+  TestBatch a(1, 1, 2);
+  transport->Submit(a.view());  // an empty queue takes anything
+  fs_batch snapshot{};
+  snapshot.has_open_ranges = 1;
+  snapshot.open_ranges_time_ns = 1'764'000'001'000'000'000;
+  transport->Submit(snapshot);  // over the bound, nothing but a snapshot: dropped
+  EXPECT_EQ(transport->Stats().batches_submitted, 1u);
+  EXPECT_EQ(transport->Stats().records_dropped, 0u) << "a snapshot is not a record";
+  FakeCollector collector(socket());
+  ASSERT_TRUE(transport->Flush(kLongWaitMs));
+  const std::vector<v1::Batch> committed = collector.committed();
+  ASSERT_EQ(committed.size(), 1u);
+  EXPECT_FALSE(committed[0].has_open_ranges());
+}
+
 TEST_F(GrpcTransportTest, NoRoomWhileConnectedIsCountedAsABacklogNotAnAbsentDaemon) {
   FakeCollector::Behaviour behind;
   behind.ack = false;  // connected, but it never catches up
