@@ -10,53 +10,54 @@ using flopscope::v1::OpenRangesResponse;
 using flopscope::v1::RankOpenRanges;
 using flopscope::v1::ThreadOpenStack;
 
-constexpr int64_t kNow = int64_t{1'800'000'000} * 1'000'000'000;
-constexpr int64_t kSecond = 1'000'000'000;
+constexpr int64_t kWhereNow = int64_t{1'800'000'000} * 1'000'000'000;
+constexpr int64_t kWhereSecondNs = 1'000'000'000;
 
-// A range opened `seconds` before kNow.
-void Open(google::protobuf::RepeatedPtrField<v1::OpenRangeAt>* stack, const std::string& path,
-          double seconds) {
+// A range opened `seconds` before kWhereNow.
+void OpenAgo(google::protobuf::RepeatedPtrField<v1::OpenRangeAt>* stack, const std::string& path,
+             double seconds) {
   v1::OpenRangeAt* range = stack->Add();
   range->set_path(path);
-  range->set_start_ns(kNow - static_cast<int64_t>(seconds * kSecond));
+  range->set_start_ns(kWhereNow - static_cast<int64_t>(seconds * kWhereSecondNs));
 }
 
-RankOpenRanges& AddRank(OpenRangesResponse& response, int32_t rank, bool connected = true) {
+RankOpenRanges& AddWhereRank(OpenRangesResponse& response, int32_t rank, bool connected = true) {
   RankOpenRanges& entry = *response.add_ranks();
   entry.set_rank(rank);
   entry.set_connected(connected);
   entry.set_has_snapshot(true);
-  entry.set_snapshot_ns(kNow - kSecond / 2);
+  entry.set_snapshot_ns(kWhereNow - kWhereSecondNs / 2);
   return entry;
 }
 
 // A training thread: step opened `step_s` ago, a phase under it, modules under that.
-ThreadOpenStack& Thread(RankOpenRanges& rank, uint64_t id, double step_s, const std::string& phase,
-                        double phase_s,
-                        const std::vector<std::pair<std::string, double>>& modules) {
+ThreadOpenStack& WhereThread(RankOpenRanges& rank, uint64_t id, double step_s,
+                             const std::string& phase, double phase_s,
+                             const std::vector<std::pair<std::string, double>>& modules) {
   ThreadOpenStack& thread = *rank.add_threads();
   thread.set_thread_id(id);
-  Open(thread.mutable_phases(), "step", step_s);
-  Open(thread.mutable_phases(), "step/" + phase, phase_s);
+  OpenAgo(thread.mutable_phases(), "step", step_s);
+  OpenAgo(thread.mutable_phases(), "step/" + phase, phase_s);
   thread.set_phase_depth(2);
-  for (const auto& [path, age] : modules) Open(thread.mutable_modules(), path, age);
+  for (const auto& [path, age] : modules) OpenAgo(thread.mutable_modules(), path, age);
   thread.set_module_depth(static_cast<uint32_t>(modules.size()));
   return thread;
 }
 
-OpenRangesResponse Hang() {
+OpenRangesResponse HangOfRank1() {
   // Ranks 0 and 2 wait in their backward (DDP's all-reduce opens no range); rank 1 sleeps in
   // Net/slowed's forward.
   OpenRangesResponse response;
-  response.set_now_ns(kNow);
-  Thread(AddRank(response, 0), 100, 14.0, "backward", 12.1, {});
-  Thread(AddRank(response, 1), 200, 14.1, "forward", 13.9, {{"Net", 13.8}, {"Net/slowed", 12.3}});
-  Thread(AddRank(response, 2), 300, 14.2, "backward", 12.0, {});
+  response.set_now_ns(kWhereNow);
+  WhereThread(AddWhereRank(response, 0), 100, 14.0, "backward", 12.1, {});
+  WhereThread(AddWhereRank(response, 1), 200, 14.1, "forward", 13.9,
+              {{"Net", 13.8}, {"Net/slowed", 12.3}});
+  WhereThread(AddWhereRank(response, 2), 300, 14.2, "backward", 12.0, {});
   return response;
 }
 
 TEST(OpenRangePlacesTest, TheRankOutOfPlaceIsFlagged) {
-  const WhereAnswer answer = PlaceRanks(Hang());
+  const WhereAnswer answer = PlaceRanks(HangOfRank1());
   ASSERT_EQ(answer.groups.size(), 2u);
   EXPECT_EQ(answer.groups[0].ranks, (std::vector<int32_t>{0, 2}));
   EXPECT_EQ(answer.groups[0].phase_path, "step/backward");
@@ -85,9 +86,9 @@ TEST(OpenRangePlacesTest, TheRankOutOfPlaceIsFlagged) {
 // DDP's all-reduce waits at the end of the backward, before or after the first layer's backward
 // range closes: the waiting ranks differ in module, not in phase, and stay one group.
 TEST(OpenRangePlacesTest, TheWaitingRanksAreTogetherByPhaseWhenTheirModulesDiffer) {
-  OpenRangesResponse response = Hang();
+  OpenRangesResponse response = HangOfRank1();
   response.mutable_ranks(2)->clear_threads();
-  Thread(*response.mutable_ranks(2), 300, 14.2, "backward", 12.0, {{"Net/first", 11.9}});
+  WhereThread(*response.mutable_ranks(2), 300, 14.2, "backward", 12.0, {{"Net/first", 11.9}});
   const WhereAnswer answer = PlaceRanks(response);
   EXPECT_EQ(answer.groups.size(), 3u) << "three exact places";
   EXPECT_EQ(answer.flagged, (std::vector<int32_t>{1}));
@@ -99,17 +100,18 @@ TEST(OpenRangePlacesTest, TheWaitingRanksAreTogetherByPhaseWhenTheirModulesDiffe
 
 TEST(OpenRangePlacesTest, AModuleApartInTheSamePhaseIsFlaggedAndOthersInThePhaseAreNot) {
   OpenRangesResponse response;
-  response.set_now_ns(kNow);
+  response.set_now_ns(kWhereNow);
   // Four ranks in the forward: three in the attention's collective, rank 3 in the mlp.
   for (int rank = 0; rank < 3; ++rank) {
-    Thread(AddRank(response, rank), rank + 1, 50, "forward", 45, {{"Net/layers.11/attn", 40}});
+    WhereThread(AddWhereRank(response, rank), rank + 1, 50, "forward", 45,
+                {{"Net/layers.11/attn", 40}});
   }
-  Thread(AddRank(response, 3), 9, 50, "forward", 45, {{"Net/layers.11/mlp", 41}});
+  WhereThread(AddWhereRank(response, 3), 9, 50, "forward", 45, {{"Net/layers.11/mlp", 41}});
   WhereAnswer answer = PlaceRanks(response);
   EXPECT_EQ(answer.flagged, (std::vector<int32_t>{3}));
   EXPECT_EQ(answer.majority.module, "Net/layers.11/attn");
   // A fifth rank in another phase: the phase level decides, and the mlp rank is with the others.
-  Thread(AddRank(response, 4), 10, 50, "backward", 1, {{"Net/head", 1}});
+  WhereThread(AddWhereRank(response, 4), 10, 50, "backward", 1, {{"Net/head", 1}});
   answer = PlaceRanks(response);
   EXPECT_EQ(answer.flagged, (std::vector<int32_t>{4}));
   EXPECT_EQ(answer.majority.ranks, (std::vector<int32_t>{0, 1, 2, 3}));
@@ -118,14 +120,14 @@ TEST(OpenRangePlacesTest, AModuleApartInTheSamePhaseIsFlaggedAndOthersInThePhase
 
 TEST(OpenRangePlacesTest, ThePlaceIsTheThreadHoldingTheOldestRange) {
   OpenRangesResponse response;
-  response.set_now_ns(kNow);
-  RankOpenRanges& rank = AddRank(response, 0);
+  response.set_now_ns(kWhereNow);
+  RankOpenRanges& rank = AddWhereRank(response, 0);
   // A helper thread with a young range, then the training thread.
   ThreadOpenStack& helper = *rank.add_threads();
   helper.set_thread_id(7);
-  Open(helper.mutable_modules(), "loader", 0.2);
+  OpenAgo(helper.mutable_modules(), "loader", 0.2);
   helper.set_module_depth(1);
-  Thread(rank, 8, 5.0, "forward", 4.0, {{"Net", 3.0}});
+  WhereThread(rank, 8, 5.0, "forward", 4.0, {{"Net", 3.0}});
   const WhereAnswer answer = PlaceRanks(response);
   EXPECT_EQ(answer.ranks[0].thread_id, 8u);
   EXPECT_EQ(answer.ranks[0].module, "Net");
@@ -135,9 +137,9 @@ TEST(OpenRangePlacesTest, ThePlaceIsTheThreadHoldingTheOldestRange) {
 
 TEST(OpenRangePlacesTest, NoMajorityFlagsNobody) {
   OpenRangesResponse response;
-  response.set_now_ns(kNow);
-  Thread(AddRank(response, 0), 1, 3, "forward", 2, {{"Net/a", 1}});
-  Thread(AddRank(response, 1), 2, 3, "forward", 2, {{"Net/b", 1}});
+  response.set_now_ns(kWhereNow);
+  WhereThread(AddWhereRank(response, 0), 1, 3, "forward", 2, {{"Net/a", 1}});
+  WhereThread(AddWhereRank(response, 1), 2, 3, "forward", 2, {{"Net/b", 1}});
   const WhereAnswer answer = PlaceRanks(response);
   EXPECT_EQ(answer.groups.size(), 2u);
   EXPECT_TRUE(answer.flagged.empty());
@@ -147,11 +149,11 @@ TEST(OpenRangePlacesTest, NoMajorityFlagsNobody) {
 
 TEST(OpenRangePlacesTest, EndedRanksAreNotGroupedAndSaySo) {
   OpenRangesResponse response;
-  response.set_now_ns(kNow);
-  AddRank(response, 1, /*connected=*/false);  // its last snapshot: nothing open
-  AddRank(response, 0, /*connected=*/false);
-  RankOpenRanges& killed = AddRank(response, 2, /*connected=*/false);
-  Thread(killed, 3, 9, "forward", 8, {{"Net", 7}});
+  response.set_now_ns(kWhereNow);
+  AddWhereRank(response, 1, /*connected=*/false);  // its last snapshot: nothing open
+  AddWhereRank(response, 0, /*connected=*/false);
+  RankOpenRanges& killed = AddWhereRank(response, 2, /*connected=*/false);
+  WhereThread(killed, 3, 9, "forward", 8, {{"Net", 7}});
   RankOpenRanges& old = *response.add_ranks();
   old.set_rank(3);
   old.set_connected(true);
@@ -170,10 +172,10 @@ TEST(OpenRangePlacesTest, EndedRanksAreNotGroupedAndSaySo) {
 
 TEST(OpenRangePlacesTest, RunningRanksWithNothingOpenAreAPlace) {
   OpenRangesResponse response;
-  response.set_now_ns(kNow);
-  AddRank(response, 0);
-  AddRank(response, 1);
-  Thread(AddRank(response, 2), 1, 30, "forward", 29, {{"Net", 28}});
+  response.set_now_ns(kWhereNow);
+  AddWhereRank(response, 0);
+  AddWhereRank(response, 1);
+  WhereThread(AddWhereRank(response, 2), 1, 30, "forward", 29, {{"Net", 28}});
   const WhereAnswer answer = PlaceRanks(response);
   ASSERT_EQ(answer.groups.size(), 2u);
   EXPECT_TRUE(answer.groups[0].nothing_open);
@@ -185,7 +187,7 @@ TEST(OpenRangePlacesTest, RunningRanksWithNothingOpenAreAPlace) {
 }
 
 TEST(OpenRangePlacesTest, JsonNamesEveryRank) {
-  const std::string json = RenderWhereJson("job", PlaceRanks(Hang()));
+  const std::string json = RenderWhereJson("job", PlaceRanks(HangOfRank1()));
   EXPECT_NE(json.find("\"flagged\": [\n    1\n  ]"), std::string::npos) << json;
   EXPECT_NE(json.find("\"majority\": {"), std::string::npos) << json;
   EXPECT_NE(json.find("\"module\": \"Net/slowed\""), std::string::npos) << json;

@@ -16,9 +16,9 @@ namespace {
 
 constexpr char kFlagNote[] = "<- not where the others are";
 
-std::string Age(double seconds) { return absl::StrFormat("%.1f s", seconds); }
+std::string WhereAge(double seconds) { return absl::StrFormat("%.1f s", seconds); }
 
-std::string Ranks(const std::vector<int32_t>& ranks) { return absl::StrJoin(ranks, ","); }
+std::string WhereRanks(const std::vector<int32_t>& ranks) { return absl::StrJoin(ranks, ","); }
 
 // "Net/slowed (forward)", "step/backward" when no module is open, "nothing open".
 std::string Where(bool nothing_open, const std::string& module, const std::string& phase,
@@ -50,15 +50,15 @@ std::vector<std::string> Headline(const WhereAnswer& answer) {
     const bool nothing = rank.state == RankState::kNothingOpen;
     std::string line = absl::StrCat(
         "rank ", rank.rank, " is not where the others are: ", nothing ? "" : "in ", Where(rank));
-    if (!nothing) absl::StrAppend(&line, " for ", Age(rank.age_s));
-    absl::StrAppend(&line, "; ", one ? "rank " : "ranks ", Ranks(majority.ranks),
+    if (!nothing) absl::StrAppend(&line, " for ", WhereAge(rank.age_s));
+    absl::StrAppend(&line, "; ", one ? "rank " : "ranks ", WhereRanks(majority.ranks),
                     one ? " waits " : " wait ");
     if (majority.nothing_open) {
       absl::StrAppend(&line, "with nothing open");
     } else {
       absl::StrAppend(&line, "in ",
                       Where(false, majority.module, majority.phase, majority.phase_path), " for ",
-                      Age(majority.age_s));
+                      WhereAge(majority.age_s));
     }
     lines.push_back(line);
   }
@@ -67,7 +67,7 @@ std::vector<std::string> Headline(const WhereAnswer& answer) {
   if (answer.groups.size() == 1) {
     lines.push_back(absl::StrCat(
         "All ", largest.ranks.size(), " running ranks are in the same place: ", Where(largest),
-        largest.nothing_open ? "" : absl::StrCat(" for ", Age(largest.min_age_s), " or more"),
+        largest.nothing_open ? "" : absl::StrCat(" for ", WhereAge(largest.min_age_s), " or more"),
         "."));
   } else {
     lines.push_back(absl::StrCat("The running ranks are in ", answer.groups.size(),
@@ -133,8 +133,8 @@ std::string RenderWhereText(const std::string& job_id, const WhereAnswer& answer
         const bool nothing = rank.state == RankState::kNothingOpen;
         table.AddRow({nothing ? "nothing open" : (rank.module.empty() ? "-" : rank.module),
                       rank.phase.empty() ? "-" : rank.phase, absl::StrCat(rank.rank),
-                      nothing ? "" : Age(rank.age_s), nothing ? "" : Age(rank.oldest_age_s),
-                      rank.flagged ? kFlagNote : ""});
+                      nothing ? "" : WhereAge(rank.age_s),
+                      nothing ? "" : WhereAge(rank.oldest_age_s), rank.flagged ? kFlagNote : ""});
       }
     }
   }
