@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
@@ -15,6 +16,9 @@ namespace {
 
 constexpr char kLedgerPrefix[] = "memory_ledger ";
 constexpr char kPeakPrefix[] = "memory_peak ";
+constexpr char kActivationsPrefix[] = "memory_activations ";
+// A `memory_activations` value longer than this is ignored (50 paths of ~300 bytes fit).
+constexpr size_t kMaxActivationsValue = 32 * 1024;
 // A mark's value is untrusted text: at most this many words are read.
 constexpr size_t kMaxWords = 32;
 // Adam's two states, where the hooks did not know the optimizer's class.
@@ -101,6 +105,55 @@ void ReadPeak(const std::string& value, RankMemory& memory) {
   }
 }
 
+// A module path as the hooks wrote it: `%25`, `%3D`, `%20` back to `%`, `=`, space.
+std::string DecodePath(absl::string_view word) {
+  std::string out;
+  for (size_t i = 0; i < word.size(); ++i) {
+    const absl::string_view code = word.substr(i + 1, 2);
+    if (word[i] == '%' && (code == "25" || code == "3D" || code == "20")) {
+      out += code == "25" ? '%' : code == "3D" ? '=' : ' ';
+      i += 2;
+    } else {
+      out += word[i];
+    }
+  }
+  return out;
+}
+
+// "<name>:<integer>" split at the last ':' (a path may hold one); false when malformed.
+bool IntegerWord(absl::string_view word, absl::string_view& name, int64_t& value) {
+  const size_t colon = word.rfind(':');
+  if (colon == absl::string_view::npos || colon == 0) return false;
+  name = word.substr(0, colon);
+  return absl::SimpleAtoi(word.substr(colon + 1), &value);
+}
+
+// `step:<n> modules:<n> rest:<b> <path>:<b> ...` into `memory`, or nothing when any word is
+// malformed, a count negative, or the value too long or naming too many paths.
+void ReadActivations(const std::string& value, RankMemory& memory) {
+  if (value.size() > kMaxActivationsValue) return;
+  const std::vector<absl::string_view> words = absl::StrSplit(value, ' ', absl::SkipEmpty());
+  if (words.size() < 3 || words.size() > 3 + kMaxActivationModules) return;
+  int64_t header[3] = {0, 0, 0};
+  constexpr const char* kHeader[] = {"step", "modules", "rest"};
+  for (size_t i = 0; i < 3; ++i) {
+    absl::string_view name;
+    if (!IntegerWord(words[i], name, header[i]) || name != kHeader[i]) return;
+  }
+  if (header[0] < 0 || header[1] < static_cast<int64_t>(words.size() - 3)) return;
+  std::vector<ModuleActivation> modules;
+  for (size_t i = 3; i < words.size(); ++i) {
+    absl::string_view path;
+    int64_t bytes = 0;
+    if (!IntegerWord(words[i], path, bytes)) return;
+    modules.push_back({DecodePath(path), static_cast<double>(bytes)});
+  }
+  memory.activations_step = header[0];
+  memory.activation_modules = header[1];
+  memory.activations_rest = static_cast<double>(header[2]);
+  memory.module_activations = std::move(modules);
+}
+
 // Bytes per element of a dtype's name; 4 where unknown.
 double DtypeBytes(const std::string& dtype) {
   if (dtype == "fp16" || dtype == "bf16") return 2;
@@ -181,7 +234,8 @@ void ApplyFormulas(RankMemory& memory) {
 }
 
 bool IsMemoryLedgerKey(const std::string& key) {
-  return absl::StartsWith(key, kLedgerPrefix) || absl::StartsWith(key, kPeakPrefix);
+  return absl::StartsWith(key, kLedgerPrefix) || absl::StartsWith(key, kPeakPrefix) ||
+         absl::StartsWith(key, kActivationsPrefix);
 }
 
 std::vector<RankMemory> ReadMemoryLedger(
@@ -201,6 +255,12 @@ std::vector<RankMemory> ReadMemoryLedger(
       RankMemory& memory = by_rank[rank];
       memory.rank = rank;
       ReadPeak(entry.value(), memory);
+    } else if (absl::StartsWith(key, kActivationsPrefix)) {
+      const int32_t rank = RankOf(key, kActivationsPrefix);
+      if (rank < 0) continue;
+      RankMemory& memory = by_rank[rank];
+      memory.rank = rank;
+      ReadActivations(entry.value(), memory);  // the last well-formed one wins
     }
   }
   std::vector<RankMemory> ranks;

@@ -34,6 +34,17 @@ struct MemoryPart {
   bool flagged = false;            // held > expected * (1 + kMemoryMargin)
 };
 
+// One module path of a `memory_activations` mark: what its forward left allocated on a GPU
+// (memory_allocated() after it less before it, its children's included), summed over its calls in
+// the step; negative where it freed more than it kept.
+struct ModuleActivation {
+  std::string path;
+  double bytes = 0;
+};
+
+// A `memory_activations` mark names at most this many module paths (the hooks name 50).
+inline constexpr size_t kMaxActivationModules = 64;
+
 struct RankMemory {
   int32_t rank = 0;
   int64_t step = 0;                      // the step the ledger was measured at the end of (0-based)
@@ -55,6 +66,13 @@ struct RankMemory {
   // What a forward phase left allocated (the activations kept for backward), the most of any
   // step (GPU).
   std::optional<double> activations;
+  // Per module (GPU, the last `memory_activations` mark): the step measured (-1: none), the
+  // paths whose forwards left the most, most first, how many paths were measured, and what the
+  // ones not named left in all.
+  int64_t activations_step = -1;
+  std::vector<ModuleActivation> module_activations;
+  int64_t activation_modules = 0;
+  double activations_rest = 0;
 
   std::optional<double> HeldTotal() const;      // the measured parts' sum (absent ones left out)
   std::optional<double> ExpectedTotal() const;  // the formula's parts' sum
@@ -64,12 +82,13 @@ struct RankMemory {
 // "DDP", "FSDP2", "ZeRO-3", "DeepSpeed without ZeRO", "one replica" (single).
 std::string SetupName(const std::string& setup);
 
-// `memory_ledger <rank>` and `memory_peak <rank>`: the ledger's marks, shown by these views and
-// not in the raw report's list of announced facts.
+// `memory_ledger <rank>`, `memory_peak <rank>` and `memory_activations <rank>`: the ledger's marks,
+// shown by these views and not in the raw report's list of announced facts.
 bool IsMemoryLedgerKey(const std::string& key);
 
 // Every rank's ledger from the report's metadata, by rank; ranks with no `memory_ledger` mark
-// but `memory_peak` ones get the peaks alone (setup "").
+// but `memory_peak` or `memory_activations` ones get those alone (setup ""). A malformed
+// `memory_activations` mark is ignored (the rank keeps its previous one).
 std::vector<RankMemory> ReadMemoryLedger(
     const google::protobuf::RepeatedPtrField<flopscope::v1::Metadata>& metadata);
 

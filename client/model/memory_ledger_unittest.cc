@@ -147,6 +147,57 @@ TEST(MemoryLedgerTest, MalformedMarksAreIgnored) {
   for (const MemoryPart& part : ranks[0].parts) EXPECT_FALSE(part.held) << part.name;
 }
 
+TEST(MemoryLedgerTest, ModuleActivationsTheLastWellFormedMarkOfARank) {
+  Metadata metadata;
+  AddMark(metadata, "memory_activations 2",
+          "step:0 modules:3 rest:0 Net:1140 Net/a:1000 Net/b%20c%3D1%25:-8");
+  AddMark(metadata, "memory_activations 2",
+          "step:3 modules:7 rest:-12 Net:2286 Net/a:2006 a:b/c:5");
+  AddMark(metadata, "memory_activations 2", "step:6 modules:1 rest:0 Net:oops");  // ignored
+  const std::vector<RankMemory> ranks = ReadMemoryLedger(metadata);
+  ASSERT_EQ(ranks.size(), 1u);
+  const RankMemory& memory = ranks[0];
+  EXPECT_EQ(memory.rank, 2);
+  EXPECT_EQ(memory.setup, "");  // activations alone: no ledger
+  EXPECT_EQ(memory.activations_step, 3);
+  EXPECT_EQ(memory.activation_modules, 7);
+  EXPECT_DOUBLE_EQ(memory.activations_rest, -12);
+  ASSERT_EQ(memory.module_activations.size(), 3u);
+  EXPECT_EQ(memory.module_activations[0].path, "Net");
+  EXPECT_DOUBLE_EQ(memory.module_activations[0].bytes, 2286);
+  EXPECT_EQ(memory.module_activations[2].path, "a:b/c");  // split at the last ':'
+  EXPECT_DOUBLE_EQ(memory.module_activations[2].bytes, 5);
+  EXPECT_TRUE(IsMemoryLedgerKey("memory_activations 2"));
+
+  Metadata first;
+  AddMark(first, "memory_activations 0",
+          "step:0 modules:3 rest:0 Net:1140 Net/a:1000 Net/b%20c%3D1%25:-8");
+  const RankMemory decoded = ReadMemoryLedger(first)[0];
+  ASSERT_EQ(decoded.module_activations.size(), 3u);
+  EXPECT_EQ(decoded.module_activations[2].path, "Net/b c=1%");
+  EXPECT_DOUBLE_EQ(decoded.module_activations[2].bytes, -8);
+}
+
+TEST(MemoryLedgerTest, MalformedModuleActivationsAreIgnored) {
+  std::string too_many = "step:1 modules:100 rest:0";
+  for (size_t i = 0; i <= kMaxActivationModules; ++i) too_many += " m" + std::to_string(i) + ":1";
+  for (const std::string& value :
+       {std::string(""), std::string("step:1 modules:1"), std::string("modules:1 step:1 rest:0"),
+        std::string("step:-1 modules:1 rest:0 a:1"), std::string("step:1 modules:0 rest:0 a:1"),
+        std::string("step:1 modules:1 rest:0 :5"), std::string("step:1 modules:1 rest:0 a"),
+        std::string("step:1 modules:1 rest:0 a:1.5"),
+        std::string("step:1 modules:1 rest:0 a:99999999999999999999"), too_many,
+        "step:1 modules:1 rest:0 " + std::string(40 * 1024, 'x') + ":1"}) {
+    Metadata metadata;
+    AddMark(metadata, "memory_activations 0", value);
+    AddMark(metadata, "memory_activations x", "step:1 modules:1 rest:0 a:1");
+    const std::vector<RankMemory> ranks = ReadMemoryLedger(metadata);
+    ASSERT_EQ(ranks.size(), 1u) << value;
+    EXPECT_EQ(ranks[0].activations_step, -1) << value;
+    EXPECT_TRUE(ranks[0].module_activations.empty()) << value;
+  }
+}
+
 TEST(MemoryLedgerTest, SetupNames) {
   EXPECT_EQ(SetupName("ddp"), "DDP");
   EXPECT_EQ(SetupName("fsdp2"), "FSDP2");

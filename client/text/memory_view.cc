@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -110,6 +112,54 @@ std::string Notes(const std::vector<RankMemory>& ranks) {
   return out;
 }
 
+// Bytes that may be negative (a forward that freed more than it kept).
+std::string SignedBytes(double bytes) { return bytes < 0 ? "-" + Bytes(-bytes) : Bytes(bytes); }
+
+// The per-module activations: on a GPU a table of the modules whose forwards left the most (the
+// most of any rank, with that rank and its step); on the CPU the line saying why there is none.
+std::string ModuleActivations(const std::vector<RankMemory>& ranks) {
+  struct Most {
+    double bytes;
+    int32_t rank;
+    int64_t step;
+  };
+  std::map<std::string, Most> most;  // by path
+  int64_t measured = 0;
+  for (const RankMemory& memory : ranks) {
+    measured = std::max(measured, memory.activation_modules);
+    for (const ModuleActivation& module : memory.module_activations) {
+      auto [it, added] =
+          most.try_emplace(module.path, Most{module.bytes, memory.rank, memory.activations_step});
+      if (!added && module.bytes > it->second.bytes) {
+        it->second = {module.bytes, memory.rank, memory.activations_step};
+      }
+    }
+  }
+  if (most.empty()) {
+    const bool gpu = std::any_of(ranks.begin(), ranks.end(),
+                                 [](auto& memory) { return memory.peak_allocated.has_value(); });
+    return gpu ? "" : absl::StrCat("  ", kActivationsCpuLine, "\n");
+  }
+  std::vector<std::pair<std::string, Most>> rows(most.begin(), most.end());
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](auto& a, auto& b) { return a.second.bytes > b.second.bytes; });
+  const size_t shown = std::min(rows.size(), kActivationRowsShown);
+  TextTable table({"module", "forward left", "rank", "step"});
+  for (size_t i = 0; i < shown; ++i) {
+    const auto& [path, figure] = rows[i];
+    table.AddRow({PrintableForTerminal(path), SignedBytes(figure.bytes), absl::StrCat(figure.rank),
+                  absl::StrCat(figure.step)});
+  }
+  std::string out = absl::StrCat(
+      "  Activations per module (GPU: memory_allocated() after its forward less before it, its "
+      "children's included, summed over its calls in a measured step; the most of any rank):\n",
+      table.Render("  "));
+  if (static_cast<int64_t>(shown) < measured) {
+    absl::StrAppend(&out, "  (", shown, " of ", measured, " modules shown)\n");
+  }
+  return out;
+}
+
 // "0-3, 5, 7-8" for sorted ranks.
 std::string RankRanges(const std::vector<int32_t>& ranks) {
   std::vector<std::string> ranges;
@@ -183,7 +233,7 @@ std::string MemoryLedgerSection(const std::vector<RankMemory>& ranks) {
                     "least and the most)\n");
   }
   for (const std::string& line : MemoryFlagLines(ranks)) absl::StrAppend(&out, "  ", line, "\n");
-  absl::StrAppend(&out, Notes(ranks));
+  absl::StrAppend(&out, Notes(ranks), ModuleActivations(ranks));
   return out;
 }
 
@@ -196,6 +246,27 @@ void OptionalNumber(JsonWriter& json, const char* key, const std::optional<doubl
   } else {
     json.Null();
   }
+}
+
+void WriteModuleActivations(const RankMemory& memory, JsonWriter& json) {
+  json.Key("module_activations");
+  if (memory.activations_step < 0) {
+    json.Null();
+    return;
+  }
+  json.BeginObject();
+  json.Key("step").Int(memory.activations_step);
+  json.Key("modules").Int(memory.activation_modules);
+  json.Key("rest").Double(memory.activations_rest);
+  json.Key("top").BeginArray();
+  for (const ModuleActivation& module : memory.module_activations) {
+    json.BeginObject();
+    json.Key("path").String(module.path);
+    json.Key("bytes").Double(module.bytes);
+    json.EndObject();
+  }
+  json.EndArray();
+  json.EndObject();
 }
 
 }  // namespace
@@ -251,6 +322,7 @@ void WriteMemoryJson(const RankMemory& memory, JsonWriter& json) {
   json.Key("phase_peaks").BeginObject();
   for (const auto& [phase, bytes] : memory.phase_peaks) json.Key(phase).Double(bytes);
   json.EndObject();
+  WriteModuleActivations(memory, json);
   json.EndObject();
 }
 

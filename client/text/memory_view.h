@@ -26,7 +26,12 @@ std::vector<std::string> MemoryFlagLines(const std::vector<RankMemory>& ranks);
 // GPU peaks), then the flag lines (MemoryFlagLines), what was not measured and why, and the CPU's
 // RSS high-water marks; "" when no rank announced a ledger. Over kMemoryRowsShown ranks, only the
 // flagged ranks and the ones holding the least and the most get a row.
+// On a GPU, the modules whose forwards left the most allocated follow (kActivationRowsShown, the
+// most of any rank); where no rank measured peaks (the CPU), kActivationsCpuLine instead.
 inline constexpr size_t kMemoryRowsShown = 16;
+inline constexpr size_t kActivationRowsShown = 10;
+inline constexpr char kActivationsCpuLine[] =
+    "per-module activation memory: measured on GPUs only (the CPU allocator keeps no statistics)";
 std::string MemoryLedgerSection(const std::vector<RankMemory>& ranks);
 
 // `flopscope ranks`' cell: "66.3 KiB / 84.5 KiB" (held / expected), "!" after it when a part is
@@ -42,7 +47,9 @@ std::string MemoryCell(const std::vector<RankMemory>& ranks);
 //    "held": x|null, "expected": x|null, "margin": x, "flagged": bool, "flags": [""],
 //    "rss_high_water": x|null, "cost_s": x|null, "peak_allocated": x|null,
 //    "peak_reserved": x|null, "peak_step": n|null, "activations": x|null,
-//    "phase_peaks": {"forward": x, ...}}
+//    "phase_peaks": {"forward": x, ...},
+//    "module_activations": {"step": n, "modules": n, "rest": x,
+//                           "top": [{"path": "", "bytes": x}]}|null}
 // Bytes everywhere; null where not measured or not in the formula.
 void WriteMemoryJson(const RankMemory& memory, JsonWriter& json);
 

@@ -1,5 +1,6 @@
 #include "client/text/memory_view.h"
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -97,9 +98,60 @@ TEST(MemoryViewTest, ManyRanksShowTheFlaggedAndTheExtremes) {
   }
   const std::string text = MemoryLedgerSection(Ledgers(marks));
   const std::vector<std::string> lines = absl::StrSplit(text, '\n', absl::SkipEmpty());
-  // Heading, header, rule; rank 0 (least), rank 7 (flagged, most); the note, the flag, peaks.
-  EXPECT_EQ(lines.size(), 8u) << text;
+  // Heading, header, rule; rank 0 (least), rank 7 (flagged, most); the note, the flag, peaks,
+  // the CPU's line on per-module activations.
+  EXPECT_EQ(lines.size(), 9u) << text;
   EXPECT_NE(text.find("(40 ranks: the flagged ones"), std::string::npos) << text;
+}
+
+TEST(MemoryViewTest, ActivationsPerModuleTheMostOfAnyRankWithItsRank) {
+  std::string many = "step:3 modules:12 rest:7 Net:900";
+  for (int i = 0; i < 11; ++i) many += " Net/l" + std::to_string(i) + ":" + std::to_string(10 + i);
+  const std::vector<RankMemory> ranks =
+      Ledgers({{"memory_peak 0", "step:0 allocated:5000 reserved:8192"},
+               {"memory_activations 0", "step:0 modules:3 rest:0 Net:1140 Net/a:1000 Net/b:-40"},
+               {"memory_peak 1", "step:0 allocated:5000 reserved:8192"},
+               {"memory_activations 1", many}});
+  const std::string text = MemoryLedgerSection(ranks);
+  const std::vector<std::string> lines = absl::StrSplit(text, '\n', absl::SkipEmpty());
+  auto at = std::find_if(lines.begin(), lines.end(), [](const std::string& line) {
+    return line.starts_with("  Activations per module");
+  });
+  ASSERT_NE(at, lines.end()) << text;
+  const std::vector<std::string> table(at + 1, lines.end());
+  ASSERT_EQ(table.size(), 2u + kActivationRowsShown + 1) << text;  // header, rule, rows, count
+  auto cells = [](const std::string& line) -> std::vector<std::string> {
+    return absl::StrSplit(line, ' ', absl::SkipEmpty());
+  };
+  EXPECT_EQ(cells(table[0])[0], "module");
+  // Net: 1140 on rank 0 beats 900 on rank 1; Net/a next; then rank 1's layers, the most first.
+  EXPECT_EQ(cells(table[2])[0], "Net");
+  EXPECT_NE(table[2].find(FormatBytes(1140)), std::string::npos) << text;
+  EXPECT_EQ(cells(table[2]).back(), "0");                       // step
+  EXPECT_EQ(cells(table[2])[cells(table[2]).size() - 2], "0");  // rank
+  EXPECT_EQ(cells(table[3])[0], "Net/a");
+  EXPECT_EQ(cells(table[4])[0], "Net/l10");
+  EXPECT_EQ(cells(table[4]).back(), "3");
+  EXPECT_EQ(cells(table[4])[cells(table[4]).size() - 2], "1");
+  EXPECT_EQ(table.back(), "  (" + std::to_string(kActivationRowsShown) + " of 12 modules shown)");
+  EXPECT_EQ(text.find(kActivationsCpuLine), std::string::npos) << text;
+
+  // A forward that freed more than it kept.
+  const std::string freed =
+      MemoryLedgerSection(Ledgers({{"memory_peak 0", "step:0 allocated:5000 reserved:8192"},
+                                   {"memory_activations 0", "step:0 modules:1 rest:0 Net/b:-40"}}));
+  EXPECT_NE(freed.find("-" + FormatBytes(40)), std::string::npos) << freed;
+}
+
+TEST(MemoryViewTest, ActivationsPerModuleOnTheCpuIsOneLineSayingWhy) {
+  const std::string text = MemoryLedgerSection(TwoFsdpRanks());
+  EXPECT_NE(text.find("  " + std::string(kActivationsCpuLine) + "\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("Activations per module"), std::string::npos) << text;
+  // A GPU rank without the mark (hooks of before, a compiled model) says nothing about it.
+  const std::string gpu =
+      MemoryLedgerSection(Ledgers({{"memory_peak 0", "step:0 allocated:5000 reserved:8192"}}));
+  EXPECT_EQ(gpu.find(kActivationsCpuLine), std::string::npos) << gpu;
+  EXPECT_EQ(gpu.find("Activations per module"), std::string::npos) << gpu;
 }
 
 TEST(MemoryViewTest, CellAndJson) {
@@ -123,6 +175,19 @@ TEST(MemoryViewTest, CellAndJson) {
   EXPECT_EQ(document.at("flags#"), "1");
   EXPECT_EQ(document.at("peak_allocated"), "null");
   EXPECT_EQ(document.at("rss_high_water"), "743305216");
+  EXPECT_EQ(document.at("module_activations"), "null");
+
+  JsonWriter gpu;
+  WriteMemoryJson(
+      Ledgers({{"memory_activations 3", "step:6 modules:4 rest:-2 Net:90 Net/a:-5"}})[0], gpu);
+  flat = testing::FlattenJson(gpu.Finish());
+  ASSERT_TRUE(flat.ok()) << flat.status();
+  EXPECT_EQ(flat->at("module_activations.step"), "6");
+  EXPECT_EQ(flat->at("module_activations.modules"), "4");
+  EXPECT_EQ(flat->at("module_activations.rest"), "-2");
+  EXPECT_EQ(flat->at("module_activations.top#"), "2");
+  EXPECT_EQ(flat->at("module_activations.top[1].path"), "\"Net/a\"");
+  EXPECT_EQ(flat->at("module_activations.top[1].bytes"), "-5");
 }
 
 }  // namespace

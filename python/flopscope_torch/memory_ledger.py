@@ -21,12 +21,19 @@ the forward phase left allocated (activations kept for backward) are announced w
 by more than 1 % from the last announced; on the CPU the process's RSS
 high-water mark is announced with the ledger, labelled as such (not tensor memory).
 
-Marks (docs/marks.md): `memory_ledger <rank>=<word:value ...>` and `memory_peak <rank>=...`.
+Per module, on a GPU only, on the steps the ledger measures (ModuleActivations): what each
+module's forward left allocated (memory_allocated() after it less before it, its children's
+included), summed over its calls in the step, through torch global module hooks registered for
+those steps' training forwards only; the CPU's allocator keeps no statistics: nothing is said.
+
+Marks (docs/marks.md): `memory_ledger <rank>=<word:value ...>`, `memory_peak <rank>=...` and
+`memory_activations <rank>=...`.
 A failure while measuring turns the ledger off, said once on stderr (Profiler); the job goes on.
 """
 
 import os
 import sys
+import threading
 import time
 import weakref
 
@@ -36,6 +43,10 @@ DEFAULT_EVERY = 100
 PEAK_CHANGE = 0.01  # a peak is announced again when it moved by more than this fraction
 _PHASES = ("forward", "backward", "optimizer")  # the phases whose peaks are kept
 MAX_ROOTS = 64  # root modules with parameters kept (weakly) for the measurement
+ACTIVATION_MODULES = 50  # module paths named in a `memory_activations` mark; the rest summed
+# Root training forwards measured per module before any optimizer stepped (which step the ledger
+# measures first is known only when one steps): a job that never steps stops being measured.
+MAX_UNSTEPPED_FORWARDS = 64
 
 # Optimizer state tensors per parameter element that the formulas count (fp32 each), by class.
 # DeepSpeed's own Adams keep Adam's two.
@@ -190,6 +201,13 @@ class MemoryLedger:
         self._cuda = None  # torch.cuda once CUDA is initialised; False: no CUDA in this torch
         self._step = -1  # the step that ended last (0-based, as the report numbers steps)
         self.last_cost_s = 0.0
+        # Per module (GPU): whether the coming step is one the ledger measures (ModuleHooks reads
+        # it at each root training forward), the measurement once CUDA is seen, the root
+        # forwards measured before any optimizer stepped, the last figures announced.
+        self.activations_due = True
+        self._activations = None
+        self._unstepped_forwards = 0
+        self._last_activations = None
 
     # ---- what the hooks tell it ----
 
@@ -241,21 +259,57 @@ class MemoryLedger:
         except Exception:  # pylint: disable=broad-except
             self._cuda = False  # no peaks from here on; the ledger of tensors goes on
 
+    def root_forward(self, module, path, ranges):
+        """A root module's training forward began, its range open (ModuleHooks; called only while
+        `activations_due`): on a GPU, on a step the ledger measures, what its modules' forwards
+        leave allocated is measured (ModuleActivations)."""
+        activations = self._activations
+        if activations is None:
+            cuda = self._device()
+            if cuda is None:
+                return  # the CPU: nothing measured per module
+            activations = self._activations = ModuleActivations(cuda, ranges)
+        if activations.installed:
+            return  # on already (another thread's root, a forward that raised): its pre frames it
+        if self._steps_since is None:  # no optimizer stepped yet: maybe the ledger's first step
+            if self._unstepped_forwards >= MAX_UNSTEPPED_FORWARDS:
+                activations.take()
+                return
+            self._unstepped_forwards += 1
+        activations.begin(module, path)
+
+    def close(self):
+        """The per-module hooks off (the package turning off)."""
+        if self._activations is not None:
+            self._activations.remove()
+
     def step_ended(self):
-        """At a step's end: the step's peaks (GPU), and the ledger when it is due."""
+        """At a step's end: the step's peaks (GPU), the ledger when it is due, and the step's
+        per-module activations (GPU) when the ledger measured it."""
         self._step += 1
         step = self._step
         cuda = self._device()
         if cuda is not None:
             self._note_step_peak(cuda)
             self._announce_peaks(step)
+        measured = self._ledger_due()
+        if measured:
+            self._announce_ledger(step)
+        self._end_activations(step, measured)
+
+    def _ledger_due(self):
+        """Whether the step that ended is one the ledger measures: the first whose optimizer
+        stepped, then every `_every` steps."""
         if not self._optimizers:
-            return  # no optimizer stepped yet: no states to count
+            return False  # no optimizer stepped yet: no states to count
         if self._steps_since is not None:
             self._steps_since += 1
             if self._steps_since < self._every:
-                return
+                return False
         self._steps_since = 0
+        return True
+
+    def _announce_ledger(self, step):
         started = time.perf_counter()
         text = self.measure_text(step)
         self.last_cost_s = time.perf_counter() - started
@@ -263,6 +317,28 @@ class MemoryLedger:
             self._last_text = text
             cost_us = round(self.last_cost_s * 1e6)
             self._mark(f"memory_ledger {self._rank()}={text} cost_us:{cost_us}")
+
+    def _end_activations(self, step, measured):
+        """The per-module hooks come off; the step's figures are announced when the ledger
+        measured the step and they changed; whether the next step is one it will measure."""
+        self.activations_due = self._cuda is not False and (
+            self._steps_since is None or self._steps_since + 1 >= self._every)
+        activations = self._activations
+        if activations is None:
+            return
+        activations.remove()
+        if activations.error is not None:
+            error, activations.error = activations.error, None
+            self.activations_due = False
+            self._activations = None
+            raise RuntimeError(f"per-module activations: {error!r}")
+        sums = activations.take()
+        if not measured or not sums:
+            return
+        text = activations_text(sums)
+        if text != self._last_activations:
+            self._last_activations = text
+            self._mark(f"memory_activations {self._rank()}=step:{step} {text}")
 
     # ---- measuring ----
 
@@ -405,6 +481,117 @@ class MemoryLedger:
             return distributed.get_rank()
         rank = os.environ.get("RANK", "")
         return int(rank) if rank.isdigit() else 0
+
+
+def _encode_path(path):
+    """A module path as one word of a mark's value: `%`, `=` and space written %25, %3D, %20."""
+    return path.replace("%", "%25").replace("=", "%3D").replace(" ", "%20")
+
+
+def activations_text(sums, shown=ACTIVATION_MODULES):
+    """The `memory_activations` mark's value after its step: `modules:<n> rest:<bytes>` (the
+    paths measured, the bytes of those not named), then `<path>:<bytes>` for the `shown` paths
+    whose forwards left the most, most first."""
+    ordered = sorted(sums.items(), key=lambda item: (-item[1], item[0]))
+    rest = sum(size for _, size in ordered[shown:])
+    words = [f"modules:{len(ordered)}", f"rest:{rest}"]
+    words.extend(f"{_encode_path(path)}:{size}" for path, size in ordered[:shown])
+    return " ".join(words)
+
+
+class ModuleActivations:
+    """Per module path, what its forward left allocated on a GPU: memory_allocated() after it
+    less before it (its children's included; negative where it freed more than it kept), summed
+    over its calls, for the training forwards of a step the ledger measures.
+
+    Torch's global module hooks do it, registered at such a forward's root (`begin`, called by
+    the package's own pre hook once the root's range is open: the root's frame is pushed there)
+    and removed when the root's forward returns or at the step's end, so no other forward runs
+    them. Registered after the package's hooks, the pre hook finds the module's range innermost
+    (its path) and the post hook runs after the package's. Modules that open no range (wrappers
+    such as DDP, a compiled model's modules inside Dynamo's graph) are not measured. The hooks
+    never raise into torch: an error removes them and is kept in `error`."""
+
+    def __init__(self, cuda, ranges):
+        self._cuda = cuda
+        self._ranges = ranges  # the package's ThreadRanges: the innermost open range per thread
+        self._local = threading.local()  # frames: (module, path, bytes allocated before)
+        self._handles = []
+        self._root = None  # the root module whose forward registered the hooks
+        self._sums = {}  # module path -> bytes
+        self._compiling = None  # torch.compiler.is_compiling, or a stand-in (torch 1.13)
+        self.error = None
+
+    @property
+    def installed(self):
+        return bool(self._handles)
+
+    def begin(self, module, path):
+        """A measured root forward begins: the hooks on, the root's frame pushed."""
+        import torch  # pylint: disable=import-outside-toplevel
+        api = torch.nn.modules.module
+        compiler = getattr(torch, "compiler", None)
+        self._compiling = getattr(compiler, "is_compiling", None) or (lambda: False)
+        self._handles = [api.register_module_forward_pre_hook(self._pre),
+                         api.register_module_forward_hook(self._post)]
+        self._root = module
+        self._frames().append((module, path, self._cuda.memory_allocated()))
+
+    def remove(self):
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
+        self._root = None
+        self._local = threading.local()  # frames left by a forward that raised, every thread's
+
+    def take(self):
+        """The figures summed since the last take, by module path."""
+        sums, self._sums = self._sums, {}
+        return sums
+
+    def _frames(self):
+        try:
+            return self._local.frames
+        except AttributeError:
+            self._local.frames = []
+            return self._local.frames
+
+    def _pre(self, module, inputs):  # pylint: disable=unused-argument
+        try:
+            if self._compiling():
+                return None
+            try:
+                entries = self._ranges.local.state.entries
+            except AttributeError:
+                return None
+            top = entries[-1] if entries else None
+            if top is not None and not top.backward and top.info.ref() is module:
+                self._frames().append((module, top.path, self._cuda.memory_allocated()))
+        except Exception as error:  # pylint: disable=broad-except
+            self._failed(error)
+        return None
+
+    def _post(self, module, inputs, output):  # pylint: disable=unused-argument
+        try:
+            if self._compiling():
+                return None
+            frames = self._frames()
+            for index in range(len(frames) - 1, -1, -1):
+                if frames[index][0] is module:
+                    _, path, before = frames[index]
+                    del frames[index:]  # frames above it: forwards that raised
+                    left = self._cuda.memory_allocated() - before
+                    self._sums[path] = self._sums.get(path, 0) + left
+                    if not frames and module is self._root:  # the root's forward returned
+                        self.remove()
+                    break
+        except Exception as error:  # pylint: disable=broad-except
+            self._failed(error)
+        return None
+
+    def _failed(self, error):
+        self.error = error
+        self.remove()
 
 
 def _rss_high_water():

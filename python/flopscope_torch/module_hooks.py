@@ -320,6 +320,9 @@ class ModuleHooks:
                     self._batch.observe_root(info, module, inputs)
             self._backend.push(site.encoded)
             entries.append(site)
+            memory = self.memory
+            if parent is None and training and memory is not None and memory.activations_due:
+                memory.root_forward(module, site.path, self.ranges)  # per module, on a GPU
             if training:
                 events_of = self._events
                 for value in inputs:

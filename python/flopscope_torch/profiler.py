@@ -133,6 +133,7 @@ class Profiler:
             try:
                 self.memory.step_ended()
             except Exception as error:  # pylint: disable=broad-except
+                self.memory.close()
                 self.memory = self.module_hooks.memory = self.training_hooks.memory = None
                 self.phases.memory = None
                 self.announcer.problem_once("memory ledger off", error)
@@ -142,6 +143,8 @@ class Profiler:
             return
         self.module_hooks.uninstall()
         self.training_hooks.uninstall()
+        if self.memory is not None:
+            self.memory.close()  # its per-module hooks, when a measured forward is running
         try:
             self.module_hooks.ranges.close_all()
             self.phases.close_all()

@@ -7,7 +7,7 @@ import unittest
 import torch
 from torch import nn
 
-from flopscope_torch.memory_ledger import MemoryLedger
+from flopscope_torch.memory_ledger import MemoryLedger, activations_text
 from flopscope_torch.profiler import Profiler
 from recording_backend import Recorder
 
@@ -190,6 +190,134 @@ class GpuPeaksTest(unittest.TestCase):
         peaks = [text for text in marks if text.startswith("memory_peak ")]
         self.assertEqual(peaks, ["memory_peak 0=step:0 allocated:17000 reserved:1048576 "
                                  "forward:15000 backward:17000 optimizer:13500 activations:4000"])
+
+
+def activation_marks(marks):
+    """The `memory_activations <rank>=...` marks' values, in order, as lists of (name, value)
+    words (a module path may hold `:`: the value is after the last)."""
+    return [[tuple(word.rsplit(":", 1)) for word in text.rpartition("=")[2].split()]
+            for text in marks if text.startswith("memory_activations ")]
+
+
+def global_forward_hooks():
+    """How many global forward hooks torch holds now."""
+    return len(torch.nn.modules.module._global_forward_hooks)  # pylint: disable=protected-access
+
+
+class Bump(nn.Module):
+    """Allocates `size` bytes on the fake GPU (and frees `freed` of them) at each forward, then
+    calls its children in order: the bytes its forward leaves are known exactly."""
+
+    def __init__(self, cuda, size, *children, freed=0, calls=1):
+        super().__init__()
+        self.cuda, self.size, self.freed, self.calls = cuda, size, freed, calls
+        self.parts = nn.ModuleList(children)
+        self.hooks_seen = []  # torch's global forward hooks while this forward ran
+
+    def forward(self, x):
+        self.hooks_seen.append(global_forward_hooks())
+        self.cuda.alloc(self.size)
+        self.cuda.alloc(-self.freed)
+        for part in self.parts:
+            for _ in range(self.calls):
+                x = part(x)
+        return x
+
+
+class CountingCuda(FakeCuda):
+    def __init__(self, allocated=0):
+        super().__init__(allocated)
+        self.reads = 0
+
+    def memory_allocated(self):
+        self.reads += 1
+        return super().memory_allocated()
+
+
+class Net(nn.Module):
+    """root (100) -> a (1500, 500 freed), b called twice (10 each) -> c called twice per b call
+    (5 each), head (a Linear: nothing on the fake GPU)."""
+
+    def __init__(self, cuda):
+        super().__init__()
+        self.cuda = cuda
+        self.a = Bump(cuda, 1500, freed=500)
+        self.b = Bump(cuda, 10, Bump(cuda, 5), calls=2)
+        self.head = nn.Linear(3, 1)
+
+    def forward(self, x):
+        self.cuda.alloc(100)
+        x = self.b(self.b(self.a(x)))
+        return self.head(x)
+
+
+class PerModuleActivationsTest(MemoryLedgerTest):
+    """Per-module activations on a GPU, driven by a fake allocator (no GPU here): the modules'
+    forwards bump memory_allocated() by known amounts."""
+    environ = {"FLOPSCOPE_TORCH_MEMORY_EVERY": "3"}
+
+    def test_what_each_forward_left_on_the_measured_steps_only(self):
+        cuda = CountingCuda(allocated=10_000)
+        ledger = self.profiler.memory
+        ledger._cuda, ledger._peaks = cuda, {}  # pylint: disable=protected-access
+        model = Net(cuda)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        reads, hooks = [], []
+        for step in range(7):
+            model.a.size = 1500 + step  # the figures move: every measured step is announced
+            before, calls_before = cuda.reads, len(model.a.hooks_seen)
+            optimizer.zero_grad()
+            for _ in range(2 if step == 3 else 1):  # step 3 accumulates two micro-batches
+                model(torch.ones(2, 3)).sum().backward()
+                cuda.alloc(-cuda.allocated + 10_000)  # backward freed the activations
+            optimizer.step()
+            reads.append(cuda.reads - before)
+            hooks.append(model.a.hooks_seen[calls_before:])
+        marks = activation_marks(self.recorder.marks())
+        # Steps 0, 3 and 6 are the ledger's; per path, the bytes its calls left, summed.
+        expected = []
+        for step, batches in ((0, 1), (3, 2), (6, 1)):
+            a = 1000 + step
+            figures = {"Net": batches * (100 + a + 2 * 20), "Net/a": batches * a,
+                       "Net/b": batches * 2 * 20, "Net/b/parts.0": batches * 4 * 5,
+                       "Net/head": 0}
+            ordered = sorted(figures.items(), key=lambda item: (-item[1], item[0]))
+            expected.append([("step", str(step)), ("modules", "5"), ("rest", "0")]
+                            + [(path, str(size)) for path, size in ordered])
+        self.assertEqual(marks, expected)
+        # The root's figure is the forward phase's own (memory_peak's activations).
+        peak = next(text for text in self.recorder.marks() if text.startswith("memory_peak "))
+        self.assertIn(f"activations:{expected[0][3][1]}", peak.split())
+        # The hooks run only on those steps: 9 module calls (Net, a, b twice, c four times,
+        # head) read the allocator twice each, the root's first read at its own pre hook.
+        # Every step's forward phase reads it twice (memory_peak's activations).
+        self.assertEqual(reads, [2 + 18, 2, 2, 2 * (2 + 18), 2, 2, 2 + 18])
+        baseline = hooks[1][0]
+        self.assertEqual(hooks, [[baseline + 1], [baseline], [baseline],
+                                 [baseline + 1, baseline + 1], [baseline], [baseline],
+                                 [baseline + 1]])
+
+    def test_cpu_says_nothing_and_adds_no_hook(self):
+        model = TiedLM()
+        seen = []
+        model.block.register_forward_pre_hook(lambda *_: seen.append(global_forward_hooks()))
+        self.train(model, torch.optim.SGD(model.parameters(), lr=0.1), 4)
+        self.assertEqual(activation_marks(self.recorder.marks()), [])
+        self.assertEqual(len(set(seen)), 1)
+        self.assertFalse(self.profiler.memory.activations_due)
+
+
+class ActivationsTextTest(unittest.TestCase):
+    def test_bounded_to_the_most_with_the_rest_summed(self):
+        sums = {f"M/l{index}": index for index in range(60)}
+        words = activations_text(sums, shown=50).split()
+        self.assertEqual(words[:2], ["modules:60", "rest:45"])  # 0 + 1 + ... + 9
+        self.assertEqual(words[2:4], ["M/l59:59", "M/l58:58"])
+        self.assertEqual(len(words), 52)
+
+    def test_a_path_is_one_word_without_equals(self):
+        self.assertEqual(activations_text({"M/my block=1%": -8}),
+                         "modules:1 rest:0 M/my%20block%3D1%25:-8")
 
 
 if __name__ == "__main__":

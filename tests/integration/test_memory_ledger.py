@@ -137,6 +137,7 @@ class MemoryLedgerTest(DaemonTestCase):
                 self.assertEqual(entry["parts"][part]["flagged"], flagged, (job, rank, part))
             self.assertEqual(entry["parts"]["buckets"]["expected"], expected["buckets"])
             self.assertIsNone(entry["peak_allocated"])  # not measured on the CPU
+            self.assertIsNone(entry["module_activations"])  # per module: GPUs only
             self.assertGreater(entry["rss_high_water"], 0)
             self.assertLess(entry["cost_s"], 1.0)
         return ledger
@@ -154,6 +155,8 @@ class MemoryLedgerTest(DaemonTestCase):
         section = text.stdout[text.stdout.index("Memory per rank"):]
         self.assertIn("buckets -: DDP's reducer keeps its gradient buckets in C++", section)
         self.assertIn("peaks: not measured on the CPU", section)
+        self.assertIn("\n  per-module activation memory: measured on GPUs only (the CPU allocator "
+                      "keeps no statistics)\n", section)
         rows = [line.split() for line in section.splitlines()[3:3 + WORLD]]
         self.assertEqual([row[:2] for row in rows], [[str(rank), "DDP"] for rank in range(WORLD)])
         self.check_ranks("ddp", ledger)
@@ -218,6 +221,7 @@ class MemoryLedgerTest(DaemonTestCase):
         table = dom[dom.index('id="memory"'):dom.index('id="memory-flags"')]
         self.assertEqual(table.count("<tr"), 1 + WORLD, table[:2000])
         self.assertIn("DDP dp=2", table)
+        self.assertIn("Per-module activation memory: measured on GPUs only", dom)
         self.assertIn('data-ok="true"', dom)
 
 

@@ -660,6 +660,45 @@ function renderMemory(profile) {
   for (const rank of ranks) {
     for (const flag of rank.flags) htmlElement('li', 'rank ' + rank.rank + ' ' + flag, flags);
   }
+  renderModuleActivations(ranks);
+}
+
+// Per module (GPU): what each module's forward left allocated, the most of any rank, with that
+// rank and its step (profile.memory[].module_activations); on the CPU a line saying why none.
+function renderModuleActivations(ranks) {
+  const most = new Map();  // path -> {path, bytes, rank, step}
+  for (const rank of ranks) {
+    const measured = rank.module_activations;
+    if (!measured) continue;
+    for (const module of measured.top) {
+      const kept = most.get(module.path);
+      if (!kept || module.bytes > kept.bytes) {
+        most.set(module.path, {path: module.path, bytes: module.bytes, rank: rank.rank,
+                               step: measured.step});
+      }
+    }
+  }
+  const note = byId('memory-activations-note');
+  const table = byId('memory-activations');
+  table.replaceChildren();
+  if (most.size === 0) {
+    const gpu = ranks.some((rank) => rank.peak_allocated !== null);
+    note.textContent = gpu ? '' : 'Per-module activation memory: measured on GPUs only (the ' +
+        'CPU allocator keeps no statistics).';
+    return;
+  }
+  note.textContent = 'Activations per module (GPU): memory_allocated() after its forward less ' +
+      'before it, its children\'s included, summed over its calls in a measured step; the most ' +
+      'of any rank.';
+  const rows = Array.from(most.values()).sort((a, b) => b.bytes - a.bytes);
+  fillTable(table, [
+    {label: 'module', key: 'path', value: (row) => row.path, text: (row) => row.path,
+     cls: 'text'},
+    {label: 'forward left', key: 'bytes', value: (row) => row.bytes,
+     text: (row) => (row.bytes < 0 ? '-' + bytes(-row.bytes) : bytes(row.bytes))},
+    {label: 'rank', key: 'rank', value: (row) => row.rank, text: (row) => String(row.rank)},
+    {label: 'step', key: 'step', value: (row) => row.step, text: (row) => String(row.step)},
+  ], rows);
 }
 
 // ---- start ----
