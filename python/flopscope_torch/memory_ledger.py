@@ -266,8 +266,9 @@ class MemoryLedger:
         activations = self._activations
         if activations is None:
             cuda = self._device()
-            if cuda is None:
-                return  # the CPU: nothing measured per module
+            if cuda is None:  # the CPU: nothing measured per module
+                self.activations_due = self._cuda is not False  # no CUDA at all: never asked again
+                return
             activations = self._activations = ModuleActivations(cuda, ranges)
         if activations.installed:
             return  # on already (another thread's root, a forward that raised): its pre frames it

@@ -297,10 +297,19 @@ class PerModuleActivationsTest(MemoryLedgerTest):
                                  [baseline + 1, baseline + 1], [baseline], [baseline],
                                  [baseline + 1]])
 
+    @unittest.skipIf(torch.cuda.is_available(), "CUDA is available: not the CPU's case")
     def test_cpu_says_nothing_and_adds_no_hook(self):
         model = TiedLM()
         seen = []
         model.block.register_forward_pre_hook(lambda *_: seen.append(global_forward_hooks()))
+        ledger = self.profiler.memory
+        asked = []
+        ledger.root_forward = lambda *args: asked.append(args)  # what ModuleHooks calls
+        model(torch.randint(0, 50, (4, 6)))  # a forward before any step: asked
+        self.assertEqual(len(asked), 1)
+        del ledger.root_forward
+        model(torch.randint(0, 50, (4, 6)))  # the real one learns there is no CUDA
+        self.assertFalse(ledger.activations_due)
         self.train(model, torch.optim.SGD(model.parameters(), lr=0.1), 4)
         self.assertEqual(activation_marks(self.recorder.marks()), [])
         self.assertEqual(len(set(seen)), 1)
