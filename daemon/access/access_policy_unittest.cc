@@ -234,7 +234,7 @@ TEST(PeerLimitsTest, StreamsAreBoundedPerUidAndInAll) {
   PeerIdentity forwarded = Peer(kMallory);
   forwarded.forwarded_by = "node certificate CN=n1";
   held.push_back(*limits.AdmitStream(forwarded));  // a node's streams count in the total only
-  EXPECT_THAT(limits.AdmitStream(Peer(kAlice)).status().message(), HasSubstr("--max-threads"));
+  EXPECT_THAT(limits.AdmitStream(Peer(kAlice)).status().message(), HasSubstr("--max-streams"));
   held.erase(held.begin());  // a stream ends: its place is free again
   EXPECT_TRUE(limits.AdmitStream(Peer(kMallory)).ok());
   EXPECT_EQ(limits.streams(), 3);

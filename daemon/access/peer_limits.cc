@@ -14,7 +14,7 @@ absl::StatusOr<std::unique_ptr<PeerLimits::Slot>> PeerLimits::AdmitStream(
   absl::MutexLock lock(&mu_);
   if (streams_ >= options_.max_streams) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "the daemon holds ", streams_, " streams, its most (flopscoped --max-threads): try later"));
+        "the daemon holds ", streams_, " streams, its most (flopscoped --max-streams): try later"));
   }
   if (per_uid && streams_by_uid_[caller.uid] >= options_.max_streams_per_uid) {
     return absl::ResourceExhaustedError(

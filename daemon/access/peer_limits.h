@@ -30,7 +30,7 @@
 namespace flopscope::daemon {
 
 struct PeerLimitOptions {
-  int max_streams = 960;              // open Collector streams in all (below the thread cap)
+  int max_streams = 960;              // open Collector streams in all (--max-streams)
   int max_streams_per_uid = 256;      // --max-streams-per-uid
   int max_new_jobs_per_minute = 120;  // --max-new-jobs-per-minute, per uid (0: no limit)
   int max_queries_per_uid = 32;       // --max-queries-per-uid: queries in flight at once

@@ -90,10 +90,15 @@ int64_t TaskLimit() {
 
 void AddPeerBoundFlags(CLI::App& app, DaemonOptions* options) {
   app.add_option("--max-threads", options->max_threads,
-                 "the most threads the daemon serves calls on; streams get all but a reserve "
-                 "kept for queries (default: 4096, or 3/4 of a lower task limit: the cgroup's "
-                 "pids.max, RLIMIT_NPROC)")
+                 "the most threads the daemon serves calls on (queries; streams hold none) "
+                 "(default: 4096, or 3/4 of a lower task limit: the cgroup's pids.max, "
+                 "RLIMIT_NPROC)")
       ->check(CLI::Range(32, 1 << 16));
+  app.add_option("--max-streams", options->max_streams,
+                 "the most collector streams the daemon holds at once (default: what its "
+                 "open-file limit affords, 4 files a stream, half the limit left to queries; "
+                 "the soft limit is first raised to the hard one)")
+      ->check(CLI::Range(1, 1 << 20));
   app.add_option("--max-streams-per-uid", options->max_streams_per_uid,
                  "the most collector streams one user may hold open at once (default 256); "
                  "streams a node daemon forwards count only in the total")
@@ -272,8 +277,6 @@ int DefaultMaxThreads() {
   if (tasks <= 0) return kMost;
   return static_cast<int>(std::clamp<int64_t>(tasks * 3 / 4, kLeast, kMost));
 }
-
-int MaxStreams(int max_threads) { return max_threads - std::max(16, max_threads / 8); }
 
 absl::Status ResolveDaemonOptions(const std::string& log_level, DaemonOptions* options) {
   absl::StatusOr<LogLevel> level = ParseLogLevel(log_level);

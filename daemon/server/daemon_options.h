@@ -45,9 +45,12 @@ struct DaemonOptions {
   absl::Duration drain_timeout = absl::Seconds(3);
   // Bounded per peer (daemon/access/peer_limits.h, docs/design/access.md). --max-threads: the
   // most threads gRPC may run the calls on; 0 (the default) resolves to 4096, or 3/4 of a lower
-  // task limit (the cgroup's pids.max, RLIMIT_NPROC). Collector streams get all but a reserve,
-  // which stays for queries whatever the streams do.
+  // task limit (the cgroup's pids.max, RLIMIT_NPROC). Streams hold no thread (the Collector's
+  // callback API), so this bounds the queries and the reactions.
   int max_threads = 0;
+  // --max-streams: the most Collector streams at once; 0 (the default) resolves to what the
+  // open-file limit affords (open_file_limit.h).
+  int max_streams = 0;
   int max_streams_per_uid = 256;
   int max_new_jobs_per_minute = 120;  // 0: no limit
   int max_queries_per_uid = 32;       // queries one user may have in flight (root: no limit)
@@ -105,9 +108,6 @@ struct DaemonOptions {
 // so that threads run out before tasks do (reliability campaign row 5a′). At least 32.
 int DefaultMaxThreads();
 
-// Of `max_threads`, how many Collector streams may hold one: all but a reserve for queries.
-int MaxStreams(int max_threads);
-
 // $FLOPSCOPE_DATA_DIR, else /var/lib/flopscope when it is (or can be made) writable, else
 // $XDG_DATA_HOME/flopscope, else ~/.local/share/flopscope.
 std::string DefaultDataDir();
@@ -125,7 +125,8 @@ absl::StatusOr<std::string> LoopbackTcpAddress(absl::string_view address,
 // Registers --data-dir, --socket, --tcp, --insecure-loopback-tcp, --tls-cert, --tls-key,
 // --tls-ca, --log-level, --metrics, --metrics-max-ranks, --max-disk, --disk-check-period-s,
 // --upstream, --outbox-max-mb, --upstream-drain-s, --report-cache-mb, --nice, --max-threads,
-// --max-streams-per-uid, --max-new-jobs-per-minute, --max-queries-per-uid, --hello-timeout-s and
+// --max-streams, --max-streams-per-uid, --max-new-jobs-per-minute, --max-queries-per-uid,
+// --hello-timeout-s and
 // --stream-idle-timeout-s.
 void AddDaemonFlags(CLI::App& app, DaemonOptions* options, std::string* log_level);
 

@@ -18,6 +18,7 @@
 #include "daemon/base/logger.h"
 #include "daemon/catalog/catalog_rebuild.h"
 #include "daemon/server/data_dir_lock.h"
+#include "daemon/server/open_file_limit.h"
 #include "daemon/server/socket_file.h"
 #include "daemon/store/damaged_files.h"
 #include "daemon/store/data_layout.h"
@@ -30,6 +31,8 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(const DaemonOp
   }
   std::unique_ptr<DaemonServer> daemon(new DaemonServer(options));
   if (daemon->options_.max_threads <= 0) daemon->options_.max_threads = DefaultMaxThreads();
+  // Before the query side sizes its reader pool from the open-file limit this may raise.
+  if (daemon->options_.max_streams <= 0) daemon->options_.max_streams = DefaultMaxStreams();
   // What malloc holds free goes back to the system every few seconds (malloc_settings.h).
   daemon->trimmer_ = std::make_unique<FreedMemoryTrimmer>();
   // The data directory's lock first: a second daemon on it stops here, naming the holder, and
@@ -63,7 +66,7 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(const DaemonOp
       std::make_unique<ProfilingService>(daemon->catalog_.get(), daemon->sessions_.get());
   daemon->peers_ = std::make_unique<PeerRegistry>();
   daemon->limits_ = std::make_unique<PeerLimits>(
-      PeerLimitOptions{MaxStreams(daemon->options_.max_threads), options.max_streams_per_uid,
+      PeerLimitOptions{daemon->options_.max_streams, options.max_streams_per_uid,
                        options.max_new_jobs_per_minute, options.max_queries_per_uid});
   daemon->access_ =
       std::make_unique<AccessControl>(daemon->peers_.get(), daemon->catalog_.get(),
@@ -122,8 +125,8 @@ absl::Status DaemonServer::Listen() {
     builder.AddListeningPort(options_.tcp_address, *credentials, &tcp_port);
   }
   builder.SetMaxReceiveMessageSize(options_.max_receive_message_bytes);
-  // Threads below the task limit: streams beyond their share are refused by PeerLimits before
-  // they reach this cap, so queries always find a thread (reliability campaign row 5a′).
+  // Threads below the task limit (reliability campaign row 5a′): streams hold none (the
+  // Collector's callback API), so queries always find one whatever the streams do.
   grpc::ResourceQuota quota("flopscoped");
   quota.SetMaxThreads(options_.max_threads);
   builder.SetResourceQuota(quota);

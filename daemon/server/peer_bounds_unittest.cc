@@ -96,6 +96,23 @@ TEST_F(PeerBoundsTest, OneUsersStreamsStopAtItsShareAndQueriesAreStillAnswered) 
   EXPECT_TRUE(listed.ok()) << listed.error_message();
 }
 
+TEST_F(PeerBoundsTest, StreamsBeyondMaxStreamsAreRefusedWhateverTheThreads) {
+  DaemonOptions options = fixtures::TestDaemonOptions(dir_);
+  options.max_threads = 4096;  // threads no longer bound the streams (they hold none)
+  options.max_streams = 3;
+  options.hello_timeout = absl::Seconds(60);
+  Start(options);
+  std::vector<std::unique_ptr<SilentStream>> held;
+  for (int i = 0; i < 3; ++i) held.push_back(OpenSilent());
+  absl::SleepFor(absl::Milliseconds(300));  // admitted by now
+  std::unique_ptr<SilentStream> fourth = OpenSilent();
+  EXPECT_EQ(EndOf(*fourth), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  const auto reason = fourth->context.GetServerTrailingMetadata().find("flopscope-refusal-reason");
+  ASSERT_NE(reason, fourth->context.GetServerTrailingMetadata().end());
+  EXPECT_NE(std::string(reason->second.data(), reason->second.size()).find("--max-streams"),
+            std::string::npos);
+}
+
 TEST_F(PeerBoundsTest, ADaemonHoldingSilentStreamsStopsWithinItsDrainTime) {
   DaemonOptions options = fixtures::TestDaemonOptions(dir_);
   options.hello_timeout = absl::Seconds(60);
