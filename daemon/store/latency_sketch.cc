@@ -108,7 +108,7 @@ int64_t LatencySketch::ValueAtRank(uint64_t k) const {
     std::nth_element(samples.begin(), samples.begin() + static_cast<ptrdiff_t>(k), samples.end());
     return samples[k];
   }
-  if (k < zero_count_) return 0;
+  if (k < zero_count_) return min_ns_;  // 0: FromProto refuses samples of 0 ns above a min
   uint64_t seen = zero_count_;
   for (const auto& [bucket, n] : buckets_) {
     seen += n;
@@ -189,6 +189,10 @@ absl::StatusOr<LatencySketch> LatencySketch::FromProto(const v1::LatencySketch& 
       return absl::InvalidArgumentError("latency sketch samples outside its min and max");
     }
     return sketch;
+  }
+  if (in.zero_count() > 0 && in.min_ns() != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("a latency sketch with ", in.zero_count(),
+                                                   " samples of 0 ns and min ", in.min_ns()));
   }
   if (in.exact_deltas_ns_size() != 0 || in.first_bucket() < 0 ||
       in.bucket_counts_size() > kMaxBucket + 1 - in.first_bucket()) {

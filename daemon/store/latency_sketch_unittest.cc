@@ -194,6 +194,13 @@ TEST(LatencySketchTest, StoredFormsNoSketchWritesAreRefused) {
   v1::LatencySketch short_counts = bucketed;
   short_counts.set_zero_count(short_counts.zero_count() + 1);
   EXPECT_FALSE(LatencySketch::FromProto(short_counts).ok());
+  // Found by latency_sketch_fuzzer: samples of 0 ns in a sketch whose min is above 0 (its median
+  // would have been 0, below the min).
+  v1::LatencySketch zeros_above_min = bucketed;
+  zeros_above_min.set_zero_count(1);
+  zeros_above_min.set_min_ns(618);
+  zeros_above_min.set_count(zeros_above_min.count() + 1 - bucketed.zero_count());
+  EXPECT_FALSE(LatencySketch::FromProto(zeros_above_min).ok());
   v1::LatencySketch wrapping = bucketed;
   wrapping.set_bucket_counts(0, ~uint64_t{0});
   EXPECT_FALSE(LatencySketch::FromProto(wrapping).ok());
