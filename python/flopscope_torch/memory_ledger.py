@@ -213,7 +213,10 @@ class MemoryLedger:
 
     def root_seen(self, module):
         """A module called with no module open: a model, or the wrapper around one. Modules
-        with no parameters (a loss built in every step) are not kept."""
+        with no parameters (a loss built in every step) are not kept, nor one kept already (a
+        model is a root at every step)."""
+        if any(ref() is module for ref in self._roots):
+            return
         if next(iter(module.parameters()), None) is None:
             return
         self._roots = [ref for ref in self._roots if ref() is not None]

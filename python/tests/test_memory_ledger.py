@@ -127,6 +127,16 @@ class EveryNStepsTest(MemoryLedgerTest):
         self.assertEqual(ledger_marks(self.recorder.marks())[0]["states"], "1")  # momentum
 
 
+class RootsTest(MemoryLedgerTest):
+    def test_a_model_called_every_step_is_kept_once(self):
+        # Each step's forward finds it a root again; kept once, the measurement walks it once.
+        model = TiedLM()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        self.train(model, optimizer, 5)
+        held = [ref() for ref in self.profiler.memory._roots]  # pylint: disable=protected-access
+        self.assertEqual(held, [model])
+
+
 class SwitchedOffTest(MemoryLedgerTest):
     environ = {"FLOPSCOPE_TORCH_MEMORY": "0"}
 
